@@ -1,0 +1,333 @@
+"""Model architectures in k3lib's own schema, and the formulas that turn them into
+parameter counts and KV-cache bytes.
+
+Notation (used across the workbook): hidden size $D$, vocabulary $V$, layers $L$,
+query heads $N_q$, KV heads $K$, head dim $H$, tokens $T$, batch $B$.
+
+Attention layer kinds and what each caches per token (elements, before the dtype):
+
+* ``full`` (MHA/GQA): $2·K·H$ per layer — keys and values.
+* ``sliding``: the same per token, but only the last ``window_tokens`` tokens.
+* ``mla`` (multi-head latent attention): $r_{kv} + d_{rope}$ per layer — one
+  compressed latent shared by all heads (what vLLM and SGLang cache).
+* ``kda`` / ``gdn`` (linear attention: Kimi Delta Attention, Gated DeltaNet):
+  nothing per token; a constant state per sequence of
+  $N_v·d_k·d_v$ (recurrent) $+ C·(k_{conv}-1)$ (short-convolution) elements.
+
+>>> from k3lib.models import get_model
+>>> get_model("llama-3.1-70b").kv_bytes_per_token(2)   # 2·80·8·128·2 B
+327680
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from .errors import K3InputError
+
+ATTENTION_KINDS = ("full", "sliding", "mla", "kda", "gdn")
+LINEAR_KINDS = ("kda", "gdn")
+PARAM_GROUPS = (
+    "embedding", "lm_head", "attention", "dense_mlp", "shared_experts",
+    "routed_experts", "moe_other", "norms",
+)
+
+
+def _positive(name: str, value: int, allow_zero: bool = False) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0 or (value == 0 and not allow_zero):
+        raise K3InputError(name, f"{value!r} is not a {'non-negative' if allow_zero else 'positive'} integer")
+
+
+@dataclass(frozen=True)
+class AttentionGroup:
+    """A set of ``count`` layers that share one attention design.
+
+    GQA fields: ``num_heads``, ``kv_heads``, ``head_dim``, ``v_head_dim``.
+    MLA fields: ``q_lora_rank`` (0 = no query LoRA), ``kv_lora_rank``,
+    ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``.
+    Linear fields: ``num_heads`` (key heads), ``linear_value_heads``,
+    ``head_dim`` (key dim), ``v_head_dim``, ``conv_kernel``.
+    """
+
+    kind: str
+    count: int
+    num_heads: int
+    kv_heads: int = 0
+    head_dim: int = 0
+    v_head_dim: int = 0
+    window_tokens: int = 0
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    linear_value_heads: int = 0
+    conv_kernel: int = 0
+    qkv_bias: bool = False
+    o_bias: bool = False
+    qk_norm: bool = False
+    output_gate: bool = False
+    sinks: bool = False
+    full_rank_gate: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in ATTENTION_KINDS:
+            raise K3InputError("attention.kind", f"{self.kind!r} is not known", ", ".join(ATTENTION_KINDS))
+        _positive("attention.count", self.count)
+        _positive("attention.num_heads", self.num_heads)
+        if self.kind in ("full", "sliding"):
+            _positive("attention.kv_heads", self.kv_heads)
+            _positive("attention.head_dim", self.head_dim)
+        if self.kind == "sliding":
+            _positive("attention.window_tokens", self.window_tokens)
+        if self.kind == "mla":
+            _positive("attention.kv_lora_rank", self.kv_lora_rank)
+            _positive("attention.qk_rope_head_dim", self.qk_rope_head_dim)
+        if self.kind in LINEAR_KINDS:
+            _positive("attention.head_dim", self.head_dim)
+            _positive("attention.conv_kernel", self.conv_kernel)
+
+    # ---- cache -----------------------------------------------------------
+    @property
+    def kv_elements_per_token_per_layer(self) -> int:
+        """Elements cached per token per layer (0 for linear attention)."""
+        if self.kind in ("full", "sliding"):
+            return self.kv_heads * (self.head_dim + (self.v_head_dim or self.head_dim))
+        if self.kind == "mla":
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return 0
+
+    @property
+    def value_heads(self) -> int:
+        return self.linear_value_heads or self.num_heads
+
+    @property
+    def recurrent_state_elements_per_layer(self) -> int:
+        """Linear attention: value heads × key dim × value dim, per sequence."""
+        if self.kind not in LINEAR_KINDS:
+            return 0
+        return self.value_heads * self.head_dim * (self.v_head_dim or self.head_dim)
+
+    @property
+    def conv_state_elements_per_layer(self) -> int:
+        """Linear attention: conv channels × (kernel − 1), per sequence."""
+        if self.kind not in LINEAR_KINDS:
+            return 0
+        return self._conv_channels * (self.conv_kernel - 1)
+
+    @property
+    def _conv_channels(self) -> int:
+        dk, dv = self.head_dim, (self.v_head_dim or self.head_dim)
+        if self.kind == "kda":  # q, k and v each get a short conv
+            return self.num_heads * dk * 2 + self.value_heads * dv
+        return self.num_heads * dk * 2 + self.value_heads * dv  # gdn: q, k, v
+
+    # ---- parameters ------------------------------------------------------
+    def params_per_layer(self, hidden_size: int) -> int:
+        """Weights of one attention layer (projections, gates, norms inside attention)."""
+        d = hidden_size
+        if self.kind in ("full", "sliding"):
+            hq, hk = self.num_heads * self.head_dim, self.kv_heads * self.head_dim
+            hv = self.kv_heads * (self.v_head_dim or self.head_dim)
+            q_out = hq * (2 if self.output_gate else 1)
+            n = d * q_out + d * hk + d * hv + hq * d
+            if self.qkv_bias:
+                n += hq + hk + hv
+            if self.o_bias:
+                n += d
+            if self.qk_norm:
+                n += 2 * self.head_dim
+            if self.sinks:
+                n += self.num_heads
+            return n
+        if self.kind == "mla":
+            h, qk = self.num_heads, self.qk_nope_head_dim + self.qk_rope_head_dim
+            v = self.v_head_dim
+            if self.q_lora_rank:
+                q = d * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * h * qk
+            else:
+                q = d * h * qk
+            kv = d * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
+            kv += self.kv_lora_rank * h * (self.qk_nope_head_dim + v)
+            o = h * v * d
+            gate = d * h * v if self.output_gate else 0
+            return q + kv + o + gate
+        if self.kind == "kda":
+            nh, dk = self.num_heads, self.head_dim
+            inner = nh * dk
+            n = 3 * d * inner                    # q, k, v
+            n += 3 * inner * self.conv_kernel    # short convs
+            n += d * dk + dk * inner             # f_a, f_b (decay gate, low rank)
+            n += inner + nh                      # dt_bias, A_log
+            n += nh * d                          # b_proj (beta)
+            n += d * inner if self.full_rank_gate else d * dk + dk * inner  # output gate
+            n += dk                              # o_norm
+            n += inner * d                       # o_proj
+            return n
+        # gdn (Qwen3-Next Gated DeltaNet)
+        nk, nv, dk = self.num_heads, self.value_heads, self.head_dim
+        dv = self.v_head_dim or dk
+        n = d * (2 * nk * dk + 2 * nv * dv)      # in_proj_qkvz
+        n += d * 2 * nv                          # in_proj_ba
+        n += (2 * nk * dk + nv * dv) * self.conv_kernel
+        n += 2 * nv                              # dt_bias, A_log
+        n += dv                                  # norm
+        n += nv * dv * d                         # out_proj
+        return n
+
+
+@dataclass(frozen=True)
+class MLPSpec:
+    """Feed-forward layers: ``dense_layers`` dense ones and ``moe_layers`` MoE ones.
+
+    A gated MLP of width $I$ holds $3·D·I$ weights. A MoE layer holds
+    $E·3·D_e·I_e$ routed-expert weights ($D_e$ = ``latent_dim`` when the experts
+    run in a smaller latent space, else $D$), shared experts $3·D·I_s$, and the
+    router $E·D$.
+    """
+
+    dense_layers: int
+    dense_intermediate: int
+    moe_layers: int = 0
+    n_routed_experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate: int = 0
+    n_shared_experts: int = 0
+    shared_intermediate: int = 0
+    latent_dim: int = 0
+    expert_bias: bool = False
+    router_bias: bool = False
+    router_score_bias: bool = False
+    shared_expert_gate: bool = False
+
+    def __post_init__(self) -> None:
+        _positive("mlp.dense_layers", self.dense_layers, allow_zero=True)
+        _positive("mlp.moe_layers", self.moe_layers, allow_zero=True)
+        if self.moe_layers:
+            _positive("mlp.n_routed_experts", self.n_routed_experts)
+            _positive("mlp.experts_per_token", self.experts_per_token)
+            _positive("mlp.moe_intermediate", self.moe_intermediate)
+            if self.experts_per_token > self.n_routed_experts:
+                raise K3InputError("mlp.experts_per_token", "more active experts than experts exist")
+
+    def expert_params(self, hidden_size: int) -> int:
+        """Weights of one routed expert: 3·D_e·I_e (+ biases)."""
+        de = self.latent_dim or hidden_size
+        n = 3 * de * self.moe_intermediate
+        if self.expert_bias:
+            n += 2 * self.moe_intermediate + de
+        return n
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """A model described by its shapes; every count below is derived from them."""
+
+    id: str
+    name: str
+    hidden_size: int
+    vocab_size: int
+    num_layers: int
+    attention: tuple[AttentionGroup, ...]
+    mlp: MLPSpec
+    max_context_tokens: int
+    tie_word_embeddings: bool = False
+    native_formats: Mapping[str, str] = field(default_factory=dict)
+    source: str = ""
+    notes: str = ""
+    family: str = ""
+    official_params_total: str = ""
+    official_params_active: str = ""
+
+    kind = "architecture"
+
+    def __post_init__(self) -> None:
+        _positive("hidden_size", self.hidden_size)
+        _positive("vocab_size", self.vocab_size)
+        _positive("num_layers", self.num_layers)
+        _positive("max_context_tokens", self.max_context_tokens)
+        if sum(g.count for g in self.attention) != self.num_layers:
+            raise K3InputError("attention", f"layer groups cover {sum(g.count for g in self.attention)} layers, "
+                               f"the model has {self.num_layers}")
+        if self.mlp.dense_layers + self.mlp.moe_layers != self.num_layers:
+            raise K3InputError("mlp", f"dense + MoE layers = {self.mlp.dense_layers + self.mlp.moe_layers}, "
+                               f"the model has {self.num_layers}")
+
+    # ---- parameters ------------------------------------------------------
+    def param_groups(self) -> dict[str, int]:
+        """Parameter count per group (text weights; no MTP layers, no vision tower)."""
+        d, m = self.hidden_size, self.mlp
+        router = m.n_routed_experts * d + (m.n_routed_experts if (m.router_bias or m.router_score_bias) else 0)
+        latent = (2 * d * m.latent_dim + m.latent_dim) if m.latent_dim else 0
+        gate = d if m.shared_expert_gate else 0
+        return {
+            "embedding": self.vocab_size * d,
+            "lm_head": 0 if self.tie_word_embeddings else self.vocab_size * d,
+            "attention": sum(g.count * g.params_per_layer(d) for g in self.attention),
+            "dense_mlp": m.dense_layers * 3 * d * m.dense_intermediate,
+            "shared_experts": m.moe_layers * 3 * d * m.shared_intermediate * m.n_shared_experts,
+            "routed_experts": m.moe_layers * m.n_routed_experts * m.expert_params(d),
+            "moe_other": m.moe_layers * (router + latent + gate),
+            "norms": (2 * self.num_layers + 1) * d,
+        }
+
+    @property
+    def params_total(self) -> int:
+        """Σ of :meth:`param_groups`."""
+        return sum(self.param_groups().values())
+
+    @property
+    def params_active(self) -> int:
+        """Parameters touched per token, excluding the input embedding (a lookup):
+        total − embedding − routed experts + (k/E)·routed experts."""
+        g = self.param_groups()
+        m = self.mlp
+        active_routed = m.moe_layers * m.experts_per_token * m.expert_params(self.hidden_size)
+        return self.params_total - g["embedding"] - g["routed_experts"] + active_routed
+
+    # ---- KV cache --------------------------------------------------------
+    def kv_elements_per_token(self) -> int:
+        """Elements per token over layers whose cache grows with context."""
+        return sum(g.count * g.kv_elements_per_token_per_layer for g in self.attention if g.kind != "sliding")
+
+    def kv_bytes_per_token(self, bytes_per_element: float) -> int:
+        """Growing-cache bytes per token = elements per token × bytes per element."""
+        return int(round(self.kv_elements_per_token() * bytes_per_element))
+
+    def kv_cache_bytes(self, *, context_tokens: int, batch: int, bytes_per_element: float,
+                       state_bytes_per_element: float = 4.0) -> int:
+        """KV cache for ``batch`` sequences of ``context_tokens``:
+
+        $B·[T·e_{full} + \\min(T, W)·e_{window}]·b + B·S·b_{state}$
+        """
+        full = self.kv_elements_per_token() * context_tokens
+        window = sum(g.count * g.kv_elements_per_token_per_layer * min(context_tokens, g.window_tokens)
+                     for g in self.attention if g.kind == "sliding")
+        return int(round(batch * (full + window) * bytes_per_element
+                         + batch * self.state_elements_per_sequence() * state_bytes_per_element))
+
+    def state_elements_per_sequence(self) -> int:
+        """Constant per-sequence state of linear-attention layers (recurrent + conv)."""
+        return sum(g.count * (g.recurrent_state_elements_per_layer + g.conv_state_elements_per_layer)
+                   for g in self.attention)
+
+    # ---- weights ---------------------------------------------------------
+    def weights_bytes(self, bits_for_group: Mapping[str, float]) -> int:
+        """Σ over groups of params × bits / 8; ``bits_for_group`` maps group → bits
+        (key ``"*"`` for every group not named)."""
+        total = 0.0
+        for name, n in self.param_groups().items():
+            bits = bits_for_group.get(name, bits_for_group.get("*"))
+            if bits is None:
+                raise K3InputError("weights", f"no precision given for parameter group {name!r}")
+            total += n * bits / 8
+        return int(math.ceil(total))
+
+    @property
+    def attention_heads(self) -> int:
+        """Query heads of the full-attention layers (what tensor parallelism splits)."""
+        return max(g.num_heads for g in self.attention)
+
+    def head_counts(self) -> tuple[int, ...]:
+        """Every head count that a TP size must divide."""
+        return tuple(sorted({g.num_heads for g in self.attention} | {g.value_heads for g in self.attention if g.kind in LINEAR_KINDS}))

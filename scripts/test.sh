@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Run every check in one pytest invocation:
+#   - tests/                 unit tests (pytest),
+#   - k3lib/                 the doctests in k3lib's docstrings (--doctest-modules),
+#   - notebooks/*.ipynb      each notebook run top to bottom and its stored outputs compared
+#                            (nbval; a cell without an execution count is only run).
+# Extra arguments go to pytest, e.g. `bash scripts/test.sh -k units -m 'not browser'`.
+# Arguments that name an existing file or folder replace the default paths above.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+bash scripts/setup-env.sh
+
+export MPLBACKEND=Agg
+export JUPYTER_PLATFORM_DIRS=1
+export PYTHONDONTWRITEBYTECODE=1
+
+# Default paths, each only where it exists (empty folders are not in a fresh clone).
+paths=()
+user_paths=0
+for arg in "$@"; do
+    if [[ "$arg" != -* && -e "$arg" ]]; then user_paths=1; fi
+done
+if [[ "$user_paths" == "0" ]]; then
+    [[ -d tests ]] && paths+=(tests)
+    # Doctests need k3lib to be a package (its modules use relative imports).
+    [[ -f k3lib/__init__.py ]] && paths+=(k3lib)
+    shopt -s nullglob
+    notebooks=(notebooks/*.ipynb)
+    shopt -u nullglob
+    if ((${#notebooks[@]})); then
+        paths+=("${notebooks[@]}")
+    else
+        echo "test.sh: no notebooks/*.ipynb yet; running the Python tests only" >&2
+    fi
+fi
+
+# --nbval-current-env: run notebooks in this .venv's kernel, whatever kernelspec they name.
+nbval=(--nbval --nbval-current-env)
+if [[ -f tests/nbval_sanitize.cfg ]]; then
+    nbval+=(--nbval-sanitize-with tests/nbval_sanitize.cfg)
+fi
+
+set +e
+.venv/bin/python -m pytest --doctest-modules "${nbval[@]}" "${paths[@]}" "$@"
+rc=$?
+set -e
+
+if [[ "$rc" == "5" ]]; then
+    # pytest's 5 means "no tests collected": nothing failed, there was just nothing to run yet.
+    echo "test.sh: pytest collected no tests (exit 5); treating that as success" >&2
+    exit 0
+fi
+exit "$rc"
