@@ -48,3 +48,17 @@ def validate(**params: Any):
         raise ParameterError(f"parameter {exc}") from None
     except TypeError as exc:
         raise ParameterError(f"parameter error: {exc}") from None
+
+
+#: The Altair renderer the workbook uses. "svg" renders through vl-convert inside the
+#: kernel: no JavaScript and no CDN, so charts show in JupyterLab offline, in nbconvert
+#: HTML exports and in e-mailed reports, and the output is deterministic for nbval.
+ALTAIR_RENDERER = "svg"
+
+
+def setup() -> str:
+    """Enable the offline Altair renderer for a notebook session; returns its name."""
+    import altair as alt
+
+    alt.renderers.enable(ALTAIR_RENDERER)
+    return alt.renderers.active
