@@ -15,10 +15,16 @@ from .units import GB, GiB, parse_size_bytes
 UNITS = {"GiB": GiB, "GB": GB}
 
 
-def _size(field: str):
-    def parse(text: str) -> int:
-        return parse_size_bytes(text, field)
-    return parse
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit 2), like k3lib's own input errors."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _size(args: argparse.Namespace, name: str) -> int | None:
+    value = getattr(args, name)
+    return None if value is None else parse_size_bytes(value, name.replace("_", "-"))
 
 
 def _add_plan_args(p: argparse.ArgumentParser) -> None:
@@ -34,11 +40,11 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nodes", default="1", help="nodes the GPUs are spread over (default 1)")
     p.add_argument("--tp", default=None, help="tensor-parallel size (default: GPUs per node, if the heads split)")
     p.add_argument("--pp", default=None, help="pipeline-parallel size (default: nodes)")
-    p.add_argument("--activation", type=_size("activation"), default=None,
+    p.add_argument("--activation", default=None,
                    help="override activation memory in total, e.g. 10GiB (GB = 10^9, GiB = 2^30)")
-    p.add_argument("--overhead-per-gpu", type=_size("overhead-per-gpu"), default=None,
+    p.add_argument("--overhead-per-gpu", default=None,
                    help="override runtime overhead per GPU, e.g. 6GiB")
-    p.add_argument("--overhead-total", type=_size("overhead-total"), default=None,
+    p.add_argument("--overhead-total", default=None,
                    help="override runtime overhead over all GPUs, e.g. 48GiB (guide-000's worked example)")
     p.add_argument("--memory-basis", choices=("marketed", "usable"), default=None,
                    help="GPU capacity: marketed (80 GiB for an H100) or usable (what the driver exposes); "
@@ -53,8 +59,9 @@ def _plan_from_args(args: argparse.Namespace):
 
     model = get_model(args.model)
     weights = args.weights or ("native" if model.kind == "architecture" else "q4")
-    assumptions = Assumptions(activation_bytes=args.activation, overhead_per_gpu_bytes=args.overhead_per_gpu,
-                              overhead_total_bytes=args.overhead_total, memory_basis=args.memory_basis)
+    assumptions = Assumptions(activation_bytes=_size(args, "activation"),
+                              overhead_per_gpu_bytes=_size(args, "overhead_per_gpu"),
+                              overhead_total_bytes=_size(args, "overhead_total"), memory_basis=args.memory_basis)
     return make_plan(model=model, gpu=args.gpu, gpus=args.gpus, weights=weights, kv_dtype=args.kv_dtype,
                      context=args.context, batch=args.batch, nodes=args.nodes, tp=args.tp, pp=args.pp,
                      assumptions=assumptions)
@@ -147,8 +154,8 @@ def _cmd_formats(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="k3plan", description="How much GPU memory a model needs, and where it goes.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser = _Parser(prog="k3plan", description="How much GPU memory a model needs, and where it goes.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     p = sub.add_parser("estimate", help="memory breakdown for one configuration",
                        description="Memory breakdown (weights, KV cache, activation, overhead) in total and per GPU.")
     _add_plan_args(p)
