@@ -30,7 +30,9 @@ SERIES = [
     ("03-tensor-parallel", "Tensor-parallel distribution"),
     ("04-offload", "Offload mode"),
     ("05-decision-checklist", "The decision checklist"),
+    ("06-any-model", "Any model, any engine"),
     ("07-guide-audit", "What the guides claim, and what holds"),
+    ("90-deployment-report", "Deployment report"),
 ]
 
 
