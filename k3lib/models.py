@@ -141,9 +141,17 @@ def get_model(name: "str | ModelSpec") -> ModelSpec:
         return name
     if not isinstance(name, str) or not name.strip():
         raise K3InputError("model", f"{name!r} is not a model name", "a name from `k3plan models`")
-    models = builtin_models()
-    key = normalise_name(name)
-    for mid, model in models.items():
-        if normalise_name(mid) == key or normalise_name(model.name) == key:
-            return model
-    raise UnknownNameError("model", name, models.keys())
+    found = _model_index().get(normalise_name(name))
+    if found is None:
+        raise UnknownNameError("model", name, builtin_models().keys())
+    return found
+
+
+@lru_cache(maxsize=None)
+def _model_index() -> dict[str, ModelSpec]:
+    """Normalised id and display name → model."""
+    out: dict[str, ModelSpec] = {}
+    for mid, model in builtin_models().items():
+        out.setdefault(normalise_name(mid), model)
+        out.setdefault(normalise_name(model.name), model)
+    return out

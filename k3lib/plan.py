@@ -12,6 +12,7 @@ rank, and linear-attention state splits by head.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from .architecture import Architecture
@@ -153,7 +154,11 @@ def valid_tp_sizes(model: ModelSpec, limit: int = 1024) -> tuple[int, ...]:
     """TP sizes that divide every head count of the model (any size for a profile)."""
     if isinstance(model, PublishedProfile):
         return tuple(range(1, limit + 1))
-    counts = model.head_counts()
+    return _common_divisors(model.head_counts(), limit)
+
+
+@lru_cache(maxsize=None)
+def _common_divisors(counts: tuple[int, ...], limit: int) -> tuple[int, ...]:
     return tuple(t for t in range(1, limit + 1) if all(c % t == 0 for c in counts))
 
 

@@ -88,15 +88,23 @@ def kv_dtypes() -> tuple[KVDtype, ...]:
     )
 
 
+@lru_cache(maxsize=None)
+def _index(items: tuple) -> dict:
+    """Normalised id and aliases → item (first row wins)."""
+    out: dict = {}
+    for item in items:
+        for key in (item.id, *item.aliases):
+            out.setdefault(normalise_name(key), item)
+    return out
+
+
 def _lookup(items, name, field):
     if isinstance(name, (WeightFormat, KVDtype)):
         return name
-    key = normalise_name(name)
-    for item in items:
-        if key == normalise_name(item.id) or key in {normalise_name(a) for a in item.aliases}:
-            return item
-    known = [i.id for i in items]
-    raise UnknownNameError(field, str(name), known)
+    found = _index(items).get(normalise_name(name))
+    if found is None:
+        raise UnknownNameError(field, str(name), [i.id for i in items])
+    return found
 
 
 def get_weight_format(name: "str | WeightFormat") -> WeightFormat:
