@@ -28,7 +28,14 @@ def _size(args: argparse.Namespace, name: str) -> int | None:
 
 
 def _add_plan_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default="kimi-k3", help="built-in model id (see `k3plan models`); default kimi-k3")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--model", default="kimi-k3", help="built-in model id (see `k3plan models`); default kimi-k3")
+    source.add_argument("--config", metavar="PATH", default=None,
+                        help="a local Hugging Face config.json (or its folder) instead of --model")
+    source.add_argument("--gguf", metavar="FILE", default=None,
+                        help="a local .gguf file: architecture from its metadata, weights = its exact tensor bytes")
+    source.add_argument("--safetensors", metavar="DIR", default=None,
+                        help="a local safetensors checkpoint (folder with config.json): weights = exact tensor bytes")
     p.add_argument("--weights", default=None, help="weight precision: native, bf16, fp8, q8_0, q6_k, q5_k_m, q4_k_m, "
                    "q3_k_m, q2_k, iq1_s, mxfp4, nvfp4, awq, gptq, or the guides' q8/q4/q2 "
                    "(default: native for architectures, q4 for guide profiles)")
@@ -49,14 +56,51 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-basis", choices=("marketed", "usable"), default=None,
                    help="GPU capacity: marketed (80 GiB for an H100) or usable (what the driver exposes); "
                         "default usable for architectures, marketed for guide profiles")
+    p.add_argument("--engine", default=None, metavar="NAME",
+                   help="engine memory rules: vllm, llama.cpp, sglang, transformers or generic (default: k3lib's "
+                        "generic plan)")
+    p.add_argument("--gpu-memory-utilization", type=float, default=None, metavar="F",
+                   help="with --engine vllm: the fraction of GPU memory vLLM may use (vLLM's default 0.9)")
     p.add_argument("--unit", choices=tuple(UNITS), default="GiB", help="unit of the printed table (default GiB)")
     p.add_argument("--json", action="store_true", help="print one JSON object; sizes are integers in bytes")
+
+
+def _loaded_from_args(args: argparse.Namespace):
+    """The LoadedModel named by --config/--gguf/--safetensors, or None for --model."""
+    import warnings
+
+    from .loaders import load_config, load_gguf, load_safetensors
+
+    path = getattr(args, "config", None) or getattr(args, "gguf", None) or getattr(args, "safetensors", None)
+    if path is None:
+        return None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if getattr(args, "config", None):
+            loaded = load_config(path)
+        elif getattr(args, "gguf", None):
+            loaded = load_gguf(path)
+        else:
+            loaded = load_safetensors(path)
+    for w in caught:
+        print(f"k3plan: warning: {w.message}", file=sys.stderr)
+    return loaded
 
 
 def _plan_from_args(args: argparse.Namespace):
     from .models import get_model
     from .plan import Assumptions, make_plan
 
+    loaded = _loaded_from_args(args)
+    if loaded is not None:
+        from .loaders import plan_for_loaded
+
+        assumptions = Assumptions(activation_bytes=_size(args, "activation"),
+                                  overhead_per_gpu_bytes=_size(args, "overhead_per_gpu"),
+                                  overhead_total_bytes=_size(args, "overhead_total"), memory_basis=args.memory_basis)
+        return plan_for_loaded(loaded, gpu=args.gpu, gpus=args.gpus, weights=args.weights or "native",
+                               kv_dtype=args.kv_dtype, context=args.context, batch=args.batch, nodes=args.nodes,
+                               tp=args.tp, pp=args.pp, assumptions=assumptions)
     model = get_model(args.model)
     weights = args.weights or ("native" if model.kind == "architecture" else "q4")
     assumptions = Assumptions(activation_bytes=_size(args, "activation"),
@@ -89,12 +133,61 @@ def render_plan_table(plan, unit: str = "GiB") -> str:
     return head + "\n".join(lines) + "\n" + verdict + notes
 
 
+def render_engine_table(est, unit: str = "GiB") -> str:
+    """One GPU under an engine's rules: what it holds, what is left for the KV cache, what it prints."""
+    from .engines import get_engine
+
+    div = UNITS[unit]
+    prof = get_engine(est.engine)
+    head = (f"{est.model_id} · engine {prof.name} {prof.version} · KV {est.kv_dtype} · "
+            f"context {est.context_tokens:,} tokens · batch {est.batch}\n"
+            f"{est.gpus}× {est.gpu_id} · TP={est.tp} · {est.memory_bytes / div:,.2f} {unit} per GPU, "
+            f"engine budget {est.budget_bytes / div:,.2f} {unit}\n")
+    rows = [("weights", est.weights_bytes), ("activation", est.activation_bytes), ("runtime", est.runtime_bytes),
+            ("CUDA graphs", est.cuda_graph_bytes), ("KV available", est.kv_available_bytes),
+            ("KV needed", est.kv_needed_bytes), ("KV headroom", est.headroom_bytes)]
+    lines = [f"{'component':<16}{'per GPU (' + unit + ')':>18}"]
+    lines += [f"{name:<16}{value / div:>18,.2f}" for name, value in rows]
+    lines.append(f"{'KV capacity':<16}{est.kv_capacity_tokens:>11,} tokens")
+    lines.append(f"{'max concurrency':<16}{est.max_concurrency:>17,.2f}x")
+    verdict = ("FITS" if est.fits else "DOES NOT FIT") + " — " + est.reason
+    printed = "".join(f"\n{prof.name} would print: {k}: {v}" for k, v in est.printed.items())
+    notes = "".join(f"\nnote: {n}" for n in est.notes)
+    return head + "\n".join(lines) + "\n" + verdict + printed + f"\nunit: {prof.unit_note}" + notes
+
+
 def _cmd_estimate(args) -> int:
+    engine = getattr(args, "engine", None)
+    if engine is not None:
+        from .engines import get_engine
+
+        prof = get_engine(engine)
+        if prof.id != "generic":
+            return _cmd_estimate_engine(args, prof)
     plan = _plan_from_args(args)
     if args.json:
         print(json.dumps(plan.to_dict(), indent=2))
     else:
         print(render_plan_table(plan, args.unit))
+    return 0
+
+
+def _cmd_estimate_engine(args, prof) -> int:
+    from .engines import estimate_for_engine
+    from .units import parse_positive_int
+
+    if args.pp is not None or parse_positive_int(args.nodes, "nodes") > 1:
+        raise K3InputError("engine", f"the {prof.name} profile models one node with tensor parallelism",
+                           "--tp and --gpus, without --pp or --nodes")
+    loaded = _loaded_from_args(args)
+    est = estimate_for_engine(prof, model=loaded if loaded is not None else args.model, gpu=args.gpu,
+                              gpus=args.gpus, tp=args.tp, context=args.context, batch=args.batch,
+                              kv_dtype=args.kv_dtype, weights=args.weights or "native",
+                              gpu_memory_utilization=args.gpu_memory_utilization)
+    if args.json:
+        print(json.dumps(est.to_dict(), indent=2))
+    else:
+        print(render_engine_table(est, args.unit))
     return 0
 
 
@@ -153,6 +246,187 @@ def _cmd_formats(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- report (issue 6)
+# `k3plan report`: the report notebook run by papermill, exported to one offline HTML file
+# (k3lib.report). Kept in one block: the parser, the flags→parameters mapping, the command.
+
+
+def _add_report_parser(sub) -> None:
+    p = sub.add_parser("report", help="deployment report(s) as self-contained offline HTML",
+                       description="Run the report notebook (notebooks/90-deployment-report.ipynb) with papermill "
+                                   "and export it to one self-contained HTML file (no code, charts as inline SVG, "
+                                   "no CDN). With --scenarios, one report per scenario of a YAML file and an "
+                                   "index.html comparing them; exit code 1 if any scenario failed (its row in the "
+                                   "index says why).")
+    _add_plan_args(p)
+    p.add_argument("--scenario", default="", help="scenario name: the report's title (default: the configuration)")
+    if not any("--engine" in a.option_strings for a in p._actions):   # other commands may define it already
+        p.add_argument("--engine", default=None, help="engine for the launch commands: vllm, llama.cpp, sglang, "
+                       "transformers, generic (default vllm)")
+    p.add_argument("--offload", default="auto", choices=("auto", "none", "experts"),
+                   help="offload section: auto (when the plan does not fit), none, experts (guide 004's mode)")
+    p.add_argument("--ram", default=None, help="host RAM for offload, e.g. 1536GB (default: as needed)")
+    p.add_argument("--ram-bandwidth", default="70GB/s", help="host RAM bandwidth for offload, default 70GB/s")
+    p.add_argument("--scenarios", default=None, metavar="YAML",
+                   help="run every scenario of a YAML file (see examples/scenarios.yaml); -o is then a folder")
+    p.add_argument("-o", "--output", default=None, help="output HTML file (default reports/<scenario>.html); "
+                   "with --scenarios, the output folder (default reports/)")
+    p.set_defaults(func=_cmd_report)
+
+
+def _report_parameters(args: argparse.Namespace) -> dict:
+    """The report notebook's parameters from `k3plan report` flags ("" / 0: the model's rule, automatic)."""
+    return {"scenario": args.scenario, "model": args.model, "weights": args.weights or "", "kv_dtype": args.kv_dtype,
+            "context": args.context, "batch": args.batch, "gpu": args.gpu, "gpus": args.gpus, "nodes": args.nodes,
+            "tp": args.tp or 0, "pp": args.pp or 0, "engine": getattr(args, "engine", None) or "vllm",
+            "offload": args.offload, "ram": args.ram or "", "ram_bandwidth": args.ram_bandwidth or "",
+            "activation": args.activation or "", "overhead_per_gpu": args.overhead_per_gpu or "",
+            "overhead_total": args.overhead_total or "", "memory_basis": args.memory_basis or ""}
+
+
+def _cmd_report(args) -> int:
+    from pathlib import Path
+
+    from .notebook import ParameterError
+    from .report import ReportError, configure, run_batch, run_report, safe_filename
+
+    for name in ("config", "gguf", "safetensors"):   # model-file flags of `estimate`, not wired into reports
+        if getattr(args, name, None):
+            raise K3InputError(name, "is not supported by `k3plan report` yet", "--model with a built-in model")
+    if args.scenarios:
+        out_dir = Path(args.output or "reports")
+        if out_dir.suffix.lower() in (".html", ".htm"):
+            raise K3InputError("output", f"{out_dir} is a file name; with --scenarios, -o names a folder")
+        results = run_batch(args.scenarios, out_dir)
+        if args.json:
+            print(json.dumps([{"scenario": r.scenario, "html": str(r.html_path) if r.html_path else None,
+                               "error": r.error, "figures": r.figures} for r in results], indent=2))
+        else:
+            for r in results:
+                print(f"ok      {r.html_path}" if r.ok else f"FAILED  {r.scenario}: {r.error}")
+            print(f"index   {out_dir / 'index.html'}  ({sum(r.ok for r in results)} of {len(results)} reports)")
+        return 0 if all(r.ok for r in results) else 1
+    params = _report_parameters(args)
+    try:
+        cfg = configure(**params)
+        out = Path(args.output or Path("reports") / f"{safe_filename(cfg.title)}.html")
+        result = run_report(params, out)
+    except ParameterError as exc:
+        print(f"k3plan: error: {exc}", file=sys.stderr)
+        return 2
+    except ReportError as exc:
+        print(f"k3plan: error: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps({"html": str(result.html_path), "figures": result.figures}, indent=2) if args.json
+          else result.html_path)
+    return 0
+
+
+# ---------------------------------------------------------------- end of report block
+
+
+# ---------------------------------------------------------------- plan / cheatsheet (issue 5)
+# `k3plan plan`: guide 000's seven-step checklist, the recommended configuration and its launch
+# commands (k3lib.checklist, k3lib.commands). `k3plan cheatsheet`: max context by hardware, from
+# the vectorized sweep. Kept in one block: the parsers, the commands, the text rendering.
+
+
+def _add_checklist_parsers(sub) -> None:
+    p = sub.add_parser("plan", help="the seven-step checklist, the recommended configuration and its commands",
+                       description="Guide 000's VRAM decision framework for an inventory (GPU × count) and a target "
+                                   "context: each step's answer, the best configuration for these GPUs (or the "
+                                   "cheapest that fits, if none does) and the vllm / llama-server / nvidia-smi "
+                                   "command lines to launch it. Nothing is executed.")
+    p.add_argument("--model", default="kimi-k3", help="built-in model id (see `k3plan models`); default kimi-k3")
+    p.add_argument("--gpu", default="h100-sxm", help="GPU id or alias (see `k3plan gpus`); default h100-sxm")
+    p.add_argument("--gpus", default="8", help="number of GPUs you have (default 8)")
+    p.add_argument("--nodes", default="1", help="nodes the GPUs are spread over (default 1)")
+    p.add_argument("--context", default="256K", help="target context: 131072, 128K, 256k, 1M (K = 1024 tokens)")
+    p.add_argument("--kv-dtype", default="fp8", help="KV dtype for steps 3-7: bf16, fp8, int4 (default fp8, "
+                   "the guide's step 4)")
+    p.add_argument("--overhead-per-gpu", default="8GiB", help="overhead subtracted per GPU (default 8GiB, the guide)")
+    p.add_argument("--workload-context", default=None, help="context your prompts actually need, e.g. 50K: "
+                   "warns when the target is far beyond it")
+    p.add_argument("--hf-repo", default=None, help="repository for `vllm serve` (default: the model's own)")
+    p.add_argument("--gguf", default=None, help="GGUF for `llama-server -hf`, repo:QUANT (default: by precision)")
+    p.add_argument("--json", action="store_true", help="print one JSON object; sizes are integers in bytes")
+    p.set_defaults(func=_cmd_plan)
+    p = sub.add_parser("cheatsheet", help="max context by hardware (GPU × count × precision)",
+                       description="GPU configuration cheat sheet: for each GPU × count (1-16, and 2 nodes × 8) and "
+                                   "weight precision, the largest context (1K-token steps) that fits; empty where "
+                                   "the model will not load. Computed by the vectorized sweep.")
+    p.add_argument("--model", default="kimi-k3", help="built-in model id; default kimi-k3")
+    p.add_argument("--gpu", default="h100-sxm,h200-sxm,b200,mi300x", help="comma-separated GPU ids "
+                   "(default h100-sxm,h200-sxm,b200,mi300x)")
+    p.add_argument("--kv-dtype", default="fp8", help="KV dtype (default fp8)")
+    p.add_argument("--overhead-per-gpu", default="8GiB", help="overhead per GPU (default 8GiB, the guide)")
+    p.add_argument("--csv", action="store_true", help="print CSV (cells in tokens, empty where it will not load)")
+    p.set_defaults(func=_cmd_cheatsheet)
+
+
+def _checklist_assumptions(args):
+    from .checklist import checklist_assumptions
+
+    return checklist_assumptions(parse_size_bytes(args.overhead_per_gpu, "overhead-per-gpu"))
+
+
+def _cmd_plan(args) -> int:
+    from .checklist import anti_patterns, format_context, run_checklist
+    from .commands import commands_for, gpu_memory_utilization
+
+    c = run_checklist(model=args.model, gpu=args.gpu, gpus=args.gpus, nodes=args.nodes, context=args.context,
+                      kv_dtype=args.kv_dtype, assumptions=_checklist_assumptions(args))
+    chosen = c.recommended or c.cheapest
+    plan = chosen.plan() if chosen else None
+    cmds = commands_for(plan, hf_repo=args.hf_repo, gguf=args.gguf) if plan else {}
+    warnings = anti_patterns(plan, workload_context_tokens=args.workload_context,
+                             gpu_memory_utilization=gpu_memory_utilization(plan).value) if plan else ()
+    if args.json:
+        out = c.to_dict()
+        out["chosen"] = "recommended" if c.recommended else ("cheapest" if c.cheapest else None)
+        out["commands"] = {k: {"argv": list(v.argv), "text": v.text, "notes": list(v.notes)} for k, v in cmds.items()}
+        out["warnings"] = [{"code": w.code, "message": w.message} for w in warnings]
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"Decision checklist (guide 000) — {c.model} on {c.gpus}× {c.gpu}, target context "
+          f"{format_context(c.context_tokens)}, KV {c.kv_dtype}")
+    for s in c.steps:
+        print(f"{s.step}. {s.title:<22}{s.figure}\n   {s.reason}")
+    print()
+    if c.recommended:
+        print(f"Recommended for {c.gpus}× {c.gpu}: {c.recommended.label}\n   {c.recommended.reason}")
+    elif c.cheapest:
+        print(f"Nothing fits on {c.gpus}× {c.gpu} at {format_context(c.context_tokens)}.\n"
+              f"Cheapest on {c.gpu}: {c.cheapest.label}\n   {c.cheapest.reason}")
+    else:
+        print(f"No configuration of up to {max(16, c.gpus)} {c.gpu} holds {format_context(c.context_tokens)}.")
+    for w in warnings:
+        print(f"warning [{w.code}]: {w.message}")
+    for name, cmd in cmds.items():
+        print(f"\n# {name}\n{cmd.text}")
+        for n in cmd.notes:
+            print(f"# note: {n}")
+    return 0
+
+
+def _cmd_cheatsheet(args) -> int:
+    from .checklist import cheatsheet, cheatsheet_display
+
+    gpus = [g.strip() for g in args.gpu.split(",") if g.strip()]
+    if not gpus:
+        raise K3InputError("gpu", f"{args.gpu!r} names no GPU", "comma-separated ids, e.g. h100-sxm,h200-sxm")
+    df = cheatsheet(model=args.model, gpus=gpus, kv_dtype=args.kv_dtype, assumptions=_checklist_assumptions(args))
+    if args.csv:
+        print(df.to_csv(index=False), end="")
+        return 0
+    print(f"GPU configuration cheat sheet: {df.attrs['model']} — {df.attrs['note']}")
+    print(cheatsheet_display(df).drop(columns=["gpu", "gpus", "nodes"]).to_string(index=False))
+    return 0
+
+
+# ---------------------------------------------------------------- end of plan / cheatsheet block
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="k3plan", description="How much GPU memory a model needs, and where it goes.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
@@ -169,6 +443,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("formats", help="list weight formats and KV dtypes",
                        description="List weight formats and KV-cache dtypes with their sizes.")
     p.set_defaults(func=_cmd_formats)
+    _add_report_parser(sub)  # issue 6
+    _add_checklist_parsers(sub)  # issue 5
     return parser
 
 
