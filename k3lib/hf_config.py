@@ -10,11 +10,34 @@ get wrong are explicit here:
 * Hybrid linear-attention models (Kimi Linear / K3 ``linear_attn_config``,
   Qwen3-Next ``full_attention_interval``) count only their full-attention layers
   in the per-token cache, and add a constant per-sequence state.
-* Sliding-window layers (``layer_types``, ``sliding_window_pattern``) cap at the
-  window.
+* Sliding-window layers cap at the window. Which layers slide comes from
+  ``layer_types`` when the config lists them, else ``sliding_window_pattern``,
+  else the family's own convention: Gemma 2 alternates (even layers slide),
+  Gemma 3 slides 5 of every 6, Llama 4 chunks 3 of every 4, Mistral slides every
+  layer, Qwen2/Qwen3 slide layers from ``max_window_layers`` on only when
+  ``use_sliding_window`` is true.
+* Multimodal wrappers (``mistral3``, ``kimi_vl``, ``llava`` …) are read through
+  their ``text_config``; the vision tower is counted separately by
+  :func:`vision_tower_params`.
+* ``quantization_config`` sets the native precision per parameter group: FP8
+  (per-tensor or 128×128 blocks), MXFP4 experts (gpt-oss, Kimi K3), and
+  ``compressed-tensors`` / GPTQ / AWQ checkpoints, whose ``ignore`` list keeps
+  the named modules in BF16.
+
+A config that lacks a field the formulas need raises
+:class:`~k3lib.errors.K3InputError` naming ``config.<field>`` and the file. An
+unknown ``model_type`` with the standard fields is read as a dense transformer,
+with one :class:`AssumedFieldWarning` that lists every field it assumed.
+
+>>> arch = architecture_from_hf_config({"model_type": "llama", "hidden_size": 4096,
+...     "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+...     "intermediate_size": 14336, "vocab_size": 128256}, id="llama-3.1-8b")
+>>> arch.params_total, arch.kv_bytes_per_token(2)     # 2·32·8·128·2 B
+(8030261248, 131072)
 """
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any, Mapping
 
@@ -25,7 +48,22 @@ KNOWN_MODEL_TYPES = (
     "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "qwen3_next", "mixtral",
     "deepseek_v3", "kimi_k2", "kimi_linear", "kimi_k3", "gpt_oss", "gemma3",
     "gemma3_text", "llama4", "llama4_text", "minimax_m2", "glm4_moe",
+    "gemma", "gemma2", "phi3", "deepseek_v2", "qwen2_moe",
 )
+
+#: Multimodal wrappers whose text tower is read from ``text_config`` under its own model_type.
+WRAPPER_MODEL_TYPES = ("mistral3", "kimi_vl", "llava", "llava_next", "pixtral", "paligemma", "idefics3")
+
+_LINEAR_GROUPS = ("attention", "dense_mlp", "shared_experts", "routed_experts", "lm_head")
+# a representative module name per parameter group, matched against a checkpoint's
+# list of modules left unquantized (``ignore`` / ``modules_to_not_convert``)
+_GROUP_MODULES = {
+    "attention": ("model.layers.1.self_attn.q_proj", "model.layers.1.self_attn.o_proj"),
+    "dense_mlp": ("model.layers.0.mlp.gate_proj", "model.layers.0.mlp.down_proj"),
+    "shared_experts": ("model.layers.1.mlp.shared_experts.gate_proj", "model.layers.1.mlp.shared_expert.gate_proj"),
+    "routed_experts": ("model.layers.1.mlp.experts.0.gate_proj", "model.layers.1.mlp.experts.gate_up_proj"),
+    "lm_head": ("lm_head",),
+}
 
 
 class AssumedFieldWarning(UserWarning):
@@ -37,25 +75,120 @@ def _text_config(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
     return tc if isinstance(tc, Mapping) else cfg
 
 
-def _req(c: Mapping[str, Any], key: str, source: str) -> int:
+def _req(c: Mapping[str, Any], key: str, source: str, prefix: str = "config.") -> int:
     v = c.get(key)
     if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-        raise K3InputError(f"config.{key}", f"missing or not a positive integer in {source} (got {v!r})")
+        raise K3InputError(f"{prefix}{key}", f"missing or not a positive integer in {source} (got {v!r})")
     return v
+
+
+def _opt_int(c: Mapping[str, Any], key: str, source: str, default: int, prefix: str = "config.") -> int:
+    """An optional positive integer: ``default`` when absent or null, an error when malformed."""
+    v = c.get(key)
+    if v is None:
+        return default
+    if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+        raise K3InputError(f"{prefix}{key}", f"not a positive integer in {source} (got {v!r})")
+    return v
+
+
+def model_type_of(cfg: Mapping[str, Any]) -> str:
+    """The model_type whose rules apply: the top-level one, or the text tower's for a
+    multimodal wrapper k3lib has no rules for (``mistral3`` → ``mistral``)."""
+    tc = _text_config(cfg)
+    top = str(cfg.get("model_type") or "")
+    text = str(tc.get("model_type") or "") if tc is not cfg else ""
+    if top in KNOWN_MODEL_TYPES:
+        return top
+    if text and (top in WRAPPER_MODEL_TYPES or not top):
+        return text
+    return top or text
+
+
+def _ignored(patterns: list[str], module: str) -> bool:
+    for p in patterns:
+        p = str(p)
+        if p.startswith("re:"):
+            if re.fullmatch(p[3:], module) or re.match(p[3:], module):
+                return True
+        elif p.replace("*", "") and (module == p or module.startswith(p + ".")
+                                     or re.fullmatch(re.escape(p).replace(r"\*", r"[^.]+") + r"(\..*)?", module)):
+            return True
+    return False
+
+
+def _quantized_groups(q: Mapping[str, Any]) -> list[str]:
+    """Linear-layer groups a checkpoint quantizes: all of them minus the ignore list."""
+    patterns = list(q.get("ignore") or []) + list(q.get("modules_to_not_convert") or [])
+    out = [g for g in _LINEAR_GROUPS if not any(_ignored(patterns, m) for m in _GROUP_MODULES[g])]
+    return out
 
 
 def _native_formats(cfg: Mapping[str, Any], tc: Mapping[str, Any]) -> dict[str, str]:
     q = tc.get("quantization_config") or cfg.get("quantization_config") or {}
+    if not isinstance(q, Mapping):
+        return {"*": "bf16"}
     method = str(q.get("quant_method", "")).lower()
     fmt = str(q.get("format", "")).lower()
     if method == "mxfp4" or "mxfp4" in fmt:
-        return {"routed_experts": "mxfp4", "*": "bf16"}
+        groups = _quantized_groups(q) if method == "compressed-tensors" else ["routed_experts"]
+        return {**{g: "mxfp4" for g in groups}, "*": "bf16"}
     if method == "fp8":
         block = q.get("weight_block_size")
         body = "fp8-block" if block else "fp8"
         # embeddings, lm_head, norms and routers stay in BF16
         return {"*": body, "embedding": "bf16", "lm_head": "bf16", "norms": "bf16", "moe_other": "bf16"}
-    return {"*": "bf16"}
+    body = None
+    if method == "compressed-tensors":
+        weights = {}
+        for group in (q.get("config_groups") or {}).values():
+            if isinstance(group, Mapping) and isinstance(group.get("weights"), Mapping):
+                weights = group["weights"]
+                break
+        bits, kind = weights.get("num_bits"), str(weights.get("type", "int"))
+        if "nvfp4" in fmt or (bits == 4 and kind == "float" and weights.get("group_size") == 16):
+            body = "nvfp4"
+        elif bits == 4:
+            body = "int4-gptq"      # 4 bits + FP16 scale per group of 128 (zero point counted: +0.03 bit)
+        elif bits == 8:
+            body = "fp8"            # FP8 or INT8: one byte per weight (per-channel scales negligible)
+    elif method in ("gptq", "awq") and q.get("bits", 4) == 4:
+        body = "int4-gptq" if method == "gptq" else "int4-awq"
+    elif method == "modelopt" and "fp4" in str(q.get("quant_algo", "")).lower():
+        body = "nvfp4"
+    if body is None:
+        return {"*": "bf16"}
+    groups = _quantized_groups(q) if method == "compressed-tensors" else [g for g in _LINEAR_GROUPS if g != "lm_head"]
+    return {**{g: body for g in groups}, "*": "bf16"}
+
+
+def _sliding_layers(mtype: str, tc: Mapping[str, Any], n_layers: int, window: int,
+                    assumed: list[str]) -> int:
+    """How many of the ``n_layers`` layers use the sliding (or chunked) window."""
+    layer_types = tc.get("layer_types")
+    if isinstance(layer_types, list) and window:
+        return sum(1 for t in layer_types if "sliding" in str(t) or "chunked" in str(t))
+    if tc.get("sliding_window_pattern") and window:
+        p = tc["sliding_window_pattern"]
+        return n_layers - sum(1 for i in range(n_layers) if (i + 1) % p == 0)
+    if not window:
+        return 0
+    if mtype.startswith("llama4"):
+        return n_layers - n_layers // 4  # every 4th layer is global NoPE
+    if mtype == "mistral":
+        return n_layers
+    if mtype == "gemma2":
+        return (n_layers + 1) // 2        # even layers (0, 2, …) slide
+    if mtype in ("gemma3", "gemma3_text"):
+        return n_layers - n_layers // 6   # 5 local : 1 global (sliding_window_pattern = 6)
+    if mtype in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
+        first = tc.get("max_window_layers")
+        first = first if isinstance(first, int) and 0 <= first <= n_layers else 0
+        return n_layers - first
+    if mtype in KNOWN_MODEL_TYPES:
+        return 0
+    assumed.append(f"sliding_window={window} on every layer (no layer_types or sliding_window_pattern)")
+    return n_layers
 
 
 def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | None = None,
@@ -64,26 +197,34 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
     if not isinstance(cfg, Mapping):
         raise K3InputError("config", "must be a JSON object")
     tc = _text_config(cfg)
-    mtype = str(cfg.get("model_type") or tc.get("model_type") or "")
+    prefix = "config.text_config." if tc is not cfg else "config."
+    mtype = model_type_of(cfg)
     src = source or "config.json"
-    if mtype not in KNOWN_MODEL_TYPES:
-        warnings.warn(f"model_type {mtype!r} is not one k3lib knows; reading the standard fields "
-                      "(hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads, "
-                      "head_dim or hidden/heads, intermediate_size, vocab_size) and assuming a dense "
-                      "gated-MLP transformer with full attention", AssumedFieldWarning, stacklevel=2)
-    d = _req(tc, "hidden_size", src)
-    n_layers = _req(tc, "num_hidden_layers", src)
-    heads = _req(tc, "num_attention_heads", src)
-    vocab = _req(tc, "vocab_size", src)
-    kv_heads = tc.get("num_key_value_heads") or heads
-    head_dim = tc.get("head_dim")
+    assumed: list[str] = []
+    unknown = mtype not in KNOWN_MODEL_TYPES
+    d = _req(tc, "hidden_size", src, prefix)
+    n_layers = _req(tc, "num_hidden_layers", src, prefix)
+    heads = _req(tc, "num_attention_heads", src, prefix)
+    vocab = _req(tc, "vocab_size", src, prefix)
+    kv_heads = _opt_int(tc, "num_key_value_heads", src, 0, prefix)
+    if not kv_heads:
+        kv_heads = heads
+        if unknown:
+            assumed.append(f"num_key_value_heads = num_attention_heads = {heads} (multi-head attention)")
+    head_dim = _opt_int(tc, "head_dim", src, 0, prefix)
     if not head_dim:
         head_dim = d // heads
-        if mtype not in ("llama", "mistral", "qwen2", "mixtral", "") and not tc.get("kv_lora_rank"):
+        if unknown:
+            assumed.append(f"head_dim = hidden_size / num_attention_heads = {head_dim}")
+        elif mtype not in ("llama", "mistral", "qwen2", "mixtral", "qwen2_moe", "phi3", "") and not tc.get("kv_lora_rank"):
             warnings.warn(f"head_dim missing: assumed hidden_size / num_attention_heads = {head_dim}",
                           AssumedFieldWarning, stacklevel=2)
     max_ctx = (tc.get("max_position_embeddings") or tc.get("model_max_length")
-               or cfg.get("max_position_embeddings") or 4096)
+               or cfg.get("max_position_embeddings"))
+    if not max_ctx:
+        max_ctx = 4096
+        if unknown:
+            assumed.append("max_position_embeddings = 4096")
     groups: list[AttentionGroup] = []
     gqa = dict(num_heads=heads, kv_heads=kv_heads, head_dim=head_dim,
                qkv_bias=bool(tc.get("attention_bias") or mtype == "qwen2"),
@@ -91,75 +232,77 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
                qk_norm=mtype in ("qwen3", "qwen3_moe", "qwen3_next", "gemma3", "gemma3_text", "glm4_moe")
                or bool(tc.get("use_qk_norm")),
                sinks=mtype == "gpt_oss")
-    if mtype == "qwen2" and "attention_bias" not in tc:
+    if mtype in ("qwen2", "qwen2_moe") and "attention_bias" not in tc:
         gqa["qkv_bias"] = True
     lac = tc.get("linear_attn_config")
     if tc.get("kv_lora_rank"):
         mla = dict(kind="mla", num_heads=heads, q_lora_rank=tc.get("q_lora_rank") or 0,
-                   kv_lora_rank=tc["kv_lora_rank"], qk_nope_head_dim=tc.get("qk_nope_head_dim", 128),
+                   kv_lora_rank=_req(tc, "kv_lora_rank", src, prefix),
+                   qk_nope_head_dim=tc.get("qk_nope_head_dim", 128),
                    qk_rope_head_dim=tc.get("qk_rope_head_dim", 64), v_head_dim=tc.get("v_head_dim", 128),
                    output_gate=bool(tc.get("mla_use_output_gate")))
         if isinstance(lac, Mapping):
+            lprefix = prefix + "linear_attn_config."
             n_full = len(lac.get("full_attn_layers") or [])
             n_kda = len(lac.get("kda_layers") or [])
             if n_full + n_kda != n_layers:
-                raise K3InputError("config.linear_attn_config",
+                raise K3InputError(prefix + "linear_attn_config",
                                    f"kda_layers ({n_kda}) + full_attn_layers ({n_full}) != num_hidden_layers ({n_layers})")
             groups.append(AttentionGroup(count=n_full, **mla))
-            groups.append(AttentionGroup(kind="kda", count=n_kda, num_heads=lac["num_heads"],
-                                         head_dim=lac["head_dim"], v_head_dim=lac["head_dim"],
-                                         conv_kernel=lac.get("short_conv_kernel_size", 4),
+            groups.append(AttentionGroup(kind="kda", count=n_kda, num_heads=_req(lac, "num_heads", src, lprefix),
+                                         head_dim=_req(lac, "head_dim", src, lprefix),
+                                         v_head_dim=lac["head_dim"],
+                                         conv_kernel=_opt_int(lac, "short_conv_kernel_size", src, 4, lprefix),
                                          full_rank_gate=bool(lac.get("use_full_rank_gate"))))
         else:
             groups.append(AttentionGroup(count=n_layers, **mla))
     elif mtype == "qwen3_next" or tc.get("full_attention_interval"):
-        interval = tc.get("full_attention_interval", 4)
+        interval = _opt_int(tc, "full_attention_interval", src, 4, prefix)
         n_full = n_layers // interval
         groups.append(AttentionGroup(kind="full", count=n_full, output_gate=True, **gqa))
-        groups.append(AttentionGroup(kind="gdn", count=n_layers - n_full, num_heads=tc["linear_num_key_heads"],
-                                     linear_value_heads=tc["linear_num_value_heads"],
-                                     head_dim=tc["linear_key_head_dim"], v_head_dim=tc["linear_value_head_dim"],
-                                     conv_kernel=tc.get("linear_conv_kernel_dim", 4)))
+        groups.append(AttentionGroup(kind="gdn", count=n_layers - n_full,
+                                     num_heads=_req(tc, "linear_num_key_heads", src, prefix),
+                                     linear_value_heads=_req(tc, "linear_num_value_heads", src, prefix),
+                                     head_dim=_req(tc, "linear_key_head_dim", src, prefix),
+                                     v_head_dim=_req(tc, "linear_value_head_dim", src, prefix),
+                                     conv_kernel=_opt_int(tc, "linear_conv_kernel_dim", src, 4, prefix)))
     else:
         window = tc.get("sliding_window") or tc.get("attention_chunk_size") or 0
-        layer_types = tc.get("layer_types")
-        if mtype in ("qwen2", "qwen3", "qwen3_moe") and not tc.get("use_sliding_window"):
+        if mtype in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe") and not tc.get("use_sliding_window"):
             window = 0
-        if isinstance(layer_types, list) and window:
-            n_slide = sum(1 for t in layer_types if "sliding" in str(t) or "chunked" in str(t))
-        elif tc.get("sliding_window_pattern") and window:
-            p = tc["sliding_window_pattern"]
-            n_slide = n_layers - sum(1 for i in range(n_layers) if (i + 1) % p == 0)
-        elif mtype.startswith("llama4") and window:
-            n_slide = n_layers - n_layers // 4  # every 4th layer is global NoPE
-        elif window and mtype == "mistral":
-            n_slide = n_layers
-        else:
-            n_slide = 0
+        if window and (not isinstance(window, int) or isinstance(window, bool) or window < 0):
+            raise K3InputError(prefix + "sliding_window", f"not a positive integer in {src} (got {window!r})")
+        n_slide = _sliding_layers(mtype, tc, n_layers, window, assumed)
         if n_slide:
             groups.append(AttentionGroup(kind="sliding", count=n_slide, window_tokens=window, **gqa))
         if n_layers - n_slide:
             groups.append(AttentionGroup(kind="full", count=n_layers - n_slide, **gqa))
     # ---- MLP ----
     n_experts = (tc.get("n_routed_experts") or tc.get("num_experts") or tc.get("num_local_experts") or 0)
-    if mtype in ("qwen3_next",) or tc.get("mlp_only_layers") == [] and n_experts:
-        pass
     top_k = tc.get("num_experts_per_tok") or tc.get("num_experts_per_token") or tc.get("experts_per_token") or 0
     if n_experts:
+        if not top_k:
+            raise K3InputError(prefix + "num_experts_per_tok",
+                               f"missing in {src}: a MoE config must say how many experts each token uses")
         first_dense = tc.get("first_k_dense_replace", 0) or 0
-        step = tc.get("interleave_moe_layer_step") or tc.get("moe_layer_freq") or 1
+        step = (tc.get("interleave_moe_layer_step") or tc.get("moe_layer_freq")
+                or tc.get("decoder_sparse_step") or 1)
         moe_layers = len([i for i in range(first_dense, n_layers) if (i - first_dense) % step == step - 1 or step == 1])
         dense_layers = n_layers - moe_layers
         moe_inter = tc.get("moe_intermediate_size") or tc.get("intermediate_size")
+        if not moe_inter:
+            raise K3InputError(prefix + "moe_intermediate_size", f"missing in {src} (nor intermediate_size)")
         n_shared = tc.get("n_shared_experts") or tc.get("num_shared_experts") or 0
         shared_inter = tc.get("shared_expert_intermediate_size") or tc.get("shared_intermediate_size") or 0
         if mtype.startswith("llama4"):
             n_shared, shared_inter = 1, tc.get("intermediate_size")
         if n_shared and not shared_inter:
             shared_inter = moe_inter
-        if mtype == "qwen3_next" and shared_inter:
+        if mtype in ("qwen3_next", "qwen2_moe") and shared_inter:
             n_shared = n_shared or 1
         dense_inter = tc.get("intermediate_size_mlp") or tc.get("intermediate_size") or 0
+        if dense_layers and not dense_inter:
+            raise K3InputError(prefix + "intermediate_size", f"missing in {src}: needed by the dense layers")
         mlp = MLPSpec(dense_layers=dense_layers, dense_intermediate=dense_inter if dense_layers else 0,
                       moe_layers=moe_layers, n_routed_experts=n_experts, experts_per_token=top_k,
                       moe_intermediate=moe_inter, n_shared_experts=n_shared, shared_intermediate=shared_inter,
@@ -167,13 +310,123 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
                       expert_bias=mtype == "gpt_oss", router_bias=mtype == "gpt_oss",
                       router_score_bias=mtype in ("deepseek_v3", "kimi_k2", "kimi_linear", "kimi_k3", "glm4_moe", "minimax_m2")
                       or tc.get("topk_method") == "noaux_tc",
-                      shared_expert_gate=mtype == "qwen3_next")
+                      shared_expert_gate=mtype in ("qwen3_next", "qwen2_moe"))
     else:
-        mlp = MLPSpec(dense_layers=n_layers, dense_intermediate=_req(tc, "intermediate_size", src))
+        mlp = MLPSpec(dense_layers=n_layers, dense_intermediate=_req(tc, "intermediate_size", src, prefix))
     tie_default = mtype.startswith("gemma")  # Gemma ties input and output embeddings
     tie = bool(tc.get("tie_word_embeddings", cfg.get("tie_word_embeddings", tie_default)))
+    if unknown and "tie_word_embeddings" not in tc and "tie_word_embeddings" not in cfg:
+        assumed.append("tie_word_embeddings = false (separate lm_head)")
+    if unknown:
+        fields = "; ".join(assumed) if assumed else "no field was missing"
+        warnings.warn(f"model_type {mtype!r} is not one k3lib knows ({src}); read as a dense gated-MLP "
+                      f"transformer with full attention from the standard fields. Assumed: {fields}",
+                      AssumedFieldWarning, stacklevel=2)
+    elif assumed:
+        warnings.warn(f"{src}: assumed " + "; ".join(assumed), AssumedFieldWarning, stacklevel=2)
     return Architecture(
         id=id, name=name or id, hidden_size=d, vocab_size=vocab, num_layers=n_layers,
         attention=tuple(groups), mlp=mlp, max_context_tokens=int(max_ctx), tie_word_embeddings=tie,
         native_formats=_native_formats(cfg, tc), source=src, family=mtype,
     )
+
+
+# ---------------------------------------------------------------------------
+# Facts outside the Architecture schema that engines need: rotary caches, the
+# vision tower, the checkpoint dtype.
+# ---------------------------------------------------------------------------
+
+def rope_caches(cfg: Mapping[str, Any]) -> tuple[tuple[int, int], ...]:
+    """The rotary cos/sin caches an engine precomputes: ``(positions, rotary_dim)`` each.
+
+    Positions = ``max_position_embeddings``, × the factor for ``linear`` scaling
+    (vLLM's ``LinearScalingRotaryEmbedding``), or ``original_max_position_embeddings``
+    × factor for YaRN. Rotary dim = ``qk_rope_head_dim`` (MLA), ``rotary_dim``, or
+    ``head_dim × partial_rotary_factor``. Gemma 3 keeps two caches (local and global).
+
+    >>> rope_caches({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+    ...              "max_position_embeddings": 131072})
+    ((131072, 128),)
+    """
+    tc = _text_config(cfg)
+    mtype = model_type_of(cfg)
+    heads = tc.get("num_attention_heads") or 1
+    head_dim = tc.get("head_dim") or (tc.get("hidden_size") or 0) // heads
+    if tc.get("kv_lora_rank"):
+        rot = tc.get("qk_rope_head_dim", 64)
+    elif tc.get("rotary_dim"):
+        rot = tc["rotary_dim"]
+    else:
+        rot = int(head_dim * float(tc.get("partial_rotary_factor") or 1.0))
+    max_pos = int(tc.get("max_position_embeddings") or cfg.get("max_position_embeddings") or 4096)
+    rs = tc.get("rope_scaling") or {}
+    kind = str(rs.get("rope_type") or rs.get("type") or "") if isinstance(rs, Mapping) else ""
+    positions = max_pos
+    if kind == "linear":
+        positions = int(max_pos * float(rs.get("factor", 1)))
+    elif kind == "yarn" and rs.get("original_max_position_embeddings"):
+        positions = int(rs["original_max_position_embeddings"] * float(rs.get("factor", 1)))
+    if rot <= 0:
+        return ()
+    if mtype in ("gemma3", "gemma3_text"):
+        return ((positions, rot), (max_pos, rot))   # global (scaled) + local (rope_local_base_freq)
+    return ((positions, rot),)
+
+
+def _vit_params(v: Mapping[str, Any], *, gated: bool = False, biases: bool = True) -> int:
+    """A standard ViT encoder: L × (QKVO + MLP + two norms) + patch embedding."""
+    h, i, n = v.get("hidden_size", 0), v.get("intermediate_size", 0), v.get("num_hidden_layers", 0)
+    p, c = v.get("patch_size", 14), v.get("num_channels", 3)
+    attn = 4 * h * h + (4 * h if biases else 0)
+    mlp = (3 * h * i) if gated else (2 * h * i + (i + h if biases else 0))
+    norms = 4 * h if biases else 2 * h
+    return n * (attn + mlp + norms) + c * p * p * h + (h if biases else 0)
+
+
+def vision_tower_params(cfg: Mapping[str, Any]) -> int:
+    """Parameters of a multimodal checkpoint's vision tower and projector (0 for text-only).
+
+    An estimate from ``vision_config`` (standard ViT formula plus each family's
+    projector: SigLIP for Gemma 3, Pixtral for Mistral 3, MoonViT for Kimi-VL,
+    Llama 4's encoder). Exact counts come from the checkpoint's safetensors header.
+    """
+    v = cfg.get("vision_config")
+    if not isinstance(v, Mapping) or not v.get("hidden_size"):
+        return 0
+    tc = _text_config(cfg)
+    d = tc.get("hidden_size", 0)
+    h = v["hidden_size"]
+    top = str(cfg.get("model_type") or "")
+    vt = str(v.get("model_type") or "")
+    if top == "mistral3" or vt == "pixtral":
+        merge = cfg.get("spatial_merge_size", 2)
+        n = _vit_params(v, gated=True, biases=False) + h          # + ln_pre
+        return n + h * merge * merge * h + h + h * d + d * d       # patch merger, norm, 2-layer projector
+    if top == "kimi_vl" or vt == "moonvit":
+        kh, kw = (v.get("merge_kernel_size") or [2, 2])[:2]
+        pos = v.get("init_pos_emb_height", 64) * v.get("init_pos_emb_width", 64) * h
+        m = h * kh * kw
+        return _vit_params(v) + pos + 2 * h + 2 * m + m * m + m + m * d + d
+    if top.startswith("llama4"):
+        img, p = v.get("image_size", 336), v.get("patch_size", 14)
+        tokens = (img // p) ** 2 + 1
+        proj_in, proj_out = v.get("projector_input_dim", 4096), v.get("projector_output_dim", 4096)
+        ratio = v.get("pixel_shuffle_ratio", 0.5)
+        shuffled = int(h / (ratio * ratio))
+        n = _vit_params(v) - h + tokens * h + h + 4 * h             # no patch bias; pos emb, class emb, pre/post norms
+        return n + shuffled * proj_in + proj_in * proj_out + v.get("vision_output_dim", proj_out) * d
+    # SigLIP (Gemma 3) and other plain ViTs: learned position embedding + post-norm + projector
+    img, p = v.get("image_size", 224), v.get("patch_size", 14)
+    n = _vit_params(v) + (img // p) ** 2 * h + 2 * h
+    return n + h * d + h
+
+
+def checkpoint_dtype_bytes(cfg: Mapping[str, Any]) -> int:
+    """Bytes per element of the checkpoint's unquantized tensors (``torch_dtype``/``dtype``; BF16 if unsaid)."""
+    tc = _text_config(cfg)
+    dt = str(cfg.get("torch_dtype") or cfg.get("dtype") or tc.get("torch_dtype") or tc.get("dtype") or "bfloat16")
+    return 4 if "32" in dt else 2
+
+
+__all__ = ["AssumedFieldWarning", "KNOWN_MODEL_TYPES", "WRAPPER_MODEL_TYPES", "architecture_from_hf_config",
+           "model_type_of", "rope_caches", "vision_tower_params", "checkpoint_dtype_bytes"]

@@ -1,0 +1,403 @@
+"""A GGUF file → :class:`~k3lib.loaders.LoadedModel` whose weights are the file's
+exact tensor bytes.
+
+Only the header and tensor table are read; tensor data stays on disk. Before
+``gguf.GGUFReader`` maps the file, a bounds-checked scan of the header rejects
+what would make the reader loop or allocate without end: a wrong magic, an
+unknown version, a tensor or key count the file cannot hold (2^40 tensors in a
+1 KiB file), a string or array longer than the bytes left, more than 4
+dimensions, an unknown quantization type, or tensor data past the end of the
+file (a truncated download).
+
+Bytes per tensor = elements ÷ block size × bytes per block (``gguf.GGML_QUANT_SIZES``):
+a Q8_0 tensor of 4096×32 elements is 4096 blocks of 34 bytes = 139,264 bytes.
+
+The architecture comes from the metadata (``{arch}.block_count``,
+``embedding_length``, ``attention.head_count(_kv)``, ``attention.key_length``,
+``context_length``, expert counts, MLA ``attention.kv_lora_rank``,
+``attention.sliding_window`` …), with tensor shapes filling gaps (the vocabulary
+from ``token_embd``, the expert width from ``ffn_up_exps``).
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..architecture import AttentionGroup, Architecture, MLPSpec
+from ..errors import K3InputError
+from ._common import LoadedModel, TensorInfo, layer_index, summarise_tensors, tensor_group
+
+GGUF_MAGIC = b"GGUF"
+SUPPORTED_VERSIONS = (2, 3)
+MAX_DIMS = 4
+# GGUFValueType → fixed byte size (strings = 8, arrays = 9 are walked)
+_SCALAR_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+_STRING, _ARRAY = 8, 9
+_MAX_ARRAY_DEPTH = 4
+
+
+def _err(path: Path, message: str) -> K3InputError:
+    return K3InputError("gguf", f"{path}: {message}")
+
+
+@dataclass(frozen=True)
+class _RawTensor:
+    name: str
+    dims: tuple[int, ...]
+    type_id: int
+    offset: int
+
+
+def scan_gguf_header(path: "str | os.PathLike[str]") -> dict[str, Any]:
+    """Validate a GGUF header and tensor table with every length checked against
+    the file size; returns version, counts, alignment and the data offset.
+
+    Raises :class:`K3InputError` (field ``gguf``) at the first inconsistency, in
+    time proportional to the header, never to a count written in it.
+    """
+    import gguf
+
+    p = Path(path)
+    if not p.is_file():
+        raise K3InputError("gguf", f"{p}: no such file", "a .gguf file")
+    size = p.stat().st_size
+    if size < 24:
+        raise _err(p, f"truncated: {size} bytes, shorter than a GGUF header (24 bytes)")
+    quant_sizes = {int(k): v for k, v in gguf.GGML_QUANT_SIZES.items()}
+    with open(p, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        if mm[:4] != GGUF_MAGIC:
+            raise _err(p, f"not a GGUF file (magic {bytes(mm[:4])!r}, expected b'GGUF')")
+        version = struct.unpack_from("<I", mm, 4)[0]
+        if version not in SUPPORTED_VERSIONS:
+            raise _err(p, f"GGUF version {version} is not supported (k3lib reads versions 2 and 3)")
+        n_tensors, n_kv = struct.unpack_from("<QQ", mm, 8)
+        # the smallest key/value is 8 (key length) + 1 (key) + 4 (type) + 1 (uint8) = 14 bytes;
+        # the smallest tensor entry is 8 + 1 + 4 (n_dims) + 8 (one dim) + 4 (type) + 8 (offset) = 33 bytes
+        if n_kv > (size - 24) // 14:
+            raise _err(p, f"metadata count {n_kv:,} cannot fit in a {size:,}-byte file (corrupt header)")
+        if n_tensors > (size - 24) // 33:
+            raise _err(p, f"tensor count {n_tensors:,} cannot fit in a {size:,}-byte file (corrupt header)")
+        pos = 24
+
+        def need(n: int, what: str) -> None:
+            if n < 0 or pos + n > size:
+                raise _err(p, f"truncated: {what} needs {n:,} bytes at offset {pos:,}, the file has {size:,}")
+
+        def read_str(what: str) -> str:
+            nonlocal pos
+            need(8, what)
+            (length,) = struct.unpack_from("<Q", mm, pos)
+            pos += 8
+            need(length, what)
+            s = bytes(mm[pos:pos + length])
+            pos += length
+            try:
+                return s.decode("utf-8")
+            except UnicodeDecodeError:
+                raise _err(p, f"{what} is not UTF-8 at offset {pos - length:,}") from None
+
+        def skip_value(vtype: int, what: str, depth: int = 0) -> Any:
+            nonlocal pos
+            if vtype in _SCALAR_SIZES:
+                need(_SCALAR_SIZES[vtype], what)
+                pos += _SCALAR_SIZES[vtype]
+                return None
+            if vtype == _STRING:
+                read_str(what)
+                return None
+            if vtype == _ARRAY:
+                if depth >= _MAX_ARRAY_DEPTH:
+                    raise _err(p, f"{what}: arrays nested deeper than {_MAX_ARRAY_DEPTH}")
+                need(12, what)
+                itype, count = struct.unpack_from("<IQ", mm, pos)
+                pos += 12
+                if itype in _SCALAR_SIZES:
+                    need(count * _SCALAR_SIZES[itype], f"{what} ({count:,} elements)")
+                    pos += count * _SCALAR_SIZES[itype]
+                    return None
+                if itype not in (_STRING, _ARRAY):
+                    raise _err(p, f"{what}: unknown array element type {itype}")
+                need(count * 8, f"{what} ({count:,} elements)")   # every element has at least a length
+                for _ in range(count):
+                    skip_value(itype, what, depth + 1)
+                return None
+            raise _err(p, f"{what}: unknown metadata value type {vtype}")
+
+        alignment = 32
+        for i in range(n_kv):
+            key = read_str(f"metadata key #{i}")
+            need(4, key)
+            (vtype,) = struct.unpack_from("<I", mm, pos)
+            pos += 4
+            if key == "general.alignment":
+                if vtype != 4:
+                    raise _err(p, "general.alignment must be a uint32")
+                need(4, key)
+                alignment = struct.unpack_from("<I", mm, pos)[0]
+                if alignment == 0 or alignment & (alignment - 1):
+                    raise _err(p, f"general.alignment {alignment} is not a power of two")
+                pos += 4
+            else:
+                skip_value(vtype, key)
+        raw: list[_RawTensor] = []
+        for i in range(n_tensors):
+            name = read_str(f"tensor #{i} name")
+            need(4, name)
+            (n_dims,) = struct.unpack_from("<I", mm, pos)
+            pos += 4
+            if not 1 <= n_dims <= MAX_DIMS:
+                raise _err(p, f"tensor {name!r}: {n_dims} dimensions (GGUF allows 1 to {MAX_DIMS})")
+            need(8 * n_dims + 12, name)
+            dims = struct.unpack_from(f"<{n_dims}Q", mm, pos)
+            pos += 8 * n_dims
+            type_id, offset = struct.unpack_from("<IQ", mm, pos)
+            pos += 12
+            if type_id not in quant_sizes:
+                raise _err(p, f"tensor {name!r}: unknown GGML type {type_id}")
+            raw.append(_RawTensor(name, tuple(int(d) for d in dims), type_id, int(offset)))
+        data_start = -(-pos // alignment) * alignment
+        tensor_bytes: list[int] = []
+        for t in raw:
+            block, type_size = quant_sizes[t.type_id]
+            n = 1
+            for d in t.dims:
+                n *= d
+            if t.dims[0] % block:
+                raise _err(p, f"tensor {t.name!r}: first dimension {t.dims[0]} is not a multiple of the "
+                              f"{gguf.GGMLQuantizationType(t.type_id).name} block size {block}")
+            nbytes = n // block * type_size
+            end = data_start + t.offset + nbytes
+            if end > size:
+                raise _err(p, f"truncated: tensor {t.name!r} ends at byte {end:,}, the file has {size:,} "
+                              "(an incomplete download?)")
+            tensor_bytes.append(nbytes)
+    return {"version": version, "tensor_count": n_tensors, "kv_count": n_kv, "alignment": alignment,
+            "data_offset": data_start, "file_bytes": size, "tensors": raw, "tensor_bytes": tensor_bytes}
+
+
+# ---------------------------------------------------------------------------
+# metadata → Architecture
+# ---------------------------------------------------------------------------
+
+def _field_value(field) -> Any:
+    """A ReaderField's value: str, number, or list (string arrays by length only)."""
+    import gguf
+
+    types = field.types
+    if not types:
+        return None
+    if types[0] == gguf.GGUFValueType.ARRAY:
+        if (len(types) > 1 and types[1] == gguf.GGUFValueType.STRING) or len(field.data) > 4096:
+            return _Length(len(field.data))
+        return [field.parts[i].tolist()[0] for i in field.data]
+    if types[0] == gguf.GGUFValueType.STRING:
+        return bytes(field.parts[field.data[0]]).decode("utf-8", "replace")
+    return field.parts[field.data[0]].tolist()[0]
+
+
+class _Length(int):
+    """The length of a long array (the tokenizer's token list) instead of its values."""
+
+
+def _scalar(meta: dict, key: str, default: Any = None) -> Any:
+    v = meta.get(key, default)
+    if isinstance(v, list):
+        nz = [x for x in v if x]
+        return max(nz) if nz else (v[0] if v else default)
+    return v
+
+
+def _per_layer(meta: dict, key: str, n_layers: int, default: int | None) -> list[int | None]:
+    v = meta.get(key)
+    if isinstance(v, list):
+        if len(v) != n_layers:
+            raise K3InputError(f"gguf.{key}", f"has {len(v)} entries for {n_layers} layers")
+        return [int(x) for x in v]
+    return [int(v) if v is not None else default] * n_layers
+
+
+def _swa_layers(arch: str, meta: dict, n_layers: int) -> tuple[int, list[bool]]:
+    """(window, which layers slide) from metadata and llama.cpp's per-family rules."""
+    window = _scalar(meta, f"{arch}.attention.sliding_window", 0) or 0
+    if arch == "llama4":
+        window = window or 8192                     # chunked attention, 3 chunked : 1 full
+        pattern: Any = 4
+    else:
+        pattern = meta.get(f"{arch}.attention.sliding_window_pattern")
+        if pattern is None:
+            pattern = {"gemma2": 2, "gemma3": 6, "gpt-oss": 2, "cohere2": 4, "gemma3n": 5}.get(arch)
+    if not window or pattern is None:
+        return 0, [False] * n_layers
+    if isinstance(pattern, list):
+        if len(pattern) != n_layers:
+            raise K3InputError(f"gguf.{arch}.attention.sliding_window_pattern",
+                               f"has {len(pattern)} entries for {n_layers} layers")
+        return int(window), [bool(x) for x in pattern]
+    n = int(pattern)
+    return int(window), [n == 0 or (i % n) < n - 1 for i in range(n_layers)]
+
+
+def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, source: str) -> Architecture:
+    """Build an :class:`Architecture` from GGUF metadata and tensor shapes."""
+    arch = meta.get("general.architecture")
+    if not isinstance(arch, str) or not arch:
+        raise K3InputError("gguf.general.architecture", f"missing in {source}")
+
+    def req(key: str) -> int:
+        v = _scalar(meta, f"{arch}.{key}")
+        if not isinstance(v, int) or v <= 0:
+            raise K3InputError(f"gguf.{arch}.{key}", f"missing or not a positive integer in {source} (got {v!r})")
+        return v
+
+    shapes = {t.name: t.shape for t in tensors}
+    d = req("embedding_length")
+    n_layers = req("block_count")
+    nextn = _scalar(meta, f"{arch}.nextn_predict_layers", 0) or 0
+    n_layers_main = n_layers - nextn
+    heads = req("attention.head_count")
+    head_count = _per_layer(meta, f"{arch}.attention.head_count", n_layers, heads)[:n_layers_main]
+    kv_list = _per_layer(meta, f"{arch}.attention.head_count_kv", n_layers, None)[:n_layers_main]
+    kv_list = [heads if k is None else k for k in kv_list]
+    key_len = _scalar(meta, f"{arch}.attention.key_length") or d // heads
+    val_len = _scalar(meta, f"{arch}.attention.value_length") or key_len
+    if "token_embd.weight" in shapes:
+        vocab = shapes["token_embd.weight"][1]
+    else:
+        vocab = int(meta.get("tokenizer.ggml.tokens") or _scalar(meta, f"{arch}.vocab_size") or 0)
+    if vocab <= 0:
+        raise K3InputError("gguf.tokenizer.ggml.tokens", f"no vocabulary size in {source} (nor token_embd.weight)")
+    ctx = _scalar(meta, f"{arch}.context_length") or 4096
+    groups: list[AttentionGroup] = []
+    kv_lora = _scalar(meta, f"{arch}.attention.kv_lora_rank")
+    recurrent = [i for i in range(n_layers_main) if kv_list[i] == 0]
+    attn_layers = n_layers_main - len(recurrent)
+    if kv_lora:
+        rope = _scalar(meta, f"{arch}.rope.dimension_count") or 64
+        k_mla = _scalar(meta, f"{arch}.attention.key_length_mla")
+        v_mla = _scalar(meta, f"{arch}.attention.value_length_mla")
+        qk_head = k_mla or key_len
+        v_head = v_mla or val_len
+        if attn_layers:
+            groups.append(AttentionGroup(kind="mla", count=attn_layers, num_heads=heads,
+                                         q_lora_rank=_scalar(meta, f"{arch}.attention.q_lora_rank") or 0,
+                                         kv_lora_rank=int(kv_lora), qk_nope_head_dim=qk_head - rope,
+                                         qk_rope_head_dim=rope, v_head_dim=v_head))
+    elif attn_layers:
+        window, slides = _swa_layers(arch, meta, n_layers_main)
+        kv_attn = max(kv_list)
+        gqa = dict(num_heads=max(h for h in head_count if h) if any(head_count) else heads,
+                   kv_heads=kv_attn, head_dim=key_len, v_head_dim=val_len if val_len != key_len else 0)
+        n_slide = sum(1 for i in range(n_layers_main) if slides[i] and kv_list[i])
+        if n_slide:
+            groups.append(AttentionGroup(kind="sliding", count=n_slide, window_tokens=window, **gqa))
+        if attn_layers - n_slide:
+            groups.append(AttentionGroup(kind="full", count=attn_layers - n_slide, **gqa))
+    if recurrent:
+        conv = _scalar(meta, f"{arch}.ssm.conv_kernel") or 4
+        state = _scalar(meta, f"{arch}.ssm.state_size")
+        if arch.startswith("kimi"):
+            kda_dim = _scalar(meta, f"{arch}.kda.head_dim") or _scalar(meta, f"{arch}.kda_head_dim") or state
+            if not kda_dim:
+                raise K3InputError(f"gguf.{arch}.ssm.state_size", f"missing in {source}: the KDA layers' head dim")
+            groups.append(AttentionGroup(kind="kda", count=len(recurrent), num_heads=heads, head_dim=int(kda_dim),
+                                         v_head_dim=int(kda_dim), conv_kernel=int(conv)))
+        else:
+            nk = _scalar(meta, f"{arch}.ssm.group_count")
+            nv = _scalar(meta, f"{arch}.ssm.time_step_rank")
+            inner = _scalar(meta, f"{arch}.ssm.inner_size")
+            for key, v in (("ssm.group_count", nk), ("ssm.time_step_rank", nv), ("ssm.inner_size", inner),
+                           ("ssm.state_size", state)):
+                if not v:
+                    raise K3InputError(f"gguf.{arch}.{key}", f"missing in {source}: needed for the "
+                                       f"{len(recurrent)} recurrent layers")
+            groups.append(AttentionGroup(kind="gdn", count=len(recurrent), num_heads=int(nk),
+                                         linear_value_heads=int(nv), head_dim=int(state),
+                                         v_head_dim=int(inner) // int(nv), conv_kernel=int(conv)))
+    if not groups:
+        raise K3InputError(f"gguf.{arch}.attention.head_count_kv", f"{source}: no attention layers found")
+    # ---- MLP ----
+    moe_layer_ids = sorted({t.layer for t in tensors if t.group == "routed_experts" and t.layer is not None
+                            and t.layer < n_layers_main})
+    n_experts = _scalar(meta, f"{arch}.expert_count", 0) or 0
+    ffn = _scalar(meta, f"{arch}.feed_forward_length", 0) or 0
+    dense_widths = [shapes[n][1] for n in (f"blk.{i}.ffn_up.weight" for i in range(n_layers_main)) if n in shapes]
+    if dense_widths:
+        ffn = max(dense_widths)
+    if n_experts and moe_layer_ids:
+        used = _scalar(meta, f"{arch}.expert_used_count")
+        if not used:
+            raise K3InputError(f"gguf.{arch}.expert_used_count", f"missing in {source}")
+        up = shapes.get(f"blk.{moe_layer_ids[0]}.ffn_up_exps.weight") or shapes.get(
+            f"blk.{moe_layer_ids[0]}.ffn_gate_exps.weight")
+        moe_inter = (up[1] if up else None) or _scalar(meta, f"{arch}.expert_feed_forward_length") or ffn
+        shared = _scalar(meta, f"{arch}.expert_shared_count", 0) or 0
+        sh_up = shapes.get(f"blk.{moe_layer_ids[0]}.ffn_up_shexp.weight")
+        shared_inter = (sh_up[1] if sh_up else 0) or _scalar(meta, f"{arch}.expert_shared_feed_forward_length", 0) or 0
+        if sh_up and not shared:
+            shared = 1
+        if shared and shared_inter and sh_up and shared > 1 and sh_up[1] == shared * moe_inter:
+            shared_inter = moe_inter                       # DeepSeek stores n shared experts as one wide MLP
+        mlp = MLPSpec(dense_layers=n_layers_main - len(moe_layer_ids), dense_intermediate=ffn,
+                      moe_layers=len(moe_layer_ids), n_routed_experts=int(n_experts), experts_per_token=int(used),
+                      moe_intermediate=int(moe_inter), n_shared_experts=int(shared),
+                      shared_intermediate=int(shared_inter) if shared else 0)
+    else:
+        if not ffn:
+            raise K3InputError(f"gguf.{arch}.feed_forward_length", f"missing in {source} (nor ffn_up tensors)")
+        mlp = MLPSpec(dense_layers=n_layers_main, dense_intermediate=int(ffn))
+    tie = "output.weight" not in shapes
+    name = meta.get("general.name") if isinstance(meta.get("general.name"), str) else id
+    return Architecture(id=id, name=name or id, hidden_size=d, vocab_size=int(vocab), num_layers=n_layers_main,
+                        attention=tuple(groups), mlp=mlp, max_context_tokens=int(ctx), tie_word_embeddings=tie,
+                        native_formats={"*": "bf16"}, source=source, family=f"gguf:{arch}")
+
+
+def load_gguf(path: "str | os.PathLike[str]", *, id: str | None = None) -> LoadedModel:
+    """Read a GGUF file's header and tensor table into a :class:`LoadedModel`.
+
+    ``weights_bytes_by_group`` holds the exact bytes of every tensor; the
+    architecture comes from the metadata.
+    """
+    import gguf
+
+    p = Path(path)
+    scan = scan_gguf_header(p)
+    try:
+        reader = gguf.GGUFReader(str(p), "r")
+    except (ValueError, KeyError, IndexError, OverflowError, TypeError) as exc:
+        raise _err(p, f"the gguf reader rejected the file: {exc}") from None
+    meta: dict[str, Any] = {}
+    for key, fld in reader.fields.items():
+        if key.startswith("GGUF."):
+            continue
+        try:
+            meta[key] = _field_value(fld)
+        except (IndexError, ValueError, UnicodeDecodeError):
+            meta[key] = None
+    arch_name = meta.get("general.architecture") or ""
+    n_layers = _scalar(meta, f"{arch_name}.block_count") if arch_name else None
+    nextn = (_scalar(meta, f"{arch_name}.nextn_predict_layers", 0) or 0) if arch_name else 0
+    main_layers = (n_layers - nextn) if isinstance(n_layers, int) else None
+    tensors: list[TensorInfo] = []
+    for t, nbytes in zip(reader.tensors, scan["tensor_bytes"]):
+        if int(t.n_bytes) != nbytes:
+            raise _err(p, f"tensor {t.name!r}: {t.n_bytes} bytes by the reader, {nbytes} by the header")
+        tensors.append(TensorInfo(name=t.name, dtype=t.tensor_type.name, shape=tuple(int(x) for x in t.shape),
+                                  n_bytes=nbytes, group=tensor_group(t.name, num_layers=main_layers),
+                                  layer=layer_index(t.name), is_expert="_exps" in t.name, file=p.name))
+    del reader
+    mid = id or p.stem
+    arch = architecture_from_gguf(meta, tensors, id=mid, source=str(p))
+    by_group, by_dtype, by_layer = summarise_tensors(tensors)
+    notes = (f"GGUF v{scan['version']}: {len(tensors):,} tensors, {sum(by_dtype.values()):,} bytes of tensor data "
+             f"(file {scan['file_bytes']:,} bytes)",)
+    rope = _scalar(meta, f"{arch_name}.rope.dimension_count") or (arch.attention[0].head_dim or 0)
+    small_meta = {k: v for k, v in meta.items() if not isinstance(v, list) or len(v) <= 256}
+    return LoadedModel(architecture=arch, source=str(p), file_format="gguf", weights_bytes_by_group=by_group,
+                       bytes_by_dtype=by_dtype, bytes_by_layer=by_layer, tensors=tuple(tensors),
+                       rope_caches=((arch.max_context_tokens, int(rope)),) if rope else (),
+                       dtype_bytes=2, metadata=small_meta, notes=notes)
