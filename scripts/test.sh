@@ -12,6 +12,11 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 bash scripts/setup-env.sh
+# Debian's chromium for the browser tests (tests/e2e, marker `browser`). Without it, or without
+# root for apt-get, those tests skip with their reason and everything else still runs.
+if [[ "${K3_SKIP_BROWSER_INSTALL:-0}" != "1" ]]; then
+    bash scripts/install-browser.sh || echo "test.sh: browser set-up failed; browser tests will skip" >&2
+fi
 
 export MPLBACKEND=Agg
 export JUPYTER_PLATFORM_DIRS=1

@@ -1,0 +1,1 @@
+"""End-to-end tests in a real browser (pytest -m browser); see conftest.py."""
