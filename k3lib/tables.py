@@ -1,0 +1,612 @@
+"""Tables for the notebooks: pure functions that return pandas DataFrames.
+
+They regenerate the tables guide 000 describes but whose text lost them (the
+precision-by-precision budget, the KV table, the full reference table), and the
+comparisons the workbook adds (KV per token across real models, the two guides'
+weight figures, total vs active parameters).
+
+Conventions:
+
+* Every size column names its unit: ``kv_cache_GiB``, ``weights_GB``. One table
+  uses one unit; ``unit="GiB"`` (2^30 bytes, the default) or ``unit="GB"`` (10^9).
+* Sizes are rounded to 2 decimals and percentages to 1 decimal for reading; the
+  exact bytes are one :func:`k3lib.plan.make_plan` call away.
+* Guide 000's figures come from the ``kimi-k3@guide-000`` profile, read as GiB
+  (its KV formula divides by 1024^3).
+
+>>> float(kv_context_table("kimi-k3@guide-000").set_index("context").loc["256K", "fp8_GiB"])
+32.0
+"""
+from __future__ import annotations
+
+from typing import Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from .architecture import LINEAR_KINDS, Architecture
+from .components import kv_bytes_per_token, kv_cache_bytes, weights_bytes, weights_bytes_by_group
+from .errors import DoesNotSplitError, K3InputError
+from .models import ModelSpec, PublishedProfile, get_model
+from .plan import Assumptions, Plan, make_plan
+from .precisions import get_kv_dtype, get_weight_format
+from .units import GB, GiB, parse_context_tokens
+
+# ---------------------------------------------------------------- the guide's configuration
+
+#: guide 000's worked example: Q4 weights, FP8 KV cache, 256K context, H100 80 GB
+GUIDE_000 = "kimi-k3@guide-000"
+GUIDE_000_CONFIG: Mapping[str, object] = {"model": GUIDE_000, "weights": "q4", "kv_dtype": "fp8",
+                                          "context": "256K", "gpu": "h100-sxm", "batch": 1}
+#: the worked example's own numbers: "activation = 10 GB", "overhead = 48 GB (8 GPUs × 6 GB)"
+GUIDE_000_WORKED_ASSUMPTIONS = Assumptions(activation_bytes=10 * GiB, overhead_total_bytes=48 * GiB)
+
+#: Six rows for guide 000's lost "precision-by-precision VRAM budget" table. The guide
+#: publishes four weight tiers (BF16, Q8, Q4, Q2) and says the KV cache is BF16 for the
+#: first two rows, FP8 for the next two and INT4 for the last two. Six rows from four tiers,
+#: with no invented weight figure, is a staircase that moves one knob per row:
+#: weights BF16 → Q8, then KV BF16 → FP8, weights Q8 → Q4, KV FP8 → INT4, weights Q4 → Q2.
+GUIDE_000_BUDGET_ROWS: tuple[tuple[str, str], ...] = (
+    ("bf16", "bf16"), ("q8", "bf16"),
+    ("q8", "fp8"), ("q4", "fp8"),
+    ("q4", "int4"), ("q2", "int4"),
+)
+KV_TABLE_CONTEXTS = ("1M", "512K", "256K", "128K")
+KV_TABLE_DTYPES = ("bf16", "fp8", "int4")
+REFERENCE_TIERS = ("bf16", "q8", "q4", "q2")
+REFERENCE_CONTEXTS = ("64K", "128K", "256K", "512K", "1M")
+#: KV dtype per weight tier in the reference table: BF16 weights keep a BF16 cache,
+#: quantised weights use FP8. This reproduces both ends the guide's summary quotes
+#: (~291 GB for Q2 at 64K, ~908 GB for BF16 at 1M).
+REFERENCE_KV_RULE: Mapping[str, str] = {"bf16": "bf16", "native": "bf16", "*": "fp8"}
+KV_COMPARISON_MODELS = ("llama-3.1-70b", "deepseek-v3", "kimi-k2", "gpt-oss-120b", "gemma-3-27b",
+                        "qwen3-next-80b", "kimi-linear-48b", "kimi-k3", GUIDE_000)
+MOE_MODELS = ("kimi-k3", "kimi-k2", "deepseek-v3", "qwen3-235b-a22b", "gpt-oss-120b")
+
+_UNITS = {"GiB": GiB, "GB": GB}
+
+
+def _div(unit: str) -> int:
+    if unit not in _UNITS:
+        raise K3InputError("unit", f"{unit!r} is not a table unit", "GiB, GB")
+    return _UNITS[unit]
+
+
+def _size(n_bytes: float, unit: str) -> float:
+    return round(n_bytes / _div(unit), 2)
+
+
+def _pct(part: float, whole: float) -> float:
+    return round(100 * part / whole, 1)
+
+
+def context_label(tokens: int) -> str:
+    """``262144`` → ``"256K"``, ``1048576`` → ``"1M"`` (K = 1,024 tokens); other counts as digits.
+
+    >>> context_label(131072), context_label(1048576), context_label(1000)
+    ('128K', '1M', '1000')
+    """
+    if tokens % 2**20 == 0:
+        return f"{tokens // 2**20}M"
+    if tokens % 2**10 == 0:
+        return f"{tokens // 2**10}K"
+    return str(tokens)
+
+
+def _label(fmt_or_dtype: str) -> str:
+    return {"bf16": "BF16", "fp8": "FP8", "int4": "INT4", "q8": "Q8", "q4": "Q4", "q2": "Q2",
+            "native": "native"}.get(fmt_or_dtype, fmt_or_dtype)
+
+
+# ---------------------------------------------------------------- one plan
+
+
+def guide_000_plan(*, gpus: int = 6, assumptions: Assumptions | None = GUIDE_000_WORKED_ASSUMPTIONS,
+                   **overrides: object) -> Plan:
+    """Guide 000's worked example as a :class:`~k3lib.plan.Plan` (Q4, FP8 KV, 256K, H100),
+    with its own activation (10 GiB) and overhead (48 GiB in total) unless overridden.
+
+    >>> round(guide_000_plan(gpus=6).total.total_bytes / 2**30, 2)
+    415.0
+    """
+    config = {**GUIDE_000_CONFIG, **overrides}
+    return make_plan(gpus=gpus, assumptions=assumptions, **config)
+
+
+def plan_table(plan: Plan, *, unit: str = "GiB") -> pd.DataFrame:
+    """The plan's budget: one row per component, over all GPUs and on one GPU."""
+    t, g = plan.total, plan.per_gpu
+    rows = [("weights", t.weights_bytes, g.weights_bytes), ("KV cache", t.kv_cache_bytes, g.kv_cache_bytes),
+            ("activation", t.activation_bytes, g.activation_bytes),
+            ("overhead", t.overhead_bytes, g.overhead_bytes), ("total", t.total_bytes, g.total_bytes),
+            ("available", t.available_bytes, g.available_bytes), ("headroom", t.headroom_bytes, g.headroom_bytes)]
+    return pd.DataFrame({"component": [r[0] for r in rows],
+                         f"total_{unit}": [_size(r[1], unit) for r in rows],
+                         f"per_gpu_{unit}": [_size(r[2], unit) for r in rows]}).set_index("component")
+
+
+def worked_example_table(plan: Plan, *, unit: str = "GiB") -> pd.DataFrame:
+    """``param | symbol | formula | value | unit``: the one equation worked with the plan's numbers.
+
+    $M = W + B·T·kv_{tok} + A + O$ and headroom $= G·C - M$.
+    """
+    m, t = plan.model, plan.total
+    d = _div(unit)
+    kvd = get_kv_dtype(plan.kv_dtype)
+    kv_tok = kv_bytes_per_token(m, kvd)
+    T, B, G = plan.context_tokens, plan.batch, plan.gpus
+    cap = plan.per_gpu.available_bytes
+    if isinstance(m, PublishedProfile):
+        w_formula = f"published {_label(plan.weight_format)} figure ({m.guide})"
+        tok_formula = f"{m.kv_bytes_per_token_bf16:,} B (BF16, published) × {kvd.bytes_per_element:g}/2"
+        kv_formula = f"B·T·kv_tok / 2^30 = {B}·{T:,}·{kv_tok:,} / 2^30"
+    else:
+        w_formula = f"Σ params × bits / 8 over parameter groups ({plan.weight_format})"
+        tok_formula = f"Σ growing layers × elements per layer × {kvd.bytes_per_element:g} B"
+        kv_formula = f"B·(T·kv_tok + S) = {B}·({T:,}·{kv_tok:,} + S)"
+        if t.kv_cache_bytes > kv_cache_bytes(m, context_tokens=T, batch=B, kv_dtype=kvd,
+                                             state_bytes_per_element=plan.assumptions.state_bytes_per_element):
+            kv_formula += ", replicated where TP cannot split it"
+    a = plan.assumptions
+    if a.activation_bytes is not None:
+        act_formula = "given"
+    elif isinstance(m, PublishedProfile):
+        act_formula = f"B × {m.activation_bytes_batch1 / d:g} {unit} ({m.guide}, batch 1)"
+    else:
+        act_formula = "B·C_chunk·2·(4D + 2I) + B·V·4 (one prefill chunk)"
+    if a.overhead_total_bytes is not None:
+        oh_formula = f"given in total: {a.overhead_total_bytes / d:g} {unit}"
+    else:
+        oh_formula = f"G × O_gpu = {G} × {plan.per_gpu.overhead_bytes / d:.2f} {unit}"
+    rows = [
+        ("weights", "W", w_formula, _size(t.weights_bytes, unit), unit),
+        ("kv_per_token", "kv_tok", tok_formula, kv_tok, "B/token"),
+        ("context", "T", f"{context_label(T)} = {T:,} tokens (K = 1,024)", T, "tokens"),
+        ("batch", "B", "sequences served at once", B, "sequences"),
+        ("kv_cache", "KV", kv_formula, _size(t.kv_cache_bytes, unit), unit),
+        ("activation", "A", act_formula, _size(t.activation_bytes, unit), unit),
+        ("overhead", "O", oh_formula, _size(t.overhead_bytes, unit), unit),
+        ("total", "M", "W + KV + A + O", _size(t.total_bytes, unit), unit),
+        ("available", "G·C", f"{G} × {cap / d:g} {unit} ({plan.gpu.name}, {plan.memory_basis})",
+         _size(t.available_bytes, unit), unit),
+        ("headroom", "G·C − M", "available − total (negative: over)", _size(t.headroom_bytes, unit), unit),
+    ]
+    df = pd.DataFrame(rows, columns=["param", "symbol", "formula", "value", "unit"])
+    df["value"] = pd.Series([r[3] for r in rows], dtype=object)
+    return df
+
+
+def gpu_count_table(*, gpus: Iterable[int] = (5, 6), assumptions: Assumptions | None = GUIDE_000_WORKED_ASSUMPTIONS,
+                    unit: str = "GiB", **config: object) -> pd.DataFrame:
+    """The same configuration on different GPU counts (default: guide 000's 5 vs 6 H100).
+
+    ``config`` overrides :data:`GUIDE_000_CONFIG`; ``assumptions=None`` uses the model's
+    own rules (guide 000: 8 GiB of overhead per GPU).
+    """
+    rows = []
+    for n in gpus:
+        p = make_plan(gpus=n, assumptions=assumptions, **{**GUIDE_000_CONFIG, **config})
+        rows.append({"gpus": n, f"available_{unit}": _size(p.total.available_bytes, unit),
+                     f"overhead_{unit}": _size(p.total.overhead_bytes, unit),
+                     f"total_{unit}": _size(p.total.total_bytes, unit),
+                     f"headroom_{unit}": _size(p.total.headroom_bytes, unit), "fits": p.fits})
+    return pd.DataFrame(rows)
+
+
+def min_gpus(*, model: "str | ModelSpec", weights: str, kv_dtype: str, context: object, gpu: str = "h100-sxm",
+             batch: int = 1, assumptions: Assumptions | None = None, max_gpus: int = 128) -> int | None:
+    """Fewest GPUs on which the plan fits (per GPU and in total), or ``None`` up to ``max_gpus``.
+
+    >>> min_gpus(model="kimi-k3@guide-000", weights="q4", kv_dtype="fp8", context="256K")
+    6
+    """
+    for n in range(1, max_gpus + 1):
+        try:
+            plan = make_plan(model=model, weights=weights, kv_dtype=kv_dtype, context=context, gpu=gpu, gpus=n,
+                             batch=batch, assumptions=assumptions)
+        except DoesNotSplitError:  # e.g. more pipeline stages than layers: try the next count
+            continue
+        if plan.fits:
+            return n
+    return None
+
+
+def budget_frame(plans: "Plan | Sequence[Plan] | Mapping[str, Plan]", *, per: str = "total",
+                 unit: str = "GiB") -> pd.DataFrame:
+    """Long form for a stacked bar: ``config | component | value_<unit> | available_<unit>``.
+
+    ``per="total"`` sums over all GPUs, ``per="gpu"`` is one GPU's share.
+    """
+    if per not in ("total", "gpu"):
+        raise K3InputError("per", f"{per!r} is not known", "total, gpu")
+    if isinstance(plans, Plan):
+        plans = [plans]
+    if not isinstance(plans, Mapping):
+        plans = {f"{p.model.id} · {p.weight_format} · KV {p.kv_dtype} · {context_label(p.context_tokens)} · "
+                 f"{p.gpus}× {p.gpu.id}": p for p in plans}
+    rows = []
+    for label, p in plans.items():
+        b = p.total if per == "total" else p.per_gpu
+        for order, (comp, n) in enumerate((("weights", b.weights_bytes), ("KV cache", b.kv_cache_bytes),
+                                           ("activation", b.activation_bytes), ("overhead", b.overhead_bytes))):
+            rows.append({"config": label, "component": comp, "order": order, f"value_{unit}": _size(n, unit),
+                         f"available_{unit}": _size(b.available_bytes, unit), "fits": p.fits})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- weights
+
+
+def precision_ladder_table(model: "str | ModelSpec" = GUIDE_000, *,
+                           precisions: Sequence[str] = REFERENCE_TIERS, unit: str = "GiB") -> pd.DataFrame:
+    """Weight bytes per precision, and what each step saves: vs BF16 and vs the step before.
+
+    ``bits_per_param`` is weight bits ÷ parameter count: for an architecture the format's
+    bits (with block scales); for a guide profile what its figure implies.
+
+    >>> float(precision_ladder_table().set_index("precision").loc["Q4", "saved_vs_bf16_pct"])
+    45.3
+    """
+    spec = get_model(model)
+    params = spec.params_total
+    sizes = [weights_bytes(spec, get_weight_format(p)) for p in precisions]
+    bf16 = weights_bytes(spec, get_weight_format("bf16"))
+    rows = []
+    for i, (p, n) in enumerate(zip(precisions, sizes)):
+        rows.append({"model": spec.id, "precision": _label(get_weight_format(p).id),
+                     "bits_per_param": round(n * 8 / params, 2), f"weights_{unit}": _size(n, unit),
+                     "saved_vs_bf16_pct": _pct(bf16 - n, bf16),
+                     "saved_vs_previous_pct": _pct(sizes[i - 1] - n, sizes[i - 1]) if i else 0.0})
+    return pd.DataFrame(rows)
+
+
+def weights_worked_table(model: "str | ModelSpec" = "kimi-k3", weights: str = "native", *,
+                         unit: str = "GiB") -> pd.DataFrame:
+    """``param | formula | value | unit`` for $W = P·b_w/8$.
+
+    For an architecture $b_w$ is the parameter-weighted mean over its groups (K3 native:
+    MXFP4 routed experts at 4.25 bits, BF16 elsewhere); for a guide profile it is what
+    the published figure implies for the published parameter count.
+    """
+    spec = get_model(model)
+    fmt = get_weight_format(weights)
+    n = weights_bytes(spec, fmt)
+    P = spec.params_total
+    if isinstance(spec, PublishedProfile):
+        p_formula = f"published ({spec.guide}): {P / 1e12:g}T"
+        b_formula = f"implied: W·8/P (the guide prints W, not bits)"
+        w_formula = f"published {_label(fmt.id)} figure"
+    else:
+        p_formula = "Σ parameter groups, from the config's shapes"
+        if fmt.is_native:
+            mix = sorted({(get_weight_format(f).bits_per_weight, f) for f in spec.native_formats.values()})
+            b_formula = "Σ P_g·b_g / P: " + ", ".join(f"{f} {b:g} bits" for b, f in mix)
+        else:
+            b_formula = f"{fmt.name}, block scales included"
+        w_formula = f"P·b_w/8 / {'2^30' if unit == 'GiB' else '10^9'}"
+    rows = [("P", p_formula, round(P / 1e9, 2), "10^9 params"),
+            ("b_w", b_formula, round(n * 8 / P, 3), "bits/param"),
+            ("W", w_formula, _size(n, unit), unit)]
+    df = pd.DataFrame(rows, columns=["param", "formula", "value", "unit"])
+    df["value"] = pd.Series([r[2] for r in rows], dtype=object)
+    return df
+
+
+def precision_ladder_comparison(models: Sequence[str] = (GUIDE_000, "kimi-k3"), *,
+                                precisions: Sequence[str] = REFERENCE_TIERS, unit: str = "GiB") -> pd.DataFrame:
+    """:func:`precision_ladder_table` for several models, stacked (for one chart)."""
+    return pd.concat([precision_ladder_table(m, precisions=precisions, unit=unit) for m in models],
+                     ignore_index=True)
+
+
+def param_groups_table(model: "str | ModelSpec" = "kimi-k3", *, weights: str = "native",
+                       unit: str = "GiB") -> pd.DataFrame:
+    """Parameters and weight bytes per group (embedding, attention, experts, ...) of an architecture."""
+    spec = get_model(model)
+    if not isinstance(spec, Architecture):
+        raise K3InputError("model", f"{spec.id} is a published profile with no parameter groups",
+                           "an architecture such as kimi-k3")
+    groups = spec.param_groups()
+    by_group = weights_bytes_by_group(spec, weights)
+    total_p, total_b = sum(groups.values()), sum(by_group.values())
+    rows = [{"group": g, "params_B": round(n / 1e9, 2), "params_pct": _pct(n, total_p),
+             f"weights_{unit}": _size(by_group[g], unit), "weights_pct": _pct(by_group[g], total_b)}
+            for g, n in groups.items() if n]
+    return pd.DataFrame(rows)
+
+
+def moe_table(models: Sequence[str] = MOE_MODELS, *, unit: str = "GiB") -> pd.DataFrame:
+    """Total vs active parameters of MoE models, and the weights that must stay resident.
+
+    ``if_only_active_<unit>`` is what the weights would take if only the $k$ of $E$ routed
+    experts a token uses had to be in memory: total − routed·(1 − k/E). The router picks
+    different experts for every token, so the full ``resident_<unit>`` is what you load.
+    """
+    rows = []
+    for mid in models:
+        spec = get_model(mid)
+        if not isinstance(spec, Architecture) or not spec.mlp.moe_layers:
+            raise K3InputError("models", f"{mid} is not a MoE architecture")
+        m = spec.mlp
+        by_group = weights_bytes_by_group(spec, "native")
+        resident = sum(by_group.values())
+        only_active = resident - by_group["routed_experts"] * (1 - m.experts_per_token / m.n_routed_experts)
+        rows.append({"model": spec.id, "params_total_B": round(spec.params_total / 1e9, 1),
+                     "params_active_B": round(spec.params_active / 1e9, 1),
+                     "active_pct": _pct(spec.params_active, spec.params_total),
+                     "experts_E": m.n_routed_experts, "per_token_k": m.experts_per_token,
+                     "routed_share_pct": _pct(spec.param_groups()["routed_experts"], spec.params_total),
+                     f"resident_{unit}": _size(resident, unit), f"if_only_active_{unit}": _size(only_active, unit)})
+    return pd.DataFrame(rows)
+
+
+def guide_weights_comparison() -> pd.DataFrame:
+    """Why guide 000 (594 'GB' at BF16) and guide 004 (5,476.2 GB at FP16) disagree ~9×.
+
+    All sizes in GB (10^9 bytes): guide 004's figures are decimal file sizes, and guide
+    000's 594 is read as GiB (594·2^30 B = 637.8 GB). ``bits_per_param`` = bits ÷ 2.8T
+    (or ÷ the real parameter count for rows computed from K3's config).
+    """
+    g0, g4, k3 = get_model(GUIDE_000), get_model("kimi-k3@guide-004"), get_model("kimi-k3")
+    headline = g0.params_total
+    rows = [
+        ("guide 000: 'BF16 weights ~594 GB'", "MXFP4 QAT; 'unique parameters ~1/10 of 2.8T'", headline,
+         g0.weights_bytes_by_tier["bf16"]),
+        ("guide 000's own reason: 1/10 of 2.8T at 2 B", "280B unique parameters × 2 bytes", headline // 10,
+         headline // 10 * 2),
+        ("guide 004: FP16 row", "'estimated from bytes per parameter'", headline, g4.weights_bytes_by_tier["fp16"]),
+        ("headline: 2.8T × 2 B", "every parameter in BF16", headline, headline * 2),
+        ("real K3 config, all BF16", "computed from the shapes", k3.params_total, weights_bytes(k3, "bf16")),
+        ("real K3 config, native checkpoint", "MXFP4 routed experts, BF16 elsewhere", k3.params_total,
+         weights_bytes(k3, "native")),
+        ("guide 004: 4-bit row (Q4_K_M GGUF)", "measured file size", headline, g4.weights_bytes_by_tier["4-bit"]),
+    ]
+    ref = g0.weights_bytes_by_tier["bf16"]
+    return pd.DataFrame([{"source": s, "assumes": a, "params_B": round(p / 1e9, 1), "weights_GB": _size(n, "GB"),
+                          "bits_per_param": round(n * 8 / p, 2), "ratio_to_guide_000": round(n / ref, 2)}
+                         for s, a, p, n in rows])
+
+
+def precision_budget_plans(*, model: "str | ModelSpec" = GUIDE_000,
+                           rows: Sequence[tuple[str, str]] = GUIDE_000_BUDGET_ROWS, context: object = "256K",
+                           gpu: str = "h100-sxm", batch: int = 1,
+                           assumptions: Assumptions | None = None) -> dict[str, Plan]:
+    """One plan per (weights, KV dtype) row, each on the fewest GPUs it fits on."""
+    out = {}
+    for w, kv in rows:
+        n = min_gpus(model=model, weights=w, kv_dtype=kv, context=context, gpu=gpu, batch=batch,
+                     assumptions=assumptions)
+        if n is None:
+            raise K3InputError("rows", f"{w} + KV {kv} does not fit on up to 128× {gpu}")
+        p = make_plan(model=model, weights=w, kv_dtype=kv, context=context, gpu=gpu, gpus=n, batch=batch,
+                      assumptions=assumptions)
+        out[f"{_label(p.weight_format)} + {_label(p.kv_dtype)} KV ({n}× {p.gpu.id})"] = p
+    return out
+
+
+def precision_budget_table(*, model: "str | ModelSpec" = GUIDE_000,
+                           rows: Sequence[tuple[str, str]] = GUIDE_000_BUDGET_ROWS, context: object = "256K",
+                           gpu: str = "h100-sxm", batch: int = 1, assumptions: Assumptions | None = None,
+                           unit: str = "GiB") -> pd.DataFrame:
+    """Guide 000's lost "precision-by-precision VRAM budget", regenerated.
+
+    The guide's note: KV BF16 for the first two rows, FP8 for the next two, INT4 for the
+    last two, all at 256K. The six rows are :data:`GUIDE_000_BUDGET_ROWS` (an assumption:
+    the guide's table is lost). Each row runs on the fewest GPUs that hold it, with the
+    guide's rule of 8 GiB overhead per GPU (``assumptions=None``) and its 10 GiB activation.
+    """
+    plans = precision_budget_plans(model=model, rows=rows, context=context, gpu=gpu, batch=batch,
+                                   assumptions=assumptions)
+    out = []
+    for p in plans.values():
+        t = p.total
+        out.append({"weights": _label(p.weight_format), "kv_dtype": _label(p.kv_dtype),
+                    f"weights_{unit}": _size(t.weights_bytes, unit), f"kv_cache_{unit}": _size(t.kv_cache_bytes, unit),
+                    f"activation_{unit}": _size(t.activation_bytes, unit), "gpus": p.gpus,
+                    f"overhead_{unit}": _size(t.overhead_bytes, unit), f"total_{unit}": _size(t.total_bytes, unit),
+                    f"available_{unit}": _size(t.available_bytes, unit),
+                    f"headroom_{unit}": _size(t.headroom_bytes, unit)})
+    return pd.DataFrame(out)
+
+
+# ---------------------------------------------------------------- KV cache
+
+
+def _attention_kind(spec: ModelSpec) -> str:
+    if isinstance(spec, PublishedProfile):
+        return "published figure"
+    kinds = {g.kind for g in spec.attention}
+    if kinds & set(LINEAR_KINDS):
+        lin = "KDA" if "kda" in kinds else "Gated DeltaNet"
+        full = "MLA" if "mla" in kinds else "GQA"
+        return f"hybrid: {lin} linear + {full}"
+    if kinds == {"mla"}:
+        return "MLA (latent)"
+    if "sliding" in kinds:
+        return "sliding window + GQA"
+    g = spec.attention[0]
+    return "MHA" if g.kv_heads == g.num_heads else "GQA"
+
+
+def _kv_formula(spec: ModelSpec, b: float) -> str:
+    """The growing part of the per-token cache, with the model's numbers."""
+    if isinstance(spec, PublishedProfile):
+        return f"published: {spec.kv_bytes_per_token_bf16:,} B at BF16 × {b:g}/2"
+    terms = []
+    for g in spec.attention:
+        if g.kind == "full":
+            v = g.v_head_dim or g.head_dim
+            inner = f"2·{g.kv_heads}·{g.head_dim}" if v == g.head_dim else f"{g.kv_heads}·({g.head_dim}+{v})"
+            terms.append(f"{g.count}·{inner}·{b:g}")
+        elif g.kind == "mla":
+            terms.append(f"{g.count}·({g.kv_lora_rank}+{g.qk_rope_head_dim})·{b:g}")
+    return " + ".join(terms) if terms else "0"
+
+
+def kv_per_token_table(models: Sequence[str] = KV_COMPARISON_MODELS, *, kv_dtype: str = "bf16",
+                       context: object = "256K", unit: str = "GiB") -> pd.DataFrame:
+    """KV bytes per token across real attention designs (GQA, MLA, sliding window,
+    hybrid linear attention) and guide 000's published 256 KiB.
+
+    ``kv_B_per_token`` counts layers whose cache grows with context; sliding layers stop at
+    their window and linear layers keep a constant ``state_MiB_per_seq`` (FP32). The
+    ``kv_cache_<unit>_<context>`` column adds both, for one sequence.
+    """
+    ctx = parse_context_tokens(context)
+    kvd = get_kv_dtype(kv_dtype)
+    rows = []
+    for mid in models:
+        spec = get_model(mid)
+        tok = kv_bytes_per_token(spec, kvd)
+        if isinstance(spec, Architecture):
+            growing = sum(g.count for g in spec.attention if g.kind in ("full", "mla"))
+            layers = f"{growing} of {spec.num_layers}"
+            state = spec.state_elements_per_sequence() * 4
+        else:
+            layers, state = "—", float("nan")  # a profile publishes no state
+        rows.append({"model": spec.id, "attention": _attention_kind(spec), "growing_layers": layers,
+                     "formula": _kv_formula(spec, kvd.bytes_per_element), "kv_B_per_token": tok,
+                     "kv_KiB_per_token": round(tok / 1024, 2), "state_MiB_per_seq": round(state / 2**20, 1),
+                     f"kv_cache_{unit}_{context_label(ctx)}": _size(
+                         kv_cache_bytes(spec, context_tokens=ctx, batch=1, kv_dtype=kvd), unit)})
+    return pd.DataFrame(rows)
+
+
+def kv_worked_table(model: "str | ModelSpec" = "kimi-k3", *, kv_dtype: str = "bf16", context: object = "256K",
+                    batch: int = 1, unit: str = "GiB") -> pd.DataFrame:
+    """``param | formula | value | unit`` for one model's KV cache, layer group by group.
+
+    GQA: $kv_{tok} = 2·L·K·H·b$. MLA: $kv_{tok} = L·(r_{kv}+d_{rope})·b$. Sliding window:
+    $\\min(T, W)$ tokens. Linear attention: a state $S$ per sequence, whatever $T$.
+    """
+    spec = get_model(model)
+    kvd = get_kv_dtype(kv_dtype)
+    b = kvd.bytes_per_element
+    T = parse_context_tokens(context)
+    rows: list[tuple[str, str, object, str]] = [("b", f"bytes per element ({kvd.name})", b, "B")]
+    if isinstance(spec, PublishedProfile):
+        tok = spec.kv_bytes_per_token(b)
+        rows.append(("kv_tok", f"{spec.kv_bytes_per_token_bf16:,} × {b:g}/2 (published at BF16)", tok, "B/token"))
+    else:
+        for g in spec.attention:
+            if g.kind in ("full", "sliding"):
+                v = g.v_head_dim or g.head_dim
+                rows += [(f"L ({g.kind} layers)", "config", g.count, "layers"), ("K", "KV heads", g.kv_heads, "heads"),
+                         ("H", "head dim (from the config)", g.head_dim, "elements")]
+                per = g.count * g.kv_heads * (g.head_dim + v) * b
+                if g.kind == "full":
+                    formula = f"2·L·K·H·b = 2·{g.count}·{g.kv_heads}·{g.head_dim}·{b:g}"
+                    rows.append((f"kv_tok ({g.kind})", formula,
+                                 int(per), "B/token"))
+                else:
+                    rows += [("W", "window", g.window_tokens, "tokens"),
+                             ("sliding cache", f"2·L·K·H·b·min(T, W) = {int(per):,}·{min(T, g.window_tokens):,}",
+                              int(per * min(T, g.window_tokens)), "B/sequence")]
+            elif g.kind == "mla":
+                rows += [("L (MLA layers)", "config", g.count, "layers"),
+                         ("r_kv + d_rope", f"latent + rope key = {g.kv_lora_rank} + {g.qk_rope_head_dim}",
+                          g.kv_lora_rank + g.qk_rope_head_dim, "elements"),
+                         ("kv_tok (MLA)",
+                          f"L·(r_kv + d_rope)·b = {g.count}·{g.kv_lora_rank + g.qk_rope_head_dim}·{b:g}",
+                          int(g.count * (g.kv_lora_rank + g.qk_rope_head_dim) * b), "B/token")]
+            else:
+                st = g.count * (g.recurrent_state_elements_per_layer + g.conv_state_elements_per_layer) * 4
+                rows += [(f"L ({g.kind.upper()} layers)", "config", g.count, "layers"),
+                         ("S", f"L·(heads·d_k·d_v + conv)·4 B = {g.count}·({g.value_heads}·{g.head_dim}·"
+                               f"{g.v_head_dim or g.head_dim} + {g.conv_state_elements_per_layer:,})·4",
+                          round(st / 2**20, 1), "MiB/sequence")]
+        tok = kv_bytes_per_token(spec, kvd)
+        rows.append(("kv_tok", "sum over layers whose cache grows", tok, "B/token"))
+    rows += [("T", f"{context_label(T)} (K = 1,024)", T, "tokens"), ("B", "batch", batch, "sequences")]
+    total = kv_cache_bytes(spec, context_tokens=T, batch=batch, kv_dtype=kvd)
+    formula = "B·T·kv_tok" if isinstance(spec, PublishedProfile) else "(B·(T·kv_tok + sliding) + B·S)"
+    rows.append(("KV cache", f"{formula} / {'2^30' if unit == 'GiB' else '10^9'}", _size(total, unit), unit))
+    df = pd.DataFrame(rows, columns=["param", "formula", "value", "unit"])
+    df["value"] = pd.Series([r[2] for r in rows], dtype=object)
+    return df
+
+
+def kv_context_table(model: "str | ModelSpec" = GUIDE_000, *, kv_dtypes: Sequence[str] = KV_TABLE_DTYPES,
+                     contexts: Sequence[object] = KV_TABLE_CONTEXTS, batch: int = 1,
+                     unit: str = "GiB") -> pd.DataFrame:
+    """KV cache by context (rows) and dtype (columns): guide 000's FAQ table.
+
+    $KV = B·T·kv_{tok}$; for guide 000 at BF16, 262,144 B × 1,048,576 / 2^30 = 256 GiB.
+    """
+    spec = get_model(model)
+    rows = []
+    for c in contexts:
+        T = parse_context_tokens(c)
+        row: dict[str, object] = {"context": context_label(T), "context_tokens": T}
+        for d in kv_dtypes:
+            row[f"{get_kv_dtype(d).id}_{unit}"] = _size(kv_cache_bytes(spec, context_tokens=T, batch=batch,
+                                                                      kv_dtype=d), unit)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def kv_context_long(models: Sequence[str] = (GUIDE_000, "kimi-k3"), *, kv_dtypes: Sequence[str] = KV_TABLE_DTYPES,
+                    contexts: Sequence[object] = ("8K", "32K", "64K", "128K", "256K", "512K", "1M"),
+                    batch: int = 1, unit: str = "GiB") -> pd.DataFrame:
+    """Long form ``model | kv_dtype | context | context_tokens | kv_cache_<unit>`` for a chart."""
+    rows = []
+    for mid in models:
+        spec = get_model(mid)
+        for d in kv_dtypes:
+            for c in contexts:
+                T = parse_context_tokens(c)
+                rows.append({"model": spec.id, "kv_dtype": _label(get_kv_dtype(d).id), "context": context_label(T),
+                             "context_tokens": T, f"kv_cache_{unit}": _size(
+                                 kv_cache_bytes(spec, context_tokens=T, batch=batch, kv_dtype=d), unit)})
+    return pd.DataFrame(rows)
+
+
+def context_savings_table(model: "str | ModelSpec" = GUIDE_000, *, current: object = "512K",
+                          target: object = "128K", kv_dtypes: Sequence[str] = KV_TABLE_DTYPES,
+                          batch: int = 1, unit: str = "GiB") -> pd.DataFrame:
+    """Memory freed by lowering ``max_model_len`` from ``current`` to ``target``:
+
+    $\\Delta = B·kv_{tok}·(T_{current} - T_{target})$ — guide 000's "GB saved" formula.
+    """
+    spec = get_model(model)
+    t0, t1 = parse_context_tokens(current, "current"), parse_context_tokens(target, "target")
+    if t1 > t0:
+        raise K3InputError("target", f"{context_label(t1)} is longer than current {context_label(t0)}",
+                           "a target context at most the current one")
+    rows = []
+    for d in kv_dtypes:
+        before = kv_cache_bytes(spec, context_tokens=t0, batch=batch, kv_dtype=d)
+        after = kv_cache_bytes(spec, context_tokens=t1, batch=batch, kv_dtype=d)
+        rows.append({"model": spec.id, "kv_dtype": _label(get_kv_dtype(d).id),
+                     "kv_B_per_token": kv_bytes_per_token(spec, d),
+                     "current": context_label(t0), "target": context_label(t1),
+                     f"kv_current_{unit}": _size(before, unit), f"kv_target_{unit}": _size(after, unit),
+                     f"saved_{unit}": _size(before - after, unit)})
+    return pd.DataFrame(rows)
+
+
+def reference_table(*, model: "str | ModelSpec" = GUIDE_000, tiers: Sequence[str] = REFERENCE_TIERS,
+                    contexts: Sequence[object] = REFERENCE_CONTEXTS, kv_dtype: str | None = None,
+                    gpu: str = "h100-sxm", gpus: int = 8, batch: int = 1,
+                    assumptions: Assumptions | None = None, unit: str = "GiB") -> pd.DataFrame:
+    """Guide 000's lost "full reference table": total memory by weight precision × context.
+
+    $M = W + B·T·kv_{tok} + A + O$. ``kv_dtype=None`` applies :data:`REFERENCE_KV_RULE`
+    (BF16 cache for BF16 weights, FP8 for quantised ones). For guide 000 the default
+    assumptions are its worked example's (10 GiB activation, 48 GiB overhead in total),
+    which give the two ends its summary quotes: ~291 (Q2, 64K) and ~908 (BF16, 1M).
+    For an architecture the overhead follows from ``gpu`` × ``gpus``.
+    """
+    spec = get_model(model)
+    if assumptions is None and spec.id == GUIDE_000:
+        assumptions = GUIDE_000_WORKED_ASSUMPTIONS
+    rows = []
+    for tier in tiers:
+        fmt = get_weight_format(tier).id
+        kv = kv_dtype or REFERENCE_KV_RULE.get(fmt, REFERENCE_KV_RULE["*"])
+        row: dict[str, object] = {"weights": _label(fmt), "kv_dtype": _label(get_kv_dtype(kv).id)}
+        for c in contexts:
+            p = make_plan(model=spec, weights=fmt, kv_dtype=kv, context=c, gpu=gpu, gpus=gpus, batch=batch,
+                          assumptions=assumptions)
+            row[f"total_{unit}_{context_label(p.context_tokens)}"] = _size(p.total.total_bytes, unit)
+        rows.append(row)
+    return pd.DataFrame(rows)

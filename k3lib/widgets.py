@@ -1,0 +1,126 @@
+"""ipywidgets explorers for the notebooks: turn the knobs, watch the budget change.
+
+The callback logic is :func:`explorer_update`, a plain function (no widgets, no
+browser) that tests call directly. :func:`explorer` wires it to dropdowns and
+sliders; ipywidgets is imported only there.
+
+>>> df, chart, message = explorer_update(model="kimi-k3@guide-000", weights="q4", kv_dtype="fp8",
+...                                      context="256K", gpu="h100-sxm", gpus=6)
+>>> float(df.loc["total", "total_GiB"]), message.split(":")[0]
+(415.0, 'FITS')
+>>> explorer_update(model="kimi-k3@guide-000", weights="q4", kv_dtype="fp8", context="256K",
+...                 gpu="nosuch", gpus=6)[2].split(":")[0]
+'parameter gpu'
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import altair as alt
+    import pandas as pd
+
+CONTEXT_CHOICES = ("8K", "32K", "64K", "128K", "256K", "512K", "1M")
+MAX_GPUS = 64
+MAX_BATCH = 16
+
+
+def explorer_update(*, model: str, weights: str, kv_dtype: str, context: object, gpu: str, gpus: object,
+                    batch: object = 1, unit: str = "GiB",
+                    ) -> "tuple[pd.DataFrame | None, alt.LayerChart | None, str]":
+    """One configuration → ``(budget table, per-GPU stacked bar, one-line message)``.
+
+    Bad input never raises and never shows a number: it returns ``(None, None,
+    "parameter <field>: ...")``, the same line :func:`k3lib.notebook.validate` gives.
+    """
+    from . import charts, tables
+    from .notebook import ParameterError, validate
+
+    try:
+        plan = validate(model=model, weights=weights, kv_dtype=kv_dtype, context=context, gpu=gpu, gpus=gpus,
+                        batch=batch)
+    except ParameterError as exc:
+        return None, None, str(exc)
+    df = tables.plan_table(plan, unit=unit)
+    label = (f"{plan.model.id} · {plan.weight_format} · KV {plan.kv_dtype} · "
+             f"{tables.context_label(plan.context_tokens)} · {plan.gpus}× {plan.gpu.id}")
+    chart = charts.budget_stacked_bar({label: plan}, per="gpu", unit=unit)
+    verdict = "FITS" if plan.fits else "DOES NOT FIT"
+    message = f"{verdict}: {plan.reason.split(': ', 1)[1]}" + "".join(f" (note: {n})" for n in plan.notes)
+    return df, chart, message
+
+
+def _display_output(obj: object) -> dict:
+    """A ``display_data`` output for ``obj``, formatted as the running IPython would
+    (an Altair chart becomes SVG with the workbook's renderer); plain text outside IPython."""
+    from IPython import get_ipython
+
+    ip = get_ipython()
+    if ip is not None:
+        data, metadata = ip.display_formatter.format(obj)
+    else:
+        data, metadata = {"text/plain": repr(obj)}, {}
+    return {"output_type": "display_data", "data": data, "metadata": metadata}
+
+
+def _options(known: list[str], value: Any) -> list[str]:
+    """The known choices, with ``value`` added if it is not one (its error then shows)."""
+    return known if value in known else [str(value), *known]
+
+
+def explorer(*, model: str = "kimi-k3@guide-000", weights: str = "q4", kv_dtype: str = "fp8",
+             context: object = "256K", gpu: str = "h100-sxm", gpus: int = 6, batch: int = 1,
+             unit: str = "GiB"):
+    """A widget box: model, weight precision, KV dtype, context, GPU, GPU count and batch,
+    above an output area that :func:`explorer_update` refreshes in place.
+
+    The box's ``last_update`` attribute holds the latest ``(table, chart, message)``.
+    """
+    import ipywidgets as w
+
+    from .hardware import list_gpus
+    from .models import list_models
+    from .precisions import kv_dtypes, weight_formats
+
+    style = {"description_width": "80px"}
+    layout = w.Layout(width="300px")
+    controls = {
+        "model": w.Dropdown(options=_options([m.id for m in list_models()], model), value=str(model),
+                            description="model", style=style, layout=layout),
+        "weights": w.Dropdown(options=_options([f.id for f in weight_formats()], weights), value=str(weights),
+                              description="weights", style=style, layout=layout),
+        "kv_dtype": w.Dropdown(options=_options([d.id for d in kv_dtypes()], kv_dtype), value=str(kv_dtype),
+                               description="KV dtype", style=style, layout=layout),
+        "context": w.Dropdown(options=_options(list(CONTEXT_CHOICES), context), value=str(context),
+                              description="context", style=style, layout=layout),
+        "gpu": w.Dropdown(options=_options([g.id for g in list_gpus()], gpu), value=str(gpu),
+                          description="GPU", style=style, layout=layout),
+        "gpus": w.IntSlider(value=int(gpus), min=1, max=max(MAX_GPUS, int(gpus)), description="GPUs",
+                            style=style, layout=layout),
+        "batch": w.IntSlider(value=int(batch), min=1, max=max(MAX_BATCH, int(batch)), description="batch",
+                             style=style, layout=layout),
+    }
+    out = w.Output()
+    c = controls
+    box = w.VBox([w.HBox([c["model"], c["weights"], c["kv_dtype"]]), w.HBox([c["context"], c["gpu"]]),
+                  w.HBox([c["gpus"], c["batch"]]), out])
+
+    def refresh(_change: object = None) -> None:
+        result = explorer_update(**{k: ctl.value for k, ctl in controls.items()}, unit=unit)
+        box.last_update = result
+        df, chart, message = result
+        # Replace the output area's contents in one trait update, rather than capturing
+        # print/display with `with out:`. Captured output makes a headless executor
+        # (nbclient, so papermill and nbconvert) echo widget state back over the shell
+        # channel while it waits there for the cell's reply, which can stall the cell until
+        # its timeout (jupyter/nbclient#312). Here the kernel only sends state.
+        shown = [{"output_type": "stream", "name": "stdout", "text": message + "\n"}]
+        if df is not None:
+            shown += [_display_output(df), _display_output(chart)]
+        out.outputs = tuple(shown)
+
+    for ctl in controls.values():
+        ctl.observe(refresh, names="value")
+    box.controls = controls
+    refresh()
+    return box
