@@ -429,6 +429,39 @@ def _cmd_cheatsheet(args) -> int:
 # ---------------------------------------------------------------- end of plan / cheatsheet block
 
 
+# ---------------------------------------------------------------- offload (issue 4)
+# `k3plan offload`: experts in system RAM, attention + shared experts + KV on the GPU
+# (k3lib.offload). Decode tokens/s from the bandwidth model.
+
+
+def _add_offload_parser(sub) -> None:
+    p = sub.add_parser("offload", help="experts in system RAM: VRAM, RAM and tokens/s",
+                       description="Offload mode: routed experts in system RAM, the rest on the GPU; VRAM and RAM "
+                                   "needed and decode tokens/s from the bandwidth model.")
+    p.add_argument("--model", default="kimi-k3", help="a built-in architecture (default kimi-k3)")
+    p.add_argument("--weights", default="q4_k_m", help="weight precision (default q4_k_m)")
+    p.add_argument("--kv-dtype", default="bf16", help="KV-cache dtype (default bf16)")
+    p.add_argument("--context", default="8K", help="context length (default 8K; K = 1024 tokens)")
+    p.add_argument("--batch", default="1", help="concurrent sequences (default 1)")
+    p.add_argument("--gpu", default="rtx-4090-48gb", help="GPU id or alias (default rtx-4090-48gb)")
+    p.add_argument("--expert-layers-on-gpu", default="0", help="MoE layers whose experts stay on the GPU (default 0)")
+    p.add_argument("--ram", default=None, help="system RAM, e.g. 1536GB (default: report what is needed)")
+    p.add_argument("--ram-bandwidth", default="70GB/s", help="system RAM bandwidth (default 70GB/s, guide 004's figure)")
+    p.add_argument("--unit", choices=tuple(UNITS), default="GB", help="unit of the printed figures (default GB)")
+    p.add_argument("--json", action="store_true", help="print one JSON object; sizes in bytes")
+    p.set_defaults(func=_cmd_offload)
+
+
+def _cmd_offload(args) -> int:
+    from .offload import plan_offload, render_text
+
+    plan = plan_offload(model=args.model, weights=args.weights, gpu=args.gpu, kv_dtype=args.kv_dtype,
+                        context=args.context, batch=args.batch, expert_layers_on_gpu=args.expert_layers_on_gpu,
+                        ram=args.ram, ram_bandwidth=args.ram_bandwidth)
+    print(json.dumps(plan.to_dict(), indent=2) if args.json else render_text(plan, args.unit))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="k3plan", description="How much GPU memory a model needs, and where it goes.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
@@ -447,6 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_formats)
     _add_report_parser(sub)  # issue 6
     _add_checklist_parsers(sub)  # issue 5
+    _add_offload_parser(sub)  # issue 4
     return parser
 
 

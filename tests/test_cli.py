@@ -71,3 +71,19 @@ def test_models_and_gpus_lists():
 def test_help_everywhere(cmd):
     rc, out, _ = run(*cmd, "--help")
     assert rc == 0 and "usage: k3plan" in out
+
+
+def test_offload_command_experts_in_ram(capsys):
+    """Q4_K_M (4.5 bpw) routed experts of K3 in RAM: 92 layers × 896 experts × 3·3584·3072 × 4.5/8 B,
+    plus the token embedding (163,840 × 7,168 at 4.5 bits), which stays in RAM as llama.cpp keeps it."""
+    assert main(["offload", "--model", "kimi-k3", "--weights", "q4_k_m", "--gpu", "rtx-4090-48gb", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    experts = 92 * 896 * 3 * 3584 * 3072 * 4.5 / 8
+    embedding = 163840 * 7168 * 4.5 / 8
+    assert doc["ram_weights_bytes"] == pytest.approx(experts + embedding, abs=2)
+    assert round(experts / 1e9) == 1532          # guide 004: "1,531GB of RAM"
+
+
+def test_offload_bad_gpu_is_one_line():
+    rc, _, err = run("offload", "--gpu", "nosuch")
+    assert rc == 2 and err.strip().startswith("k3plan: error: gpu:") and "Traceback" not in err

@@ -1,0 +1,121 @@
+"""Altair charts for notebooks 03 (tensor-parallel distribution) and 04 (offload).
+
+Each function takes plain data (a DataFrame from :mod:`k3lib.parallel` or
+:mod:`k3lib.offload`) and returns a chart; none displays anything. Test them as specs:
+``chart.to_dict()`` validates against the Vega-Lite schema.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+# Imported for its guard: k3lib.charts keeps jsonschema from importing the slow optional
+# ``rfc3987_syntax`` (see charts.skip_slow_iri_checker), which must happen before Altair loads.
+from . import charts as _charts  # noqa: F401
+
+#: One colour per per-GPU component, fixed across charts (weights blues, KV orange, …).
+COMPONENT_COLOURS = {
+    "weights sharded": "#1f77b4",
+    "weights replicated": "#9ecae1",
+    "routed experts": "#9467bd",
+    "KV cache": "#ff7f0e",
+    "activation": "#2ca02c",
+    "NCCL buffers": "#d62728",
+    "runtime": "#7f7f7f",
+}
+
+
+def _alt():
+    import altair as alt
+
+    return alt
+
+
+def per_gpu_stacked_bar(df, *, unit: str = "GiB", title: str = "", width: int = 420):
+    """One horizontal bar per GPU (or pipeline stage), stacked by component, with a rule
+    at the GPU's capacity. ``df`` is :func:`k3lib.parallel.per_gpu_long`'s format:
+    ``GPU``, ``component``, ``order``, ``{unit}``, ``available``."""
+    alt = _alt()
+    comps = [c for c in COMPONENT_COLOURS if c in set(df["component"])]
+    colour = alt.Color("component:N", title="component",
+                       scale=alt.Scale(domain=comps, range=[COMPONENT_COLOURS[c] for c in comps]),
+                       sort=comps)
+    bars = alt.Chart(df).mark_bar().encode(
+        y=alt.Y("GPU:N", title=None, sort=None),
+        x=alt.X(f"sum({unit}):Q", title=f"memory per GPU ({unit})"),
+        color=colour,
+        order=alt.Order("order:Q"),
+        tooltip=["GPU:N", "component:N", alt.Tooltip(f"{unit}:Q", format=",.2f")],
+    )
+    cap = alt.Chart(df).mark_rule(color="black", strokeDash=[4, 3]).encode(
+        x="max(available):Q", y=alt.Y("GPU:N", sort=None))
+    return (bars + cap).properties(title=title, width=width)
+
+
+def kv_vs_tp_chart(df, *, unit: str = "GiB", title: str = "KV cache per GPU against TP"):
+    """Lines of KV per GPU against TP for each model, dashed: the guide's ÷TP rule.
+    ``df`` is :func:`k3lib.parallel.kv_per_gpu_vs_tp`'s format."""
+    alt = _alt()
+    actual = f"KV per GPU ({unit})"
+    rule = f"guide rule: total ÷ TP ({unit})"
+    long = df.melt(id_vars=["model", "TP"], value_vars=[actual, rule], var_name="how", value_name=unit)
+    return alt.Chart(long).mark_line(point=True).encode(
+        x=alt.X("TP:Q", scale=alt.Scale(type="log", base=2), title="tensor-parallel size (TP)"),
+        y=alt.Y(f"{unit}:Q", title=f"KV cache per GPU ({unit})"),
+        color=alt.Color("model:N"),
+        strokeDash=alt.StrokeDash("how:N", title=None),
+        tooltip=["model:N", "TP:Q", "how:N", alt.Tooltip(f"{unit}:Q", format=",.2f")],
+    ).properties(title=title, width=420)
+
+
+def tokens_per_s_curve(df, *, x: str = "VRAM needed (GB)", y: str = "decode tokens/s", colour: str = "GPU",
+                       title: str = "Decode speed as experts move to the GPU", marks: Sequence[float] = ()):
+    """tokens/s against VRAM (one line per ``colour`` value); ``marks``: vertical rules
+    at given VRAM sizes (e.g. the cards' capacities). ``df`` is
+    :func:`k3lib.offload.offload_curve`'s format."""
+    alt = _alt()
+    line = alt.Chart(df).mark_line().encode(
+        x=alt.X(f"{x}:Q", title=x),
+        y=alt.Y(f"{y}:Q", title=y, scale=alt.Scale(type="log")),
+        color=alt.Color(f"{colour}:N"),
+        tooltip=[f"{colour}:N", "expert layers on GPU:Q", alt.Tooltip(f"{x}:Q", format=",.0f"),
+                 alt.Tooltip(f"{y}:Q", format=",.2f")],
+    )
+    chart = line
+    if marks:
+        import pandas as pd
+
+        rules = alt.Chart(pd.DataFrame({x: list(marks)})).mark_rule(color="gray", strokeDash=[4, 3]).encode(
+            x=f"{x}:Q")
+        chart = line + rules
+    return chart.properties(title=title, width=460)
+
+
+def device_comparison(df, *, model_col: str = "model tokens/s", guide_col: str = "guide tokens/s",
+                      device_col: str = "device", title: str = "Offload decode speed: guide 004 vs the model"):
+    """Dot plot, one row per device: the guide's figure and the model's. ``df`` is
+    :func:`k3lib.offload.guide004_device_table`'s format."""
+    alt = _alt()
+    long = df.melt(id_vars=[device_col], value_vars=[guide_col, model_col], var_name="source",
+                   value_name="tokens/s")
+    order = list(df.sort_values(model_col)[device_col])
+    return alt.Chart(long).mark_point(filled=True, size=70).encode(
+        y=alt.Y(f"{device_col}:N", sort=order, title=None),
+        x=alt.X("tokens/s:Q", title="decode tokens/s"),
+        color=alt.Color("source:N", title=None),
+        shape=alt.Shape("source:N", title=None),
+        tooltip=[f"{device_col}:N", "source:N", alt.Tooltip("tokens/s:Q", format=",.2f")],
+    ).properties(title=title, width=380)
+
+
+def time_per_token_bar(df, *, title: str = "", width: int = 420):
+    """One bar, stacked by device: milliseconds each device spends reading per decode
+    step (the sum is the time per token). ``df`` has ``where``, ``ms per token`` and
+    ``GB read per token`` (see :func:`k3lib.offload.offload_figure`)."""
+    alt = _alt()
+    return alt.Chart(df).mark_bar().encode(
+        x=alt.X("sum(ms per token):Q", title="milliseconds per token (bandwidth roofline)"),
+        color=alt.Color("where:N", title=None, sort=None),
+        order=alt.Order("where:N", sort="descending"),
+        tooltip=["where:N", alt.Tooltip("ms per token:Q", format=",.1f"),
+                 alt.Tooltip("GB read per token:Q", format=",.2f")],
+    ).properties(title=title, width=width, height=60)
