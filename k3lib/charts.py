@@ -14,12 +14,12 @@ vl-convert: no JavaScript, no CDN).
 """
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 import pandas as pd
 
 from .errors import K3InputError
+from .notebook import skip_slow_iri_checker
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt
@@ -27,24 +27,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .plan import Plan
 
 
-def skip_slow_iri_checker() -> bool:
-    """Keep jsonschema from importing ``rfc3987_syntax``; True if the guard was set.
-
-    Altair imports jsonschema, which imports ``rfc3987_syntax`` when it is installed (it
-    comes with Jupyter's ``jsonschema[format-nongpl]``); that module builds an Earley parser
-    at import time, about 1.6–2.5 s on a 2-core machine — a third of a notebook's run.
-    jsonschema treats the module as optional (its ``iri`` format checks are simply not
-    registered) and Altair never uses format checks, so nothing the workbook does changes.
-    Only acts when jsonschema has not been imported yet; a no-op otherwise.
-    """
-    if "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
-        return False
-    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # import now raises ImportError
-    return True
-
-
 # Done when the notebooks import k3lib.charts, before k3lib.notebook.setup() imports Altair.
-skip_slow_iri_checker()
+skip_slow_iri_checker()  # see k3lib.notebook.skip_slow_iri_checker
 
 COMPONENT_ORDER = ["weights", "KV cache", "activation", "overhead"]
 COMPONENT_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#9d9d9d"]

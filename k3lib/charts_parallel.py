@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 # Imported for its guard: k3lib.charts keeps jsonschema from importing the slow optional
-# ``rfc3987_syntax`` (see charts.skip_slow_iri_checker), which must happen before Altair loads.
+# ``rfc3987_syntax`` (see notebook.skip_slow_iri_checker), which must happen before Altair loads.
 from . import charts as _charts  # noqa: F401
 
 #: One colour per per-GPU component, fixed across charts (weights blues, KV orange, …).

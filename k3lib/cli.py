@@ -287,10 +287,10 @@ def _report_parameters(args: argparse.Namespace) -> dict:
 def _cmd_report(args) -> int:
     from pathlib import Path
 
-    from .notebook import ParameterError
-    from .report import ReportError, configure, run_batch, run_report, safe_filename, skip_iri_format_checker
+    from .notebook import ParameterError, skip_slow_iri_checker
+    from .report import ReportError, configure, run_batch, run_report, safe_filename
 
-    skip_iri_format_checker()   # ~3 s of import time this command never needs
+    skip_slow_iri_checker()   # ~3 s of import time this command never needs
 
     for name in ("config", "gguf", "safetensors"):   # model-file flags of `estimate`, not wired into reports
         if getattr(args, name, None):

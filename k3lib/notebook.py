@@ -56,8 +56,28 @@ def validate(**params: Any):
 ALTAIR_RENDERER = "svg"
 
 
+def skip_slow_iri_checker() -> bool:
+    """Keep jsonschema from importing ``rfc3987_syntax``; True if the guard was set.
+
+    Altair and nbformat import jsonschema, which imports ``rfc3987_syntax`` when it is
+    installed (Jupyter's ``jsonschema[format-nongpl]`` brings it) to check the ``iri``
+    string format; that module builds a parser at import time, 1.6–3 s of CPU on a
+    2-core machine — a third of a notebook's run. jsonschema treats it as optional and
+    neither Altair's nor nbformat's schemas use that format, so nothing changes.
+    ``sys.modules[name] = None`` makes the import raise ImportError, which jsonschema
+    expects. Only acts before jsonschema's first import; a no-op afterwards.
+    """
+    import sys
+
+    if "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
+        return False
+    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]
+    return True
+
+
 def setup() -> str:
     """Enable the offline Altair renderer for a notebook session; returns its name."""
+    skip_slow_iri_checker()
     import altair as alt
 
     alt.renderers.enable(ALTAIR_RENDERER)

@@ -829,28 +829,14 @@ def parameters_html(cfg: ReportConfig) -> str:
             f'<pre class="k3-cmd">{esc(cli_command(cfg.parameters))}</pre>')
 
 
-def skip_iri_format_checker() -> None:
-    """Keep jsonschema from importing ``rfc3987_syntax`` in this process.
-
-    jsonschema (imported by Altair and by nbformat) loads ``rfc3987_syntax``, when it is
-    installed (jupyter-events pulls it in), to check the ``iri`` string format; that module
-    builds a Lark grammar on import: about 3 s of CPU in each of a report's two processes.
-    Neither Altair's nor nbformat's schemas use that format. Before jsonschema's first import
-    the module is marked absent (``sys.modules[name] = None`` makes ``import`` raise
-    ImportError, which jsonschema expects); after it, this does nothing.
-    """
-    import sys
-
-    if "jsonschema" not in sys.modules:
-        sys.modules.setdefault("rfc3987_syntax", None)
-
-
 def setup() -> str:
-    """Set up the report kernel: :func:`skip_iri_format_checker`, then the offline Altair
+    """Set up the report kernel: :func:`k3lib.notebook.skip_slow_iri_checker`, then the offline Altair
     renderer of :func:`k3lib.notebook.setup` (SVG through vl-convert). Returns its name."""
     from .notebook import setup as notebook_setup
 
-    skip_iri_format_checker()
+    from .notebook import skip_slow_iri_checker
+
+    skip_slow_iri_checker()
     return notebook_setup()
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nbtool import code, execute_and_clean, md, nav, parameters, write_notebook  # noqa: E402
+from nbtool import build, code, md, nav, parameters  # noqa: E402
 
 STEM = "02-kv-cache"
 
@@ -237,11 +237,5 @@ widgets.explorer(model=model, weights=weights, kv_dtype=kv_dtype, context=contex
 """),
 ]
 
-# Stable cell ids (nbformat would draw random ones), so a regenerated notebook diffs cleanly.
-for number, cell in enumerate(cells):
-    cell.id = f"{STEM[:2]}-{number:02d}"
-
 if __name__ == "__main__":
-    path = write_notebook(STEM, cells)
-    execute_and_clean(path)
-    print(path)
+    build(STEM, cells)

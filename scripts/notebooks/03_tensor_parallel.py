@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from nbtool import code, execute_and_clean, md, nav, parameters, write_notebook  # noqa: E402
+from nbtool import build, code, md, nav, parameters  # noqa: E402
 
 STEM = "03-tensor-parallel"
 CHECK = "# NBVAL_CHECK_OUTPUT"
@@ -368,6 +368,4 @@ It grows: $(16-1)·0.5 = 7.5$ GiB per GPU instead of 3.5 (`parallel.nccl_table()
 ]
 
 if __name__ == "__main__":
-    path = write_notebook(STEM, cells)
-    execute_and_clean(path)
-    print(path)
+    build(STEM, cells)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from nbtool import code, execute_and_clean, md, nav, parameters, write_notebook  # noqa: E402
+from nbtool import build, code, md, nav, parameters  # noqa: E402
 
 STEM = "04-offload"
 CHECK = "# NBVAL_CHECK_OUTPUT"
@@ -278,6 +278,4 @@ Doubling RAM bandwidth: 7 layers take 7·16·18.6 MB = 2.1 GB of the 27.4 GB off
 ]
 
 if __name__ == "__main__":
-    path = write_notebook(STEM, cells)
-    execute_and_clean(path)
-    print(path)
+    build(STEM, cells)

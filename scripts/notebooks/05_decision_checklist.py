@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from nbtool import code, execute_and_clean, md, nav, parameters, write_notebook  # noqa: E402
+from nbtool import build, code, md, nav, parameters  # noqa: E402
 
 STEM = "05-decision-checklist"
 CHECK = "# NBVAL_CHECK_OUTPUT"
@@ -344,6 +344,4 @@ $(1{,}048{,}576 - 131{,}072) × 131{,}072$ B = 112 GiB.
 ]
 
 if __name__ == "__main__":
-    path = write_notebook(STEM, cells)
-    execute_and_clean(path)
-    print(path)
+    build(STEM, cells)

@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from nbtool import code, execute_and_clean, md, nav, parameters, write_notebook  # noqa: E402
+from nbtool import build, code, md, nav, parameters  # noqa: E402
 
 from k3lib.report import PARAMETER_NAMES, SKIP_IN_REPORT_TAG, parameters_source  # noqa: E402
 
@@ -111,6 +111,4 @@ Every figure above rests on these; change one with the report's parameters (the 
 ]
 
 if __name__ == "__main__":
-    path = write_notebook(STEM, cells)
-    execute_and_clean(path)
-    print(path)
+    build(STEM, cells)
