@@ -17,6 +17,7 @@ import pytest
 from k3lib import audit, charts_audit
 from k3lib.errors import K3InputError
 from k3lib.notebook import ParameterError
+from nbrun import run_notebook, cell_output  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 GiB = 2**30
@@ -298,20 +299,11 @@ NOTEBOOK = ROOT / "notebooks" / "07-guide-audit.ipynb"
 
 
 def _run(tmp_path, **parameters):
-    papermill = pytest.importorskip("papermill")
-    import nbformat
-
-    out = tmp_path / "07-out.ipynb"
-    papermill.execute_notebook(str(NOTEBOOK), str(out), parameters=parameters, kernel_name="python3",
-                               cwd=str(NOTEBOOK.parent), progress_bar=False, log_output=False)
-    return nbformat.read(out, as_version=4)
+    pytest.importorskip("papermill")
+    return run_notebook(tmp_path, "07-guide-audit", **parameters)
 
 
-def _output(nb, contains: str, mime: str) -> str:
-    for cell in nb.cells:
-        if cell.cell_type == "code" and contains in cell.source:
-            return "".join(o.get("data", {}).get(mime, "") for o in cell.outputs)
-    raise AssertionError(contains)
+_output = cell_output
 
 
 def test_papermill_parameters_filter_the_table(tmp_path):
@@ -329,7 +321,7 @@ def test_papermill_bad_parameter_stops_with_one_line(tmp_path):
         _run(tmp_path, guide="guide-999")
     assert info.value.ename == "ParameterError"
     assert info.value.evalue.startswith("parameter guide: 'guide-999' is not a guide")
-    nb = nbformat.read(tmp_path / "07-out.ipynb", as_version=4)
+    nb = nbformat.read(tmp_path / "07-guide-audit-out.ipynb", as_version=4)
     idx = next(i for i, c in enumerate(nb.cells) if "audit.validate_parameters(" in c.source)
     errors = [o for o in nb.cells[idx].outputs if o.output_type == "error"]
     assert errors and errors[0].traceback == ["ParameterError: " + info.value.evalue]

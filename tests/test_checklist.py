@@ -39,6 +39,7 @@ from k3lib.checklist import (
 )
 from k3lib.errors import K3InputError
 from k3lib.plan import Assumptions, make_plan
+from nbrun import run_notebook  # noqa: E402
 
 G = 2**30                      # GiB, typed by hand
 K = 1024                       # tokens per "K"
@@ -493,12 +494,8 @@ NOTEBOOK = __import__("pathlib").Path(__file__).resolve().parent.parent / "noteb
 
 
 def _papermill(tmp_path, **parameters):
-    papermill = pytest.importorskip("papermill")
-    out = tmp_path / "05-out.ipynb"
-    papermill.execute_notebook(str(NOTEBOOK), str(out), parameters=parameters, kernel_name="python3",
-                               cwd=str(NOTEBOOK.parent), progress_bar=False, log_output=False)
-    import nbformat
-    return nbformat.read(out, as_version=4)
+    pytest.importorskip("papermill")
+    return run_notebook(tmp_path, "05-decision-checklist", **parameters)
 
 
 def test_notebook_parameters_change_the_answers(tmp_path):

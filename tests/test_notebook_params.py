@@ -12,6 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbrun import run_notebook, cell_output  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -21,19 +22,10 @@ CHECK = "# NBVAL_CHECK_OUTPUT"
 papermill = pytest.importorskip("papermill")
 
 
-def _run(tmp_path: Path, stem: str, **parameters):
-    out = tmp_path / f"{stem}-out.ipynb"
-    papermill.execute_notebook(str(NOTEBOOKS / f"{stem}.ipynb"), str(out), parameters=parameters,
-                               kernel_name="python3", cwd=str(NOTEBOOKS), execution_timeout=120,
-                               progress_bar=False, log_output=False)
-    return nbformat.read(out, as_version=4)
+_run = run_notebook
 
 
-def _plain_output(nb, source_contains: str) -> str:
-    for cell in nb.cells:
-        if cell.cell_type == "code" and source_contains in cell.source:
-            return "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
-    raise AssertionError(f"no cell contains {source_contains!r}")
+_plain_output = cell_output
 
 
 def _row(table_text: str, name: str) -> list[float]:

@@ -245,16 +245,14 @@ def test_offload_explorer_builds():
 from pathlib import Path  # noqa: E402
 
 import nbformat  # noqa: E402
+from nbrun import run_notebook  # noqa: E402
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
 def _papermill(tmp_path, **parameters):
-    papermill = pytest.importorskip("papermill")
-    out = tmp_path / "04-out.ipynb"
-    papermill.execute_notebook(str(NOTEBOOKS / "04-offload.ipynb"), str(out), parameters=parameters,
-                               kernel_name="python3", cwd=str(NOTEBOOKS), progress_bar=False, log_output=False)
-    return nbformat.read(out, as_version=4)
+    pytest.importorskip("papermill")
+    return run_notebook(tmp_path, "04-offload", **parameters)
 
 
 def test_notebook_04_papermill_parameters_change_the_speed(tmp_path):

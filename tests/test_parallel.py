@@ -315,6 +315,7 @@ from pathlib import Path  # noqa: E402
 import re  # noqa: E402
 
 import nbformat  # noqa: E402
+from nbrun import run_notebook, cell_output  # noqa: E402
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 CHECK = "# NBVAL_CHECK_OUTPUT"
@@ -354,16 +355,11 @@ def test_committed_notebook_is_clean_and_parameterised(stem):
 
 
 def _papermill(tmp_path, stem, **parameters):
-    papermill = pytest.importorskip("papermill")
-    out = tmp_path / f"{stem}-out.ipynb"
-    papermill.execute_notebook(str(NOTEBOOKS / f"{stem}.ipynb"), str(out), parameters=parameters,
-                               kernel_name="python3", cwd=str(NOTEBOOKS), progress_bar=False, log_output=False)
-    return nbformat.read(out, as_version=4)
+    pytest.importorskip("papermill")
+    return run_notebook(tmp_path, stem, **parameters)
 
 
-def _plain(nb, contains):
-    cell = next(c for c in nb.cells if c.cell_type == "code" and contains in c.source)
-    return "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+_plain = cell_output
 
 
 def _columns(table_text: str) -> dict[str, list[str]]:

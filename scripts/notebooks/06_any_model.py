@@ -1,0 +1,304 @@
+"""Generate notebooks/06-any-model.ipynb, then execute it and keep only the checked outputs.
+
+Usage:  .venv/bin/python scripts/notebooks/06_any_model.py
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from nbtool import build, code, md, nav, parameters  # noqa: E402
+
+STEM = "06-any-model"
+CHECK = "# NBVAL_CHECK_OUTPUT"
+
+cells = [
+    md(f"""
+# 06 · Any model, any engine
+
+**The question:** what does *my* model — a `config.json` or a GGUF file I have at hand — need on the engine I will serve it with, and why do vLLM, llama.cpp and SGLang give different answers?
+
+{nav(STEM)}
+
+The earlier notebooks worked on K3 and the guides' figures.
+Here the model comes from local files: k3lib reads a config's shapes or a GGUF's tensor table (nothing is downloaded).
+We look at what the file says, compare the KV cache across attention designs, run the same model through four engines' memory rules, and check those rules against 87 figures vLLM printed.
+Notation as in [00](00-vram-anatomy.ipynb): $L$ layers, $D$ hidden size, $V$ vocabulary, $N_q$ query heads, $K$ KV heads, $H$ head dim, $I$ MLP width, $T$ tokens, $b$ bytes per element; GiB = 2^30 bytes.
+"""),
+    code("""
+import tempfile
+
+import pandas as pd
+
+from k3lib import any_model, notebook
+
+pd.set_option("display.max_rows", 100)  # the calibration table has 87 rows
+pd.set_option("display.max_colwidth", None)  # whole rules and reasons
+notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
+"""),
+    md("""
+## Parameters
+
+`config` is a config shipped in `tests/fixtures/configs` (its name without `.json`) or a path, relative to this folder, to a `config.json`, a `.gguf` file or a safetensors folder.
+"""),
+    parameters("""
+config: str = "llama-3.1-70b"  # fixture config name, or a path to a config.json, .gguf file or safetensors folder
+engine: str = "vllm"  # engine profile: vllm, llama.cpp, sglang, transformers, generic
+gpu: str = "h100-sxm"  # GPU id or alias (`k3plan gpus`): h100, h200, mi300x
+gpus: int = 4  # number of GPUs; vLLM and SGLang use them as the tensor-parallel size
+context: str = "32K"  # context length T in tokens, K meaning 1,024
+"""),
+    code(f"""
+{CHECK}
+setup = any_model.validate(config=config, engine=engine, gpu=gpu, gpus=gpus, context=context)
+model = setup.model
+setup.describe()
+"""),
+    md(r"""
+## 1. A config and its breakdown
+
+A `config.json` gives the shapes; the parameters follow from them.
+For a dense GQA model (untied embeddings, gated MLP, two norms per layer):
+
+$$P = 2·V·D + L·(2·D·N_q·H + 2·D·K·H + 3·D·I + 2·D) + D$$
+
+$H$ comes from the config's `head_dim` when it has one, never from $D/N_q$.
+Worked for Llama 3.1 70B, whose published total is 70,553,706,496:
+"""),
+    code(f"""
+{CHECK}
+llama = any_model.load_model("llama-3.1-70b")
+worked = any_model.params_worked_table(llama)
+assert worked["value"].iloc[-1] == 70_553_706_496  # 2·128,256·8,192 + 80·855,654,400 + 8,192
+worked
+"""),
+    md("""
+The model in the parameters cell, as the loader read it:
+"""),
+    code("""
+any_model.summary_table(model)
+"""),
+    md("""
+Group by group, at the checkpoint's native format (a `quantization_config` makes groups FP8 or MXFP4; a vision tower is estimated from `vision_config`):
+"""),
+    code("""
+any_model.breakdown_table(model)
+"""),
+    md("""
+**Takeaway:** a config is enough for the parameter count and the per-group bytes; for Llama 3.1 70B the MLP is 80 % of the 131.42 GiB.
+"""),
+    md(r"""
+## 2. A GGUF file: exact bytes per quant type
+
+A GGUF header lists every tensor with its type and shape.
+k3lib reads the header and the tensor table (no tensor data) with the `gguf` package.
+A quant type stores $n_{blk}$ weights in $s_{blk}$ bytes, so
+
+$$\text{bytes} = \frac{n}{n_{blk}}·s_{blk}, \qquad \text{bits per weight} = \frac{8·s_{blk}}{n_{blk}}$$
+
+Q4_K packs 256 weights in 144 B (4.5 bits), Q6_K 256 in 210 B (6.5625), Q8_0 32 in 34 B (8.5).
+For a demo, k3lib writes a tiny Mixtral-style file into a temporary folder: $D$ = 256, 2 layers, 8 experts of which 2 are active, its tensor types mixed as in a Q4_K_M file.
+"""),
+    code(f"""
+{CHECK}
+workdir = tempfile.TemporaryDirectory()
+tiny = any_model.load_model(any_model.write_demo_gguf(workdir.name))
+tiny_summary = any_model.summary_table(tiny).set_index("quantity")
+assert tiny_summary.loc["KV bytes per token (BF16)", "value"] == 2 * 2 * 2 * 64 * 2  # 2·L·K·H·b from the metadata
+tiny_summary
+"""),
+    code(f"""
+{CHECK}
+types = any_model.dtype_table(tiny)
+assert types.set_index("type")["bits_per_weight"].to_dict() == {{"Q4_K": 4.5, "Q6_K": 6.5625, "Q8_0": 8.5, "F32": 32.0}}
+types
+"""),
+    md("""
+By group, with the routed experts (`ffn_*_exps`) apart: per layer, gate and up are 256·256·8 weights in Q4_K (294,912 B each), down the same count in Q6_K (430,080 B).
+"""),
+    code(f"""
+{CHECK}
+groups = any_model.breakdown_table(tiny, unit="KiB")
+assert groups.set_index("group").loc["routed_experts", "weights_B"] == 2 * (2 * 294_912 + 430_080)
+groups
+"""),
+    md("""
+**Takeaway:** a GGUF's bytes are exact, not estimated: each quant type has a fixed bits per weight, and in a MoE file the experts are most of the bytes (80 % here).
+"""),
+    md(r"""
+## 3. KV bytes per token across attention types
+
+What a layer keeps for each token depends on its attention design:
+
+* **GQA** (full attention): $2·K·H·b$ per layer, so $kv_{tok} = 2·L·K·H·b$.
+* **MLA** (multi-head latent attention): one latent per token, $(r_{kv} + d_{rope})·b$ per layer.
+* **Sliding window**: $2·K·H·b$ per layer, but only for the last $W$ tokens.
+* **Linear attention** (KDA, Gated DeltaNet): nothing per token; a constant state $S$ per sequence (FP32).
+
+$$KV(T) = T·kv_{tok} + \min(T, W)·kv_{sw} + S$$
+
+A common shortcut computes $2·L·K·(D/N_q)·b$ from the config: every layer full attention, the head dim as $D/N_q$, MLA read as GQA with `num_key_value_heads`.
+Per layer type, at BF16, for one config of each design:
+"""),
+    code(f"""
+{CHECK}
+by_type = any_model.kv_by_layer_type(context="32K").set_index(["model", "layer_type"])
+assert by_type.loc[("deepseek-v3", "MLA latent"), "per_layer_B"] == (512 + 64) * 2
+assert by_type.loc[("qwen3-next-80b-a3b-instruct", "GQA (full)"), "kv_B_per_token"] == 12 * 2 * 2 * 256 * 2
+by_type
+"""),
+    md("""
+Per model, the growing cache per token next to the shortcut's figure:
+"""),
+    code(f"""
+{CHECK}
+kv = any_model.kv_comparison_table(context="32K").set_index("model")
+assert kv.loc["llama-3.1-70b", "kv_B_per_token"] == 2 * 80 * 8 * 128 * 2  # 327,680 B
+assert kv.loc["deepseek-v3", "naive_B_per_token"] == 2 * 61 * 128 * (7168 // 128) * 2  # MLA read as 128 KV heads
+assert kv.loc["kimi-linear-48b-a3b-instruct", "kv_B_per_token"] == 7 * (512 + 64) * 2  # 8,064 B: 7 MLA layers of 27
+kv
+"""),
+    code("""
+any_model.kv_naive_chart(kv.reset_index())
+"""),
+    md("""
+**Takeaway:** the shortcut holds only for plain GQA; it is 25× too high for DeepSeek-V3's MLA, 31× for Kimi Linear, 8× for Gemma 3's sliding layers, and half the truth for Qwen3-235B, whose head dim (128) is not $D/N_q$ (64).
+"""),
+    md(r"""
+## 4. The same model on four engines
+
+Each engine sizes its KV cache from a different budget:
+
+* **vLLM**: $A = u·C - W - A_{peak} - R$ with $u$ = `gpu_memory_utilization` (0.9), a profiled activation peak and non-torch memory $R$; then $T = \lfloor A ÷ kv_{tok,rank} ÷ 16 \rfloor × 16$.
+* **SGLang**: $A = f·C - W - R$ with $f$ = `mem_fraction_static` $= (C - \text{reserved}) / C$, reserved MiB $= 512 + 1.5·\text{chunk} + 2·\text{graph bs} + 128·TP$.
+* **llama.cpp**: all of $C$; the context is padded to 256 cells, `token_embd` stays in host memory, and the GPUs share the layers.
+* **transformers**: all of $C$; `DynamicCache` grows token by token, and MLA models store expanded keys and values.
+
+Under tensor parallelism vLLM and SGLang split the KV heads ($K/TP$ per rank) but copy an MLA latent to every rank.
+The model in the parameters cell, one GPU under each engine's rules:
+"""),
+    code("""
+any_model.engine_side_by_side(model, gpu=gpu, gpus=gpus, context=context)
+"""),
+    code("""
+any_model.engine_chart(any_model.engine_components_long(model, gpu=gpu, gpus=gpus, context=context))
+"""),
+    md("""
+Why they differ, rule by rule:
+"""),
+    code("""
+any_model.engine_rules_table(model, gpu=gpu, gpus=gpus, context=context)
+"""),
+    md("""
+What each would print at start-up; SGLang divides by 2^30 and prints "GB", so its GB are GiB:
+"""),
+    code("""
+any_model.printed_lines_table(model, gpu=gpu, gpus=gpus, context=context)
+"""),
+    md(r"""
+For Llama 3.1 70B on 4 H100s the four engines agree on the cache per GPU, $327{,}680 / 4 = 81{,}920$ B per token, and differ in the budget: vLLM $0.9 × 79.19 = 71.27$ GiB, SGLang $0.823 × 79.19 = 65.17$ GiB (reserved $512 + 12{,}288 + 1{,}024 + 512 = 14{,}336$ MiB).
+For an MLA model the cache itself differs. DeepSeek-V3 on 8 H200s:
+
+| engine | per GPU per token | formula |
+|---|---|---|
+| vLLM, SGLang | 70,272 B | $61·(512 + 64)·2$, the latent on every rank |
+| llama.cpp | 16,592 B | $61·(576 + 512)·2 / 8$, layers split |
+| transformers | 624,640 B | $61·128·(128 + 64 + 128)·2 / 8$, expanded |
+"""),
+    code(f"""
+{CHECK}
+llama_side = any_model.engine_side_by_side("llama-3.1-70b", gpu="h100-sxm", gpus=4, context="32K")
+ds_side = any_model.engine_side_by_side("deepseek-v3", gpu="h200-sxm", gpus=8, context="32K")
+per_token = "KV bytes per token per GPU (B)"
+assert llama_side.loc[per_token].tolist() == [81_920] * 4
+assert llama_side.loc["budget the engine sizes from (GiB)", ["vLLM", "SGLang"]].tolist() == [71.27, 65.17]
+assert ds_side.loc[per_token].tolist() == [70_272, 16_592, 70_272, 624_640]
+ds_side
+"""),
+    md("""
+**Takeaway:** the weights agree within about 1 GiB per GPU; the engines differ in what they keep back (vLLM 10 %, SGLang 10–18 % by its reserve formula, llama.cpp and transformers nothing) and, for MLA, in what a token costs: 16,592 to 624,640 B per GPU, a 38× range.
+"""),
+    md(r"""
+## 5. Predicted vs measured
+
+`data/measured/vllm-0.19-h100-sweep.csv` holds 87 figures vLLM 0.19 printed on H100s for 29 runs: weights per GPU, available KV memory per GPU, and KV tokens.
+Each is predicted from the model's config:
+
+* weights per GPU: the sharding rules, within 3 %;
+* available KV memory: $u·C - W - A_{peak} - R$ end to end, within 0.5 GiB;
+* KV tokens: from the *printed* available memory, so only the paging is tested; vLLM rounds that figure to 0.01 GiB, so the prediction is an interval, widened by one 16-token block.
+
+One token row worked by hand, Llama 3.1 8B at TP 1 (a page is 16 tokens × $2·8·128·2$ B = 65,536 B per layer):
+"""),
+    code(f"""
+{CHECK}
+worked_cal = any_model.calibration_worked_table("H108")
+assert worked_cal.set_index("param").loc["error", "value"] == 16  # one 16-token block
+worked_cal
+"""),
+    md("""
+Every row, with its error (predicted − measured, in the row's unit):
+"""),
+    code("""
+cal = any_model.calibration_table()
+cal
+"""),
+    code(f"""
+{CHECK}
+cal_summary = any_model.calibration_summary_table(cal)
+assert cal_summary.set_index("quantity").loc["all", ["rows", "within"]].tolist() == [87, 87]
+cal_summary
+"""),
+    code("""
+any_model.calibration_chart(cal)
+"""),
+    md("""
+The rows that miss their tolerance, with the reason (none at present):
+"""),
+    code("""
+cal[~cal["within"]]
+"""),
+    md("""
+**Takeaway:** all 87 figures are within tolerance: weights within 0.17 GiB, available memory within 0.39 GiB, and every token count within the interval the printed rounding allows.
+It is one engine version on one GPU type: agreement is necessary, not sufficient.
+"""),
+    md("""
+## Explore
+
+Pick a config, an engine, a GPU, a GPU count and a context; the table below updates in place.
+Widgets need a live kernel; in a static export this cell shows nothing.
+"""),
+    code("""
+any_model.explorer(config=setup.config, engine=engine, gpu=gpu, gpus=gpus, context=context)
+"""),
+    md(r"""
+## Summary
+
+* A config gives the parameters exactly (Llama 3.1 70B: 70,553,706,496) and, with its `quantization_config`, the bytes per group; a GGUF gives every tensor's exact bytes, 4.5 bits per weight for Q4_K.
+* KV bytes per token depend on the layer types: GQA $2·L·K·H·b$ (Llama 3.1 70B: 327,680 B), MLA $L·(r_{kv} + d_{rope})·b$ (DeepSeek-V3: 70,272 B), sliding layers capped at $W$, linear layers a constant state.
+* The hidden/heads shortcut is off by 0.5× to 31× for anything but plain GQA.
+* Engines differ in their budget (vLLM 0.9 of the GPU, SGLang 0.82–0.90 by its reserve formula, llama.cpp and transformers all of it), and for MLA in the cache itself (latent on every rank, split layers, or expanded heads).
+* The vLLM profile reproduces all 87 figures of the 0.19 H100 sweep within tolerance.
+
+## Exercises
+
+1. How many KV bytes per token does Qwen3-Next-80B cache at BF16, and what does the shortcut say?
+2. Llama 3.1 70B under vLLM: how many KV bytes per token does each GPU hold at TP 8, and at TP 16?
+3. What `mem_fraction_static` does SGLang choose on one H100 (79.19 GiB), and how much memory does it keep back?
+4. For the Llama 3.1 8B row worked above, how wide is the interval of token counts the printed 58.11 GiB allows, and why?
+
+<details><summary>Answers</summary>
+
+1. 12 full-attention layers of 2 KV heads of 256: $12·2·2·256·2$ = 24,576 B, plus a 75.4 MiB Gated DeltaNet state per sequence. The shortcut counts all 48 layers with head dim $2048/16 = 128$: 49,152 B, twice too much. `any_model.kv_comparison_table(["qwen3-next-80b-a3b-instruct"])`.
+2. At TP 8 each rank holds $8/8 = 1$ KV head: $2·80·1·128·2$ = 40,960 B. At TP 16 there are still 8 KV heads, so each is copied to two ranks and each GPU still holds 40,960 B: the cache per GPU stops shrinking at $TP = K$. `any_model.engine_side_by_side("llama-3.1-70b", engines=["vllm"], gpus=16)`.
+3. Reserved MiB $= 512 + 1.5·8{,}192 + 2·256 + 1{,}024·1/8 = 13{,}440$; $f = (81{,}090.56 - 13{,}440) / 81{,}090.56$ = 0.834, so 13.1 GiB is kept back (16.6 %).
+4. The truth lies in 58.11 ± 0.005 GiB, ±5,368,709 B; a block is 16 × 131,072 B = 2 MiB, so ±2.56 blocks: 475,984 to 476,064 tokens, 80 tokens (5 blocks) wide. vLLM printed 476,016, inside it.
+
+</details>
+"""),
+]
+
+if __name__ == "__main__":
+    build(STEM, cells)
