@@ -12,23 +12,14 @@ from __future__ import annotations
 
 import argparse
 import random
-import time
 
 from k3lib.checklist import (CHEATSHEET_COUNTS, CHEATSHEET_GPUS, cheapest_configuration, cheatsheet,
                              checklist_assumptions, context_grid, optimal_gpu_counts, precision_ladder,
                              run_checklist)
 from k3lib.plan import make_plan
+from timing import best_of
 
 MODELS = ("kimi-k3@guide-000", "kimi-k3")
-
-
-def best_of(fn, repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main() -> None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 import itertools
 import random
-import time
 
 from k3lib.plan import make_plan
+from timing import best_of
 from k3lib.sweep import sweep
 
 GRID = dict(
@@ -26,15 +26,6 @@ GRID = dict(
     contexts=["4K", "8K", "16K", "32K", "64K", "128K", "256K", "512K", "1M", "2K", "24K", "48K", "96K",
               "192K", "384K", "768K"],
 )
-
-
-def best_of(fn, repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main() -> None:
