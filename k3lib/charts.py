@@ -125,14 +125,14 @@ def kv_vs_context_chart(df: pd.DataFrame, *, log_y: bool = False, title: str | N
     if "model" not in data.columns:
         data["model"] = ""
     label = "datum.value >= 1048576 ? (datum.value / 1048576) + 'M' : (datum.value / 1024) + 'K'"
-    return alt.Chart(data).mark_line(point=True).encode(
+    return alt.Chart(data).mark_line(strokeWidth=2.5).encode(
         x=alt.X("context_tokens:Q", scale=alt.Scale(type="log", base=2),
                 axis=alt.Axis(labelExpr=label, values=sorted(set(data["context_tokens"]))),
                 title="context T (tokens; K = 1,024)"),
         y=alt.Y(f"{value}:Q", scale=alt.Scale(type="log") if log_y else alt.Undefined,
                 title=f"KV cache ({UNIT_NOTE[unit]})"),
         color=alt.Color("kv_dtype:N", title="KV dtype", sort=["BF16", "FP8", "INT4"]),
-        strokeDash=alt.StrokeDash("model:N", title="model", legend=alt.Legend(symbolType="stroke")),
+        strokeDash=alt.StrokeDash("model:N", title="model", legend=alt.Legend(symbolType="stroke", symbolStrokeColor="#555")),
         tooltip=["model:N", "kv_dtype:N", "context:N", alt.Tooltip(f"{value}:Q", format=",.2f")],
     ).properties(title=title or f"KV cache vs context, batch 1 ({UNIT_NOTE[unit]})", width=460)
 
