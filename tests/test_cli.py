@@ -67,7 +67,8 @@ def test_models_and_gpus_lists():
     assert rc == 0 and "h100-sxm" in out and "h200-sxm" in out
 
 
-@pytest.mark.parametrize("cmd", [[], ["estimate"], ["models"], ["gpus"], ["formats"]])
+@pytest.mark.parametrize("cmd", [[], ["estimate"], ["models"], ["gpus"], ["formats"], ["plan"], ["cheatsheet"],
+                                 ["report"], ["offload"]])
 def test_help_everywhere(cmd):
     rc, out, _ = run(*cmd, "--help")
     assert rc == 0 and "usage: k3plan" in out
