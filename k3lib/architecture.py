@@ -117,10 +117,8 @@ class AttentionGroup:
 
     @property
     def _conv_channels(self) -> int:
-        dk, dv = self.head_dim, (self.v_head_dim or self.head_dim)
-        if self.kind == "kda":  # q, k and v each get a short conv
-            return self.num_heads * dk * 2 + self.value_heads * dv
-        return self.num_heads * dk * 2 + self.value_heads * dv  # gdn: q, k, v
+        # KDA and Gated DeltaNet both give q, k (key heads × d_k) and v (value heads × d_v) a short conv
+        return self.num_heads * self.head_dim * 2 + self.value_heads * (self.v_head_dim or self.head_dim)
 
     # ---- parameters ------------------------------------------------------
     def params_per_layer(self, hidden_size: int) -> int:

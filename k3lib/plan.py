@@ -224,6 +224,23 @@ def kv_bytes_per_gpu(model: ModelSpec, *, kv_total_bytes: int, context_tokens: i
     return int(-(-total // pp))
 
 
+def fixed_overhead(model: ModelSpec, assumptions: Assumptions, *, gpus: int) -> tuple[int, int] | None:
+    """(per GPU, total) overhead bytes when an assumption or a guide profile fixes it,
+    first match wins: assumed per GPU, assumed total, profile per GPU, profile total.
+    A total spreads as $\\lceil O/G \\rceil$ per GPU. None: use the component rule
+    (:func:`k3lib.components.overhead_bytes_per_gpu`)."""
+    model_per_gpu = model_total = None
+    if isinstance(model, PublishedProfile):
+        model_per_gpu, model_total = model.overhead_per_gpu_bytes, model.overhead_total_bytes
+    for per_gpu, total in ((assumptions.overhead_per_gpu_bytes, None), (None, assumptions.overhead_total_bytes),
+                           (model_per_gpu, None), (None, model_total)):
+        if per_gpu is not None:
+            return per_gpu, per_gpu * gpus
+        if total is not None:
+            return -(-total // gpus), total
+    return None
+
+
 def make_plan(*, model: "str | ModelSpec" = "kimi-k3", gpu: "str | GPUSpec" = "h100-sxm", gpus: object = 8,
               weights: str = "native", kv_dtype: str = "bf16", context: object = 262144, batch: object = 1,
               nodes: object = 1, tp: int | None = None, pp: int | None = None,
@@ -258,26 +275,18 @@ def make_plan(*, model: "str | ModelSpec" = "kimi-k3", gpu: "str | GPUSpec" = "h
     kv_gpu = kv_bytes_per_gpu(spec, kv_total_bytes=kv, context_tokens=ctx, batch=n_batch, kv_dtype=kvd.id,
                               tp=tp_i, pp=pp_i, state_bytes_per_element=a.state_bytes_per_element)
     act_gpu = -(-act // n_gpus)
-    if a.overhead_per_gpu_bytes is not None:
-        oh_gpu = a.overhead_per_gpu_bytes
-    elif a.overhead_total_bytes is not None:
-        oh_gpu = -(-a.overhead_total_bytes // n_gpus)
-    elif isinstance(spec, PublishedProfile) and spec.overhead_per_gpu_bytes is not None:
-        oh_gpu = spec.overhead_per_gpu_bytes
-    elif isinstance(spec, PublishedProfile) and spec.overhead_total_bytes is not None:
-        oh_gpu = -(-spec.overhead_total_bytes // n_gpus)
+    fixed = fixed_overhead(spec, a, gpus=n_gpus)
+    if fixed is not None:
+        oh_gpu, overhead_total = fixed
     else:
         oh_gpu = overhead_bytes_per_gpu(tp=tp_i, payload_bytes_per_gpu=w_gpu + kv_gpu + act_gpu,
                                         cuda_context_bytes=a.cuda_context_bytes,
                                         nccl_bytes_per_peer=a.nccl_bytes_per_peer,
                                         fragmentation_fraction=a.fragmentation_fraction)
+        overhead_total = oh_gpu * n_gpus
     basis = a.memory_basis or (spec.memory_basis if isinstance(spec, PublishedProfile) else "usable")
     cap = hw.memory_bytes(basis)
     per_gpu = Breakdown(w_gpu, kv_gpu, act_gpu, oh_gpu, cap)
-    overhead_total = a.overhead_total_bytes if (a.overhead_total_bytes is not None) else oh_gpu * n_gpus
-    if a.overhead_total_bytes is None and a.overhead_per_gpu_bytes is None and isinstance(spec, PublishedProfile) \
-            and spec.overhead_per_gpu_bytes is None and spec.overhead_total_bytes is not None:
-        overhead_total = spec.overhead_total_bytes
     total = Breakdown(w, max(kv, kv_gpu * n_gpus) if isinstance(spec, Architecture) else kv, act,
                       overhead_total, cap * n_gpus)
     return Plan(model=spec, gpu=hw, gpus=n_gpus, nodes=n_nodes, tp=tp_i, pp=pp_i, weight_format=fmt.id,

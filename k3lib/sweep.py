@@ -19,7 +19,7 @@ from .components import activation_bytes, weights_bytes
 from .errors import K3InputError
 from .hardware import GPUSpec, get_gpu
 from .models import ModelSpec, PublishedProfile, get_model
-from .plan import Assumptions, choose_layout
+from .plan import Assumptions, choose_layout, fixed_overhead
 from .precisions import get_kv_dtype, get_weight_format
 from .units import parse_context_tokens
 
@@ -114,14 +114,9 @@ def sweep(*, models: Sequence[str], gpus: Sequence[str], counts: Sequence[int], 
                 kv_gpu = _kv_per_gpu_bytes(spec, ctx, batch=batch, bpe=kv.bytes_per_element, tp=tp, pp=pp,
                                            state_bpe=a.state_bytes_per_element)   # [C]
                 payload = w_gpu[:, None] + kv_gpu[None, :] + act_gpu           # [P, C]
-                if a.overhead_per_gpu_bytes is not None:
-                    oh = np.full_like(payload, a.overhead_per_gpu_bytes)
-                elif a.overhead_total_bytes is not None:
-                    oh = np.full_like(payload, -(-a.overhead_total_bytes // n))
-                elif isinstance(spec, PublishedProfile) and spec.overhead_per_gpu_bytes is not None:
-                    oh = np.full_like(payload, spec.overhead_per_gpu_bytes)
-                elif isinstance(spec, PublishedProfile) and spec.overhead_total_bytes is not None:
-                    oh = np.full_like(payload, -(-spec.overhead_total_bytes // n))
+                fixed = fixed_overhead(spec, a, gpus=n)
+                if fixed is not None:
+                    oh = np.full_like(payload, fixed[0])
                 else:
                     oh = np.floor(a.cuda_context_bytes + (tp - 1) * a.nccl_bytes_per_peer
                                   + a.fragmentation_fraction * payload).astype(np.int64)
