@@ -1,5 +1,5 @@
-"""Benchmark: the cheat sheets of k3lib.checklist, computed by the vectorized sweep,
-against what a per-cell loop over k3lib.plan.make_plan would cost for the same grid.
+"""Benchmark: the cheat sheets of k3lib.studies.checklist, computed by the vectorized sweep,
+against what a per-cell loop over k3lib.core.plan.make_plan would cost for the same grid.
 
     .venv/bin/python benchmarks/bench_cheatsheet.py              # loop timed on a 3,000-plan sample
     .venv/bin/python benchmarks/bench_cheatsheet.py --sample 0   # skip the loop
@@ -13,10 +13,10 @@ from __future__ import annotations
 import argparse
 import random
 
-from k3lib.checklist import (CHEATSHEET_COUNTS, CHEATSHEET_GPUS, cheapest_configuration, cheatsheet,
+from k3lib.studies.checklist import (CHEATSHEET_COUNTS, CHEATSHEET_GPUS, cheapest_configuration, cheatsheet,
                              checklist_assumptions, context_grid, optimal_gpu_counts, precision_ladder,
                              run_checklist)
-from k3lib.plan import make_plan
+from k3lib.core.plan import make_plan
 from timing import best_of
 
 MODELS = ("kimi-k3@guide-000", "kimi-k3")

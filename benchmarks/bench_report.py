@@ -53,7 +53,6 @@ def main() -> None:
         import nbformat
 
         from k3lib import report
-
         r = report.run_report(report.NOTEBOOK_DEFAULTS, Path(tmp) / "inproc.html")
         phases = ", ".join(f"{k[:-2]} {v:.2f} s" for k, v in r.timings.items())
         print(f"one run in-process: {r.seconds:.1f} s ({phases})")

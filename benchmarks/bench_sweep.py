@@ -1,5 +1,5 @@
-"""Benchmark: the vectorized sweep (k3lib.sweep) against a plain per-plan loop
-(k3lib.plan.make_plan), over ≥ 100,000 plans. Prints times and their ratio.
+"""Benchmark: the vectorized sweep (k3lib.core.sweep) against a plain per-plan loop
+(k3lib.core.plan.make_plan), over ≥ 100,000 plans. Prints times and their ratio.
 
     .venv/bin/python benchmarks/bench_sweep.py            # loop timed on a 5,000-plan sample
     .venv/bin/python benchmarks/bench_sweep.py --full     # loop over every plan (slow)
@@ -12,9 +12,9 @@ import argparse
 import itertools
 import random
 
-from k3lib.plan import make_plan
+from k3lib.core.plan import make_plan
 from timing import best_of
-from k3lib.sweep import sweep
+from k3lib.core.sweep import sweep
 
 GRID = dict(
     models=["kimi-k3", "kimi-k3@guide-000", "kimi-k2", "deepseek-v3", "llama-3.1-70b", "llama-3.1-405b",

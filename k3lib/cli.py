@@ -9,8 +9,8 @@ import json
 import sys
 from typing import Sequence
 
-from .errors import K3InputError
-from .units import GB, GiB, parse_size_bytes
+from k3lib.core.errors import K3InputError
+from k3lib.core.units import GB, GiB, parse_size_bytes
 
 UNITS = {"GiB": GiB, "GB": GB}
 
@@ -69,7 +69,7 @@ def _loaded_from_args(args: argparse.Namespace):
     """The LoadedModel named by --config/--gguf/--safetensors, or None for --model."""
     import warnings
 
-    from .loaders import load_config, load_gguf, load_safetensors
+    from k3lib.loaders import load_config, load_gguf, load_safetensors
 
     path = getattr(args, "config", None) or getattr(args, "gguf", None) or getattr(args, "safetensors", None)
     if path is None:
@@ -88,12 +88,12 @@ def _loaded_from_args(args: argparse.Namespace):
 
 
 def _plan_from_args(args: argparse.Namespace):
-    from .models import get_model
-    from .plan import Assumptions, make_plan
+    from k3lib.core.models import get_model
+    from k3lib.core.plan import Assumptions, make_plan
 
     loaded = _loaded_from_args(args)
     if loaded is not None:
-        from .loaders import plan_for_loaded
+        from k3lib.loaders import plan_for_loaded
 
         assumptions = Assumptions(activation_bytes=_size(args, "activation"),
                                   overhead_per_gpu_bytes=_size(args, "overhead_per_gpu"),
@@ -135,7 +135,7 @@ def render_plan_table(plan, unit: str = "GiB") -> str:
 
 def render_engine_table(est, unit: str = "GiB") -> str:
     """One GPU under an engine's rules: what it holds, what is left for the KV cache, what it prints."""
-    from .engines import get_engine
+    from k3lib.engines import get_engine
 
     div = UNITS[unit]
     prof = get_engine(est.engine)
@@ -159,7 +159,7 @@ def render_engine_table(est, unit: str = "GiB") -> str:
 def _cmd_estimate(args) -> int:
     engine = getattr(args, "engine", None)
     if engine is not None:
-        from .engines import get_engine
+        from k3lib.engines import get_engine
 
         prof = get_engine(engine)
         if prof.id != "generic":
@@ -173,8 +173,8 @@ def _cmd_estimate(args) -> int:
 
 
 def _cmd_estimate_engine(args, prof) -> int:
-    from .engines import estimate_for_engine
-    from .units import parse_positive_int
+    from k3lib.engines import estimate_for_engine
+    from k3lib.core.units import parse_positive_int
 
     if args.pp is not None or parse_positive_int(args.nodes, "nodes") > 1:
         raise K3InputError("engine", f"the {prof.name} profile models one node with tensor parallelism",
@@ -192,7 +192,7 @@ def _cmd_estimate_engine(args, prof) -> int:
 
 
 def _cmd_models(args) -> int:
-    from .models import list_models
+    from k3lib.core.models import list_models
 
     rows = []
     for m in list_models():
@@ -216,7 +216,7 @@ def _cmd_models(args) -> int:
 
 
 def _cmd_gpus(args) -> int:
-    from .hardware import list_gpus
+    from k3lib.core.hardware import list_gpus
 
     gpus = list_gpus()
     if args.json:
@@ -234,7 +234,7 @@ def _cmd_gpus(args) -> int:
 
 
 def _cmd_formats(args) -> int:
-    from .precisions import kv_dtypes, weight_formats
+    from k3lib.core.precisions import kv_dtypes, weight_formats
 
     print("weight formats (bits per weight, incl. block scales):")
     for f in weight_formats():
@@ -287,8 +287,8 @@ def _report_parameters(args: argparse.Namespace) -> dict:
 def _cmd_report(args) -> int:
     from pathlib import Path
 
-    from .notebook import ParameterError, skip_slow_iri_checker
-    from .report import ReportError, configure, run_batch, run_report, safe_filename
+    from k3lib.views.notebook import ParameterError, skip_slow_iri_checker
+    from k3lib.report import ReportError, configure, run_batch, run_report, safe_filename
 
     skip_slow_iri_checker()   # ~3 s of import time this command never needs
 
@@ -329,7 +329,7 @@ def _cmd_report(args) -> int:
 
 # ---------------------------------------------------------------- plan / cheatsheet (issue 5)
 # `k3plan plan`: guide 000's seven-step checklist, the recommended configuration and its launch
-# commands (k3lib.checklist, k3lib.commands). `k3plan cheatsheet`: max context by hardware, from
+# commands (k3lib.studies.checklist, k3lib.studies.commands). `k3plan cheatsheet`: max context by hardware, from
 # the vectorized sweep. Kept in one block: the parsers, the commands, the text rendering.
 
 
@@ -367,14 +367,14 @@ def _add_checklist_parsers(sub) -> None:
 
 
 def _checklist_assumptions(args):
-    from .checklist import checklist_assumptions
+    from k3lib.studies.checklist import checklist_assumptions
 
     return checklist_assumptions(parse_size_bytes(args.overhead_per_gpu, "overhead-per-gpu"))
 
 
 def _cmd_plan(args) -> int:
-    from .checklist import anti_patterns, format_context, run_checklist
-    from .commands import commands_for, gpu_memory_utilization
+    from k3lib.studies.checklist import anti_patterns, format_context, run_checklist
+    from k3lib.studies.commands import commands_for, gpu_memory_utilization
 
     c = run_checklist(model=args.model, gpu=args.gpu, gpus=args.gpus, nodes=args.nodes, context=args.context,
                       kv_dtype=args.kv_dtype, assumptions=_checklist_assumptions(args))
@@ -412,7 +412,7 @@ def _cmd_plan(args) -> int:
 
 
 def _cmd_cheatsheet(args) -> int:
-    from .checklist import cheatsheet, cheatsheet_display
+    from k3lib.studies.checklist import cheatsheet, cheatsheet_display
 
     gpus = [g.strip() for g in args.gpu.split(",") if g.strip()]
     if not gpus:
@@ -431,7 +431,7 @@ def _cmd_cheatsheet(args) -> int:
 
 # ---------------------------------------------------------------- offload (issue 4)
 # `k3plan offload`: experts in system RAM, attention + shared experts + KV on the GPU
-# (k3lib.offload). Decode tokens/s from the bandwidth model.
+# (k3lib.studies.offload). Decode tokens/s from the bandwidth model.
 
 
 def _add_offload_parser(sub) -> None:
@@ -453,7 +453,7 @@ def _add_offload_parser(sub) -> None:
 
 
 def _cmd_offload(args) -> int:
-    from .offload import plan_offload, render_text
+    from k3lib.studies.offload import plan_offload, render_text
 
     plan = plan_offload(model=args.model, weights=args.weights, gpu=args.gpu, kv_dtype=args.kv_dtype,
                         context=args.context, batch=args.batch, expert_layers_on_gpu=args.expert_layers_on_gpu,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from k3lib.hf_config import architecture_from_hf_config  # noqa: E402
+from k3lib.loaders.hf_config import architecture_from_hf_config  # noqa: E402
 
 REF = ROOT.parent / "shared" / "reference"
 
@@ -65,7 +65,7 @@ def main() -> None:
             doc["official_params_total"] = "2.8T (guide-004: 2,800B)"
             doc["official_params_active"] = "104B (guide-004)"
             doc["max_context_tokens"] = 1048576
-        doc["notes"] = ("derived: shapes converted from the config by k3lib.hf_config; "
+        doc["notes"] = ("derived: shapes converted from the config by k3lib.loaders.hf_config; "
                         + (f"models.csv row '{row_name}'; " if row else "")
                         + "parameter counts and KV bytes are computed at load time")
         doc = {"schema": "k3lib.architecture/1", **doc}

@@ -1,4 +1,4 @@
-"""k3lib.any_model (notebook 06-any-model): tables, charts, the tiny GGUF, the parameter
+"""k3lib.views.any_model (notebook 06-any-model): tables, charts, the tiny GGUF, the parameter
 check, the explorer's callback, and the notebook under papermill.
 
 Expected values are worked by hand from the configs' shapes:
@@ -19,9 +19,9 @@ import nbformat
 import pandas as pd
 import pytest
 
-from k3lib import any_model
-from k3lib.errors import K3InputError
-from k3lib.notebook import ParameterError
+from k3lib.views import any_model
+from k3lib.core.errors import K3InputError
+from k3lib.views.notebook import ParameterError
 from nbrun import run_notebook  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

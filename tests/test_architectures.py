@@ -6,7 +6,7 @@ against safetensors listings); they are never the function's own output.
 """
 import pytest
 
-from k3lib.models import get_model
+from k3lib.core.models import get_model
 
 H, V = 7168, 163840
 
@@ -58,7 +58,7 @@ def test_kimi_k3_kv_and_state():
 
 
 def test_kimi_k3_native_weights_match_the_public_weight_listing():
-    from k3lib.components import weights_bytes
+    from k3lib.core.memory import weights_bytes
     k3 = get_model("kimi-k3")
     # A public weight listing of the checkpoint totals 1,453.66 GiB (shared/reference/README.md).
     assert weights_bytes(k3, "native") / 2**30 == pytest.approx(1453.66, rel=0.002)

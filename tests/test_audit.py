@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from k3lib import audit, charts_audit
-from k3lib.errors import K3InputError
-from k3lib.notebook import ParameterError
+from k3lib.guides import audit
+
+from k3lib.views import charts_audit
+from k3lib.core.errors import K3InputError
+from k3lib.views.notebook import ParameterError
 from nbrun import run_notebook, cell_output  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,7 +62,7 @@ def test_stored_expectations_match(verdicts):
     expected = audit.read_expectations()
     assert set(expected) == set(verdicts), "data/audit_expectations.csv and guide_claims.csv list different claims"
     changed = {cid: (expected[cid], v.verdict) for cid, v in verdicts.items() if v.verdict != expected[cid]}
-    assert not changed, ("verdicts changed; if deliberate, run `python -m k3lib.audit --write-expectations`: "
+    assert not changed, ("verdicts changed; if deliberate, run `python -m k3lib.guides.audit --write-expectations`: "
                          f"{changed}")
 
 

@@ -86,9 +86,8 @@ def test_svg_renderer_as_jupyterlab_data_uri_image_passes(svg_markup):
 
 
 def test_workbook_renderer_setting_passes(svg_markup):
-    """k3lib.notebook.setup() picks the renderer the checker passes."""
-    from k3lib import notebook
-
+    """k3lib.views.notebook.setup() picks the renderer the checker passes."""
+    from k3lib.views import notebook
     assert notebook.ALTAIR_RENDERER == "svg"
     assert notebook.setup() == "svg"
     try:

@@ -12,8 +12,8 @@ import json
 import pandas as pd
 import pytest
 
-from k3lib import charts, tables, widgets
-from k3lib.errors import K3InputError
+from k3lib.views import charts, tables, widgets
+from k3lib.core.errors import K3InputError
 
 GiB = 2**30  # typed by hand
 GUIDE = dict(model="kimi-k3@guide-000", weights="q4", kv_dtype="fp8", context="256K", gpu="h100-sxm", gpus=6)

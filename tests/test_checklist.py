@@ -1,4 +1,4 @@
-"""Tests for k3lib.checklist: guide 000's seven steps, the solver, the cheat sheets,
+"""Tests for k3lib.studies.checklist: guide 000's seven steps, the solver, the cheat sheets,
 the priority matrix and the form callback.
 
 Every expected figure is derived by hand in the test from the guide's own numbers
@@ -12,8 +12,8 @@ import math
 
 import pytest
 
-import k3lib.checklist as cl
-from k3lib.checklist import (
+import k3lib.studies.checklist as cl
+from k3lib.studies.checklist import (
     active_weight_bytes,
     anti_patterns,
     best_configuration,
@@ -37,8 +37,8 @@ from k3lib.checklist import (
     step6_throughput,
     step7_add_one_gpu,
 )
-from k3lib.errors import K3InputError
-from k3lib.plan import Assumptions, make_plan
+from k3lib.core.errors import K3InputError
+from k3lib.core.plan import Assumptions, make_plan
 from nbrun import run_notebook  # noqa: E402
 
 G = 2**30                      # GiB, typed by hand
@@ -397,7 +397,7 @@ def test_cheatsheet_is_computed_by_the_sweep_not_make_plan(monkeypatch):
         return real_sweep(**kw)
 
     monkeypatch.setattr(cl, "make_plan", boom)
-    monkeypatch.setattr("k3lib.plan.make_plan", boom)
+    monkeypatch.setattr("k3lib.core.plan.make_plan", boom)
     monkeypatch.setattr(cl, "sweep", counting_sweep)
     df = cheatsheet(model=GUIDE)
     assert len(df) == 4 * 17

@@ -1,4 +1,4 @@
-"""Tests for k3lib.commands: the vLLM, llama.cpp and topology command lines for three
+"""Tests for k3lib.studies.commands: the vLLM, llama.cpp and topology command lines for three
 plans, checked flag by flag. Expected values are derived by hand in each test."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import shlex
 
 import pytest
 
-from k3lib.checklist import checklist_assumptions
-from k3lib.commands import (
+from k3lib.studies.checklist import checklist_assumptions
+from k3lib.studies.commands import (
     EXPERT_REGEX,
     Command,
     commands_for,
@@ -18,8 +18,8 @@ from k3lib.commands import (
     topology_command,
     vllm_command,
 )
-from k3lib.errors import K3InputError
-from k3lib.plan import make_plan
+from k3lib.core.errors import K3InputError
+from k3lib.core.plan import make_plan
 
 G = 2**30
 K = 1024

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from k3lib.models import builtin_models, get_model
+from k3lib.core.models import builtin_models, get_model
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SEEDS = Path(__file__).resolve().parent.parent.parent / "shared" / "seeds"
@@ -30,7 +30,7 @@ def test_kv_dtypes_bytes_equal_block_bytes():
 
 
 def test_required_formats_exist():
-    from k3lib.precisions import get_kv_dtype, get_weight_format
+    from k3lib.core.precisions import get_kv_dtype, get_weight_format
     for name in ["BF16", "FP16", "FP8", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K", "IQ1_S", "MXFP4",
                  "NVFP4", "AWQ", "GPTQ", "Q8", "Q4", "Q2"]:
         get_weight_format(name)

@@ -16,7 +16,7 @@ from k3lib.engines import (ENGINES, CalibrationRow, calibration_model, calibrati
                            sglang_cell_bytes, sglang_mem_fraction_static, transformers_cache_bytes,
                            vllm_activation_peak_bytes, vllm_calibration, vllm_kv_cache_tokens, vllm_kv_layout,
                            vllm_kv_tokens_interval, vllm_weights_bytes_per_rank)
-from k3lib.errors import K3InputError, UnknownNameError
+from k3lib.core.errors import K3InputError, UnknownNameError
 from k3lib.loaders import load_config
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,9 +6,9 @@ computed here by hand from the guide's own inputs.
 """
 import pytest
 
-from k3lib.components import kv_cache_bytes
-from k3lib.models import get_model
-from k3lib.plan import Assumptions, make_plan
+from k3lib.core.memory import kv_cache_bytes
+from k3lib.core.models import get_model
+from k3lib.core.plan import Assumptions, make_plan
 
 GiB = 2**30
 G000 = "kimi-k3@guide-000"
@@ -41,7 +41,7 @@ def test_worked_example_5_h100_is_15_gib_over():
 ])
 def test_kv_table(kv, ctx, gib):
     """KV = bytes/token × tokens / 2^30 with 262,144 / 131,072 / 65,536 B/token."""
-    from k3lib.units import parse_context_tokens
+    from k3lib.core.units import parse_context_tokens
     per_token = {"bf16": 262144, "fp8": 131072, "int4": 65536}[kv]
     assert per_token * parse_context_tokens(ctx) == gib * GiB
     assert kv_cache_bytes(get_model(G000), context_tokens=parse_context_tokens(ctx), batch=1, kv_dtype=kv) == gib * GiB

@@ -1,4 +1,4 @@
-"""Tests for data/hardware.csv and k3lib.hardware.
+"""Tests for data/hardware.csv and k3lib.core.hardware.
 
 Expected values are typed in by hand from the sources (guide 004's offload
 table, NVIDIA's H100/H200 figures), not computed from the CSV.
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from k3lib._data import normalise_name
-from k3lib.errors import K3InputError, UnknownNameError
-from k3lib.hardware import (
+from k3lib.core.data import normalise_name
+from k3lib.core.errors import K3InputError, UnknownNameError
+from k3lib.core.hardware import (
     CSV_COLUMNS,
     DEVICE_CLASSES,
     VERIFICATION_LEVELS,

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from k3lib.cli import main
-from k3lib.errors import K3InputError
-from k3lib.hf_config import AssumedFieldWarning, rope_caches, vision_tower_params
+from k3lib.core.errors import K3InputError
+from k3lib.loaders.hf_config import AssumedFieldWarning, rope_caches, vision_tower_params
 from k3lib.loaders import (LoadedModel, load_config, load_gguf, load_path, load_safetensors, plan_for_loaded,
                            tensor_group)
 
@@ -256,8 +256,8 @@ def test_load_config_accepts_the_folder_and_reports_a_missing_file(tmp_path):
 
 
 def test_plan_for_a_config_matches_make_plan_for_the_same_architecture():
-    from k3lib.models import get_model
-    from k3lib.plan import make_plan
+    from k3lib.core.models import get_model
+    from k3lib.core.plan import make_plan
 
     loaded = cfg("llama-3.1-70b.json")
     a = plan_for_loaded(loaded, gpus=4, context="128K")

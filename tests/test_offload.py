@@ -1,4 +1,4 @@
-"""Tests for k3lib.offload (offload planner and decode bandwidth model).
+"""Tests for k3lib.studies.offload (offload planner and decode bandwidth model).
 
 Expected values are worked by hand from the formula and the inputs: Kimi K3 has 92 MoE
 layers of 896 routed experts, 16 active, each expert 3·3584·3072 weights; Q4_K_M is
@@ -12,11 +12,11 @@ import json
 
 import pytest
 
-from k3lib.components import weights_bytes_by_group
-from k3lib.errors import K3InputError
-from k3lib.models import get_model
-from k3lib.notebook import ParameterError
-from k3lib.offload import (GUIDE004_RAM_BW_BYTES_PER_S, HostAssumptions, Tier, all_gpu_decode_tokens_per_s,
+from k3lib.core.memory import weights_bytes_by_group
+from k3lib.core.errors import K3InputError
+from k3lib.core.models import get_model
+from k3lib.views.notebook import ParameterError
+from k3lib.studies.offload import (GUIDE004_RAM_BW_BYTES_PER_S, HostAssumptions, Tier, all_gpu_decode_tokens_per_s,
                            ddr_bandwidth_bytes_per_s, decode_seconds_per_step, fit_two_tier_bytes,
                            guide004_device_table, guide004_memory_table, guide004_rows, layers_for_vram,
                            mac_studio_table, moe_bytes, offload_curve, offload_figure, parse_bandwidth,
@@ -156,7 +156,7 @@ def test_fit_two_tier_recovers_known_reads():
 
 
 def test_slowdown_and_roofline():
-    from k3lib.parallel import distribute
+    from k3lib.studies.parallel import distribute
 
     pl = distribute(model="kimi-k3", gpu="h200", tp=8, pp=2, nodes=2, weights="q4_k_m", context="8K")
     parts = moe_bytes("kimi-k3", "q4_k_m")
@@ -220,8 +220,7 @@ def test_to_dict_is_json():
 
 
 def test_charts_validate_and_callback_gives_new_figures():
-    from k3lib import charts_parallel as charts
-
+    from k3lib.views import charts_parallel as charts
     charts.tokens_per_s_curve(offload_curve(gpus=["rtx-4090-48gb"]), marks=[51.5]).to_dict()
     charts.device_comparison(guide004_device_table()).to_dict()
     a = offload_figure().to_dict()
@@ -232,7 +231,7 @@ def test_charts_validate_and_callback_gives_new_figures():
 
 def test_offload_explorer_builds():
     pytest.importorskip("ipywidgets")
-    from k3lib.widgets_parallel import offload_explorer
+    from k3lib.views.widgets_parallel import offload_explorer
 
     box = offload_explorer()
     controls = {c.description: c for row in box.children[:-1] for c in row.children}

@@ -1,4 +1,4 @@
-"""Tests for k3lib.parallel (per-GPU memory under TP/PP/DP/EP) and its charts.
+"""Tests for k3lib.studies.parallel (per-GPU memory under TP/PP/DP/EP) and its charts.
 
 Expected values are worked by hand from the formula and the model's published shapes
 (Llama 3.1 70B: D=8192, 64 heads, 8 KV heads, head dim 128, 80 layers, I=28672,
@@ -12,14 +12,14 @@ import json
 
 import pytest
 
-from k3lib.errors import DoesNotSplitError, K3InputError
-from k3lib.models import get_model
-from k3lib.parallel import (Layout, check_tp, compare_layouts, distribute, from_plan, gpu_count_table,
+from k3lib.core.errors import DoesNotSplitError, K3InputError
+from k3lib.core.models import get_model
+from k3lib.studies.parallel import (Layout, check_tp, compare_layouts, distribute, from_plan, gpu_count_table,
                             guide000_case1_table, guide000_case2_table, guide000_implied_table, guide000_tier_check,
                             implied_extra_per_gpu, kv_per_gpu_vs_tp, layout_figure, min_gpus,
                             nccl_table, per_gpu_long, per_gpu_table, replicated_attention_params,
                             solve_activation_overhead, stage_layer_counts, valid_tp_sizes)
-from k3lib.plan import Assumptions, make_plan
+from k3lib.core.plan import Assumptions, make_plan
 
 GiB = 1_073_741_824
 T = 8192
@@ -279,8 +279,7 @@ def test_compare_layouts_ep_and_dp():
 
 
 def test_charts_validate_as_specs():
-    from k3lib import charts_parallel as charts
-
+    from k3lib.views import charts_parallel as charts
     p = distribute(model="kimi-k3", gpu="h200", tp=8, pp=2, nodes=2, context="256K")
     charts.per_gpu_stacked_bar(per_gpu_long(p), title=p.verdict()).to_dict()
     charts.kv_vs_tp_chart(kv_per_gpu_vs_tp(["kimi-k3", "llama-3.1-70b"], tps=[1, 8, 16])).to_dict()
@@ -301,7 +300,7 @@ def test_layout_figure_gives_new_figures_for_new_inputs():
 
 def test_layout_explorer_builds_and_shows_errors_as_text():
     pytest.importorskip("ipywidgets")
-    from k3lib.widgets_parallel import layout_explorer
+    from k3lib.views.widgets_parallel import layout_explorer
 
     box = layout_explorer()
     controls = {c.description: c for row in box.children[:-1] for c in row.children}

@@ -1,8 +1,8 @@
 """Plans on real architectures: layout, replication and bad input."""
 import pytest
 
-from k3lib.errors import DoesNotSplitError, K3InputError, UnknownNameError
-from k3lib.plan import Assumptions, make_plan
+from k3lib.core.errors import DoesNotSplitError, K3InputError, UnknownNameError
+from k3lib.core.plan import Assumptions, make_plan
 
 GiB = 2**30
 

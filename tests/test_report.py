@@ -17,9 +17,9 @@ import yaml
 
 from k3lib import report
 from k3lib.cli import main
-from k3lib.models import get_model
-from k3lib.notebook import ParameterError
-from k3lib.plan import Assumptions, make_plan
+from k3lib.core.models import get_model
+from k3lib.views.notebook import ParameterError
+from k3lib.core.plan import Assumptions, make_plan
 
 GiB = 2**30
 SCRIPT = "<script>alert(1)</script>"
@@ -267,7 +267,6 @@ def test_max_context_is_the_largest_that_fits():
 
 def test_engine_names_match_the_engine_profiles():
     from k3lib import engines
-
     assert set(report.ENGINES) == set(engines.ENGINES)
     assert report.configure(**{**report.NOTEBOOK_DEFAULTS, "engine": "llamacpp"}).engine == "llama.cpp"
 

@@ -3,8 +3,8 @@ import itertools
 
 import pytest
 
-from k3lib.plan import Assumptions, make_plan
-from k3lib.sweep import sweep
+from k3lib.core.plan import Assumptions, make_plan
+from k3lib.core.sweep import sweep
 
 GRID = dict(models=["kimi-k3", "kimi-k3@guide-000", "llama-3.1-70b", "gpt-oss-120b", "qwen3-next-80b"],
             gpus=["h100-sxm", "mi300x"], counts=[1, 5, 8], weights=["bf16", "q4", "native"],

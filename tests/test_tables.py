@@ -1,4 +1,4 @@
-"""Tests for k3lib.tables: the regenerated guide tables and the comparisons.
+"""Tests for k3lib.views.tables: the regenerated guide tables and the comparisons.
 
 Expected values are worked by hand from the formulas and the guides' own inputs
 (594 / 450.4 / 325 / 225 GiB of weights, 262,144 B per token at BF16, 10 GiB of
@@ -11,8 +11,8 @@ import math
 
 import pytest
 
-from k3lib import tables
-from k3lib.errors import K3InputError
+from k3lib.views import tables
+from k3lib.core.errors import K3InputError
 
 GiB = 2**30  # typed by hand
 GB = 10**9

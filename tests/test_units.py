@@ -1,8 +1,8 @@
 """Units and parsing: GB = 10^9, GiB = 2^30, K = 1,024 tokens."""
 import pytest
 
-from k3lib.errors import K3InputError
-from k3lib.units import (bytes_to_gb, bytes_to_gib, format_bytes, parse_context_tokens, parse_positive_int,
+from k3lib.core.errors import K3InputError
+from k3lib.core.units import (bytes_to_gb, bytes_to_gib, format_bytes, parse_context_tokens, parse_positive_int,
                          parse_size_bytes)
 
 

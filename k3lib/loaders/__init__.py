@@ -8,7 +8,7 @@
 * :func:`load_path` — any of the three, by what the path is.
 
 Each returns a frozen :class:`LoadedModel`; :func:`plan_for_loaded` makes a
-:class:`~k3lib.plan.Plan` whose weights are the file's exact bytes.
+:class:`~k3lib.core.plan.Plan` whose weights are the file's exact bytes.
 
 >>> from k3lib.loaders import tensor_group
 >>> tensor_group("blk.7.ffn_down_exps.weight")
@@ -19,11 +19,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import K3InputError
-from ._common import TENSOR_GROUPS, LoadedModel, TensorInfo, is_expert_tensor, plan_for_loaded, tensor_group
-from .config import load_config, read_config_json
-from .gguf_file import architecture_from_gguf, load_gguf, scan_gguf_header
-from .safetensors_file import DTYPE_BITS, load_safetensors, read_safetensors_header
+from k3lib.core.errors import K3InputError
+from k3lib.loaders._common import TENSOR_GROUPS, LoadedModel, TensorInfo, is_expert_tensor, plan_for_loaded, tensor_group
+from k3lib.loaders.config import load_config, read_config_json
+from k3lib.loaders.gguf_file import architecture_from_gguf, load_gguf, scan_gguf_header
+from k3lib.loaders.safetensors_file import DTYPE_BITS, load_safetensors, read_safetensors_header
 
 
 def load_path(path: "str | os.PathLike[str]") -> LoadedModel:

@@ -1,6 +1,6 @@
 """What every loader returns: a :class:`LoadedModel` (an architecture plus, for
 weight files, the exact bytes of every tensor), and :func:`plan_for_loaded`,
-which turns it into a :class:`~k3lib.plan.Plan` whose weights are those bytes.
+which turns it into a :class:`~k3lib.core.plan.Plan` whose weights are those bytes.
 """
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..architecture import Architecture
-from ..errors import K3InputError
+from k3lib.core.architecture import Architecture
+from k3lib.core.errors import K3InputError
 
 #: groups a tensor can fall in: k3lib's parameter groups plus what an architecture does not count
 TENSOR_GROUPS = ("embedding", "lm_head", "attention", "dense_mlp", "shared_experts", "routed_experts",
@@ -226,7 +226,7 @@ def summarise_tensors(tensors: list[TensorInfo]) -> tuple[dict[str, int], dict[s
 
 
 def plan_for_loaded(loaded: LoadedModel, **make_plan_kwargs):
-    """A :func:`~k3lib.plan.make_plan` plan for a loaded model.
+    """A :func:`~k3lib.core.plan.make_plan` plan for a loaded model.
 
     With ``weights="native"`` (the default) a weight file's exact bytes replace the
     formula's weights, and the per-GPU overhead is recomputed from the new payload
@@ -234,8 +234,8 @@ def plan_for_loaded(loaded: LoadedModel, **make_plan_kwargs):
     For a bare config the vision tower, when there is one, is added at the
     checkpoint dtype. Any other ``weights=`` re-prices the architecture in that format.
     """
-    from ..components import overhead_bytes_per_gpu
-    from ..plan import Assumptions, Breakdown, make_plan
+    from k3lib.core.memory import overhead_bytes_per_gpu
+    from k3lib.core.plan import Assumptions, Breakdown, make_plan
 
     arch = loaded.require_architecture()
     weights = make_plan_kwargs.pop("weights", None) or "native"

@@ -1,10 +1,10 @@
 """A Hugging Face ``config.json`` (the file, or the folder that holds it) →
 :class:`~k3lib.loaders.LoadedModel`.
 
-Malformed JSON and missing fields raise :class:`~k3lib.errors.K3InputError`
+Malformed JSON and missing fields raise :class:`~k3lib.core.errors.K3InputError`
 naming the field (``config.hidden_size``) and the file; an unknown
 ``model_type`` with the standard fields loads with an
-:class:`~k3lib.hf_config.AssumedFieldWarning` listing what was assumed.
+:class:`~k3lib.loaders.hf_config.AssumedFieldWarning` listing what was assumed.
 """
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import K3InputError
-from ..hf_config import (architecture_from_hf_config, checkpoint_dtype_bytes, rope_caches, vision_tower_params)
-from ._common import LoadedModel
+from k3lib.core.errors import K3InputError
+from k3lib.loaders.hf_config import (architecture_from_hf_config, checkpoint_dtype_bytes, rope_caches, vision_tower_params)
+from k3lib.loaders._common import LoadedModel
 
 #: refuse config files larger than this (a config is a few KiB; a tokenizer.json passed by mistake is MBs)
 MAX_CONFIG_BYTES = 16 * 2**20

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..architecture import AttentionGroup, Architecture, MLPSpec
-from ..errors import K3InputError
-from ._common import LoadedModel, TensorInfo, layer_index, summarise_tensors, tensor_group
+from k3lib.core.architecture import AttentionGroup, Architecture, MLPSpec
+from k3lib.core.errors import K3InputError
+from k3lib.loaders._common import LoadedModel, TensorInfo, layer_index, summarise_tensors, tensor_group
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)

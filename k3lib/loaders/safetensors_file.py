@@ -17,9 +17,9 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from ..errors import K3InputError
-from ..hf_config import architecture_from_hf_config, checkpoint_dtype_bytes, rope_caches, vision_tower_params
-from ._common import LoadedModel, TensorInfo, layer_index, summarise_tensors, tensor_group
+from k3lib.core.errors import K3InputError
+from k3lib.loaders.hf_config import architecture_from_hf_config, checkpoint_dtype_bytes, rope_caches, vision_tower_params
+from k3lib.loaders._common import LoadedModel, TensorInfo, layer_index, summarise_tensors, tensor_group
 
 #: bits per element of each safetensors dtype
 DTYPE_BITS = {
@@ -120,7 +120,7 @@ def load_safetensors(path: "str | os.PathLike[str]", *, config: "str | os.PathLi
 
     ``config`` names a config.json; by default the folder's own is used, if any.
     """
-    from .config import read_config_json
+    from k3lib.loaders.config import read_config_json
 
     p = Path(path)
     shards, weight_map, index_meta = _shards(p)

@@ -48,8 +48,7 @@ Guide 000 writes "GB" but divides by 1024^3 and counts an H100 as 80, so we read
 Every table names its unit in its column names (`kv_cache_GiB`), and no table mixes units.
 """),
     code("""
-from k3lib import charts, notebook, tables, widgets
-
+from k3lib.views import charts, notebook, tables, widgets
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
 """),
     md("""

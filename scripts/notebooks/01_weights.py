@@ -26,8 +26,7 @@ We work the formula, check guide 000's precision ladder against its own numbers,
 Notation as in [00](00-vram-anatomy.ipynb): $P$ parameters, $b_w$ bits per weight, GiB = 2^30 bytes, GB = 10^9 bytes.
 """),
     code("""
-from k3lib import charts, notebook, tables, widgets
-
+from k3lib.views import charts, notebook, tables, widgets
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
 """),
     md("""

@@ -26,8 +26,7 @@ We write its per-token formula for each attention design, compare real models wi
 Notation as in [00](00-vram-anatomy.ipynb): $L$ layers, $K$ KV heads, $H$ head dim, $T$ tokens, $B$ batch, $b$ bytes per element; GiB = 2^30 bytes.
 """),
     code("""
-from k3lib import charts, notebook, tables, widgets
-
+from k3lib.views import charts, notebook, tables, widgets
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
 """),
     md("""

@@ -32,9 +32,10 @@ $K$ is the number of KV heads, $T$ the context in tokens, $B$ the batch.
 Sizes in this notebook are GiB ($2^{30}$ bytes), as guide 000's own formulas imply.
 """),
     code("""
-from k3lib import charts_parallel as charts
-from k3lib import notebook, parallel
-from k3lib.plan import make_plan
+from k3lib.views import charts_parallel as charts
+from k3lib.views import notebook
+from k3lib.studies import parallel
+from k3lib.core.plan import make_plan
 
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
 """),
@@ -320,10 +321,10 @@ bf16_all.verdict()
 ## 8. Explore
 
 Pick a model, GPU, count and layout; the bar shows each pipeline stage's GPU and the title says whether the fullest one fits.
-The callback is `k3lib.parallel.layout_figure`, a plain function you can call yourself.
+The callback is `k3lib.studies.parallel.layout_figure`, a plain function you can call yourself.
 """),
     code("""
-from k3lib.widgets_parallel import layout_explorer
+from k3lib.views.widgets_parallel import layout_explorer
 layout_explorer()
 """),
     md("""

@@ -31,9 +31,10 @@ Notation: $L_{moe}$ MoE layers, $E$ experts per layer of which $k$ are active pe
 Sizes are decimal GB ($10^9$ bytes), as guide 004 writes them, and bandwidths GB/s.
 """),
     code("""
-from k3lib import charts_parallel as charts
-from k3lib import notebook, offload
-from k3lib.hardware import get_gpu
+from k3lib.views import charts_parallel as charts
+from k3lib.views import notebook
+from k3lib.studies import offload
+from k3lib.core.hardware import get_gpu
 
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
 """),
@@ -153,7 +154,7 @@ $$t_{token} = \\frac{A_{active}/TP + KV}{BW_{HBM}}$$
 """),
     code(f"""
 {CHECK}
-from k3lib import parallel
+from k3lib.studies import parallel
 all_gpu = parallel.distribute(model="kimi-k3", gpu="h200", tp=8, pp=2, nodes=2, weights="q4_k_m", context="8K")
 roofline_tps = offload.all_gpu_decode_tokens_per_s(all_gpu)
 slow = offload.slowdown_table(offload.plan_offload(gpu="rtx-4090-48gb"), all_gpu_tokens_per_s=roofline_tps)
@@ -238,10 +239,10 @@ mac
 ## 7. Explore
 
 Pick a GPU, the RAM size and bandwidth, and how many layers' experts stay on the GPU; the bar shows where each token's time goes.
-The callback is `k3lib.offload.offload_figure`.
+The callback is `k3lib.studies.offload.offload_figure`.
 """),
     code("""
-from k3lib.widgets_parallel import offload_explorer
+from k3lib.views.widgets_parallel import offload_explorer
 offload_explorer()
 """),
     md("""

@@ -24,16 +24,17 @@ cells = [
     md("""
 Guide 000 ends with a seven-step "VRAM decision framework", a cheat sheet of max context by hardware and an optimization priority matrix.
 Its text lost the tables; this notebook regenerates them from the memory model of the earlier notebooks.
-Each step becomes a function of `k3lib.checklist` that returns its figure and a one-sentence reason.
-A solver then picks the configuration, and `k3lib.commands` writes the `vllm serve` and `llama-server` lines for it.
+Each step becomes a function of `k3lib.studies.checklist` that returns its figure and a one-sentence reason.
+A solver then picks the configuration, and `k3lib.studies.commands` writes the `vllm serve` and `llama-server` lines for it.
 
 Notation: $G$ GPUs of $C_{gpu}$ each, overhead $O$ per GPU, weights $W$, activation $A$, KV bytes per token $kv_{tok}$, context $T$ tokens.
 Sizes are GiB ($2^{30}$ bytes), as the guide's own formulas imply; an "80 GB" H100 holds 80 GiB.
 """),
     code("""
-from k3lib import notebook, checklist, commands
-from k3lib import charts_checklist as charts
-from k3lib.plan import make_plan
+from k3lib.views import notebook
+from k3lib.studies import checklist, commands
+from k3lib.views import charts_checklist as charts
+from k3lib.core.plan import make_plan
 import pandas as pd
 pd.set_option("display.max_colwidth", None)  # show whole reasons
 notebook.setup()

@@ -32,8 +32,7 @@ import tempfile
 
 import pandas as pd
 
-from k3lib import any_model, notebook
-
+from k3lib.views import any_model, notebook
 pd.set_option("display.max_rows", 100)  # the calibration table has 87 rows
 pd.set_option("display.max_colwidth", None)  # whole rules and reasons
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN

@@ -23,12 +23,12 @@ cells = [
 
 Guide 000 ("Kimi K3 VRAM Requirements") and guide 004 ("How to Deploy Kimi K3 Locally") disagree by about 10× on K3's weights and KV cache.
 Some of their figures do not even follow from their own formulas.
-Every numeric claim of both guides is a row of `data/guide_claims.csv`; `k3lib.audit` checks each one with code, on every run.
+Every numeric claim of both guides is a row of `data/guide_claims.csv`; `k3lib.guides.audit` checks each one with code, on every run.
 Notation as in [00](00-vram-anatomy.ipynb): $W$ weights, $T$ tokens, $kv_{{tok}}$ KV bytes per token, $A$ activation, $O$ overhead, $G$ GPUs; GiB = 2^30 bytes, GB = 10^9 bytes.
 """),
     code("""
-from k3lib import audit, charts_audit, notebook
-
+from k3lib.guides import audit
+from k3lib.views import charts_audit, notebook
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
 """),
     md("""

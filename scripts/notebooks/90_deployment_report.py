@@ -52,7 +52,6 @@ The defaults below are guide 000's worked example: Q4 weights, FP8 KV cache, 256
     code(f"""
 from IPython.display import HTML, display
 from k3lib import report
-
 report.setup()  # notebook.setup()'s offline Altair renderer (SVG through vl-convert, no CDN), imported faster
 cfg = report.configure({validate_args})
 plan = cfg.plan

@@ -45,7 +45,6 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = folder / "report.html"
     try:
         from k3lib import report as k3report
-
         run_report = k3report.run_report
         defaults = dict(k3report.NOTEBOOK_DEFAULTS)
         available = Path(k3report.REPORT_NOTEBOOK).exists()

@@ -16,7 +16,7 @@ The pieces, each usable on its own:
   on 6× H100, activation 10 GiB, overhead 48 GiB); the CLI and scenario files default to
   ``k3plan estimate``'s values and the model's own rules for anything they leave out.
 * :func:`configure` — parameters → :class:`ReportConfig` (a validated plan and the report's
-  own settings); a bad value raises :class:`~k3lib.notebook.ParameterError`, one line.
+  own settings); a bad value raises :class:`~k3lib.views.notebook.ParameterError`, one line.
 * section builders (:func:`summary_html`, :func:`budget_table_html`, :func:`alternatives`,
   :func:`assumptions_table` …) — the notebook's cells call them; every piece of user text
   they put into HTML is escaped with :func:`html.escape`.
@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .errors import K3InputError
-from .units import GB, GiB
+from k3lib.core.errors import K3InputError
+from k3lib.core.units import GB, GiB
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REPORT_STEM = "90-deployment-report"
 REPORT_NOTEBOOK = ROOT / "notebooks" / f"{REPORT_STEM}.ipynb"
 #: Cells with this tag are in the notebook for readers of the .ipynb (navigation, how to
@@ -128,7 +128,7 @@ class ReportConfig:
     """The validated report: the plan and the report's own settings (sizes in bytes)."""
 
     scenario: str
-    plan: Any  # k3lib.plan.Plan
+    plan: Any  # k3lib.core.plan.Plan
     engine: str
     offload: str
     ram_bytes: int | None
@@ -145,16 +145,16 @@ def configure(**params: Any) -> ReportConfig:
     """Validate the report's parameters (keys of :data:`PARAMETERS`; missing ones take
     :data:`CLI_DEFAULTS`) into a :class:`ReportConfig`.
 
-    The plan goes through :func:`k3lib.notebook.validate`; every bad value raises
-    :class:`~k3lib.notebook.ParameterError`, whose whole message is
+    The plan goes through :func:`k3lib.views.notebook.validate`; every bad value raises
+    :class:`~k3lib.views.notebook.ParameterError`, whose whole message is
     ``parameter <name>: <what is wrong>``.
 
     >>> cfg = configure(**NOTEBOOK_DEFAULTS)
     >>> round(cfg.plan.total.total_bytes / 2**30), round(cfg.plan.headroom_bytes / 2**30)
     (415, 65)
     """
-    from .models import get_model
-    from .notebook import ParameterError, validate
+    from k3lib.core.models import get_model
+    from k3lib.views.notebook import ParameterError, validate
 
     try:
         p = complete_parameters(params)
@@ -170,12 +170,12 @@ def configure(**params: Any) -> ReportConfig:
         offload = str(p["offload"]).strip().lower() or "auto"
         if offload not in OFFLOAD_MODES:
             raise K3InputError("offload", f"{p['offload']!r} is not known", ", ".join(OFFLOAD_MODES))
-        from .units import parse_size_bytes
+        from k3lib.core.units import parse_size_bytes
 
         ram = parse_size_bytes(p["ram"], "ram") if p["ram"] not in (None, "") else None
         bandwidth = None
         if p["ram_bandwidth"] not in (None, ""):
-            offload_module, why = _optional("offload")
+            offload_module, why = _optional("studies.offload")
             if offload_module is None:
                 raise K3InputError("ram_bandwidth", f"cannot be used: {why}")
             bandwidth = offload_module.parse_bandwidth(p["ram_bandwidth"], "ram_bandwidth")
@@ -276,15 +276,15 @@ def not_available(what: str, why: str) -> str:
 def max_context_tokens(plan) -> int:
     """The longest context that fits with everything else of ``plan`` unchanged (tokens,
     at most the model's maximum); 0 when not even one token fits. Binary search over
-    :func:`k3lib.plan.make_plan`, so it uses exactly the plan's own rules.
+    :func:`k3lib.core.plan.make_plan`, so it uses exactly the plan's own rules.
 
-    >>> from k3lib.plan import make_plan, Assumptions
+    >>> from k3lib.core.plan import make_plan, Assumptions
     >>> p = make_plan(model="kimi-k3@guide-000", weights="q4", kv_dtype="fp8", context="256K", gpus=6,
     ...               assumptions=Assumptions(activation_bytes=10 * 2**30, overhead_total_bytes=48 * 2**30))
     >>> max_context_tokens(p)  # (480 - 325 - 10 - 48) GiB / 131,072 B = 794,624, less 1 for rounding up per GPU
     794623
     """
-    from .plan import make_plan
+    from k3lib.core.plan import make_plan
 
     def fits(tokens: int) -> bool:
         return make_plan(model=plan.model, gpu=plan.gpu, gpus=plan.gpus, nodes=plan.nodes, tp=plan.tp, pp=plan.pp,
@@ -304,12 +304,12 @@ def max_context_tokens(plan) -> int:
 
 
 def offload_plan(cfg: ReportConfig):
-    """(issue 4's :class:`~k3lib.offload.OffloadPlan` for this plan on one of its GPUs, or
+    """(issue 4's :class:`~k3lib.studies.offload.OffloadPlan` for this plan on one of its GPUs, or
     None; why not). Built when the offload section is relevant (:func:`offload_relevant`)."""
     if not offload_relevant(cfg):
         why = "offload = none" if cfg.offload == "none" else "the plan fits on the GPUs; offloading would only slow it"
         return None, f"not needed here ({why})"
-    offload, why = _optional("offload")
+    offload, why = _optional("studies.offload")
     if offload is None:
         return None, why
     plan = cfg.plan
@@ -325,10 +325,10 @@ def offload_plan(cfg: ReportConfig):
 def decode_tokens_per_s(cfg: ReportConfig, offloaded=None) -> tuple[float | None, str]:
     """(decode tokens/s, how it was computed): a bandwidth ceiling at the plan's batch —
     the offload plan's in offload mode (``offload="experts"``), else step 6 of issue 5's
-    checklist (:func:`k3lib.checklist.step6_throughput`); (None, why) when unavailable."""
+    checklist (:func:`k3lib.studies.checklist.step6_throughput`); (None, why) when unavailable."""
     if cfg.offload == "experts" and offloaded is not None:
         return offloaded.decode_tokens_per_s, "offload mode: bandwidth ceiling over GPU memory and system RAM"
-    checklist, why = _optional("checklist")
+    checklist, why = _optional("studies.checklist")
     if checklist is None:
         return None, why
     plan = cfg.plan
@@ -429,8 +429,8 @@ def summary_html(cfg: ReportConfig, figures: Mapping[str, Any] | None = None) ->
 
 def budget_table_html(plan) -> str:
     """The four components over all GPUs and on one GPU (issue 3's
-    :func:`k3lib.tables.plan_table`), with each component's share of the total."""
-    tables, why = _optional("tables")
+    :func:`k3lib.views.tables.plan_table`), with each component's share of the total."""
+    tables, why = _optional("views.tables")
     if tables is None:
         return not_available("budget table", why)
     df = tables.plan_table(plan, unit="GiB").reset_index()
@@ -440,9 +440,9 @@ def budget_table_html(plan) -> str:
 
 
 def budget_chart(plan):
-    """The four-component stacked bar (issue 3's :func:`k3lib.charts.budget_stacked_bar`),
-    over all GPUs, with the memory available; None when k3lib.charts is absent."""
-    charts, _ = _optional("charts")
+    """The four-component stacked bar (issue 3's :func:`k3lib.views.charts.budget_stacked_bar`),
+    over all GPUs, with the memory available; None when k3lib.views.charts is absent."""
+    charts, _ = _optional("views.charts")
     if charts is None:
         return None
     label = f"{plan.gpus}× {plan.gpu.id} · {plan.weight_format} · KV {plan.kv_dtype}"
@@ -450,9 +450,9 @@ def budget_chart(plan):
 
 
 def per_gpu_section(plan) -> tuple[str, Any]:
-    """(HTML table, chart or None): what each GPU holds, by issue 4's :mod:`k3lib.parallel`
+    """(HTML table, chart or None): what each GPU holds, by issue 4's :mod:`k3lib.studies.parallel`
     (per pipeline stage, replication rules), or the plan's even split without it."""
-    parallel, why = _optional("parallel")
+    parallel, why = _optional("studies.parallel")
     if parallel is None:
         g = plan.per_gpu
         rows = [{"GPUs": plan.gpus, "weights (GiB)": f"{g.weights_bytes / GiB:,.2f}",
@@ -470,7 +470,7 @@ def per_gpu_section(plan) -> tuple[str, Any]:
         text += ("<p><strong>Note:</strong> the layout rules (replication under TP, whole layers per stage) "
                  f"give a different verdict from the even split above: {'fits' if pplan.fits else 'does not fit'} "
                  "on the fullest GPU.</p>")
-    charts_parallel, _ = _optional("charts_parallel")
+    charts_parallel, _ = _optional("views.charts_parallel")
     chart = None
     if charts_parallel is not None:
         chart = charts_parallel.per_gpu_stacked_bar(parallel.per_gpu_long(pplan), title="Memory per GPU (GiB)")
@@ -505,8 +505,8 @@ class Alternative:
 def _smaller_weight_formats(plan, limit: int = 3) -> list[str]:
     """The plan's weight format, then up to ``limit`` formats with fewer weight bytes
     for this model (distinct sizes, largest first)."""
-    from .components import weights_bytes
-    from .precisions import weight_formats
+    from k3lib.core.memory import weights_bytes
+    from k3lib.core.precisions import weight_formats
 
     current = plan.total.weights_bytes
     sizes: dict[int, str] = {}
@@ -521,7 +521,7 @@ def _smaller_weight_formats(plan, limit: int = 3) -> list[str]:
 
 
 def _smaller_kv_dtypes(plan) -> list[str]:
-    from .precisions import get_kv_dtype, kv_dtypes
+    from k3lib.core.precisions import get_kv_dtype, kv_dtypes
 
     current = get_kv_dtype(plan.kv_dtype).bytes_per_element
     out, seen = [plan.kv_dtype], {current}
@@ -537,7 +537,7 @@ def node_groups(plan, *, max_nodes: int = 4) -> list[tuple[tuple[int, ...], int]
     of g GPUs (g = the plan's GPUs per node, at least 8 on one node) up to
     max(``max_nodes``, 2 × the plan's nodes).
 
-    >>> from k3lib.plan import make_plan
+    >>> from k3lib.core.plan import make_plan
     >>> node_groups(make_plan(model="kimi-k3", gpu="h200", gpus=16, nodes=2))[1:]
     [((16,), 2), ((24,), 3), ((32,), 4)]
     """
@@ -551,7 +551,7 @@ def alternatives(plan, *, limit: int = 8, max_changes: int = 2) -> list[Alternat
     """Configurations near ``plan`` that fit, cheapest first (when ``plan`` fits, only
     cheaper ones).
 
-    Searched with the vectorized :func:`k3lib.sweep.sweep` (same rules as the plan) over
+    Searched with the vectorized :func:`k3lib.core.sweep.sweep` (same rules as the plan) over
     the GPU counts of :func:`node_groups`: the same GPU with up to ``max_changes`` of
     {smaller weight format, smaller KV dtype, ½ or ¼ of the context}, and other GPUs of
     the same class (datacenter, consumer …) with a catalogue price and everything else
@@ -559,8 +559,8 @@ def alternatives(plan, *, limit: int = 8, max_changes: int = 2) -> list[Alternat
     are kept (fewest changed settings, the GPU count aside, then cheapest) and ordered by
     cost (GPUs × price; unknown prices last, by GPU count).
     """
-    from .hardware import list_gpus
-    from .sweep import sweep
+    from k3lib.core.hardware import list_gpus
+    from k3lib.core.sweep import sweep
 
     weights = _smaller_weight_formats(plan)
     kvs = _smaller_kv_dtypes(plan)
@@ -637,9 +637,9 @@ def alternatives_html(plan, *, limit: int = 8) -> str:
 
 def checklist_html(cfg: ReportConfig) -> str:
     """Guide 000's seven-step checklist answered for this inventory (GPU type × count,
-    target context, KV dtype, the report's assumptions), by issue 5's :mod:`k3lib.checklist`,
+    target context, KV dtype, the report's assumptions), by issue 5's :mod:`k3lib.studies.checklist`,
     with its recommended and cheapest configurations."""
-    checklist, why = _optional("checklist")
+    checklist, why = _optional("studies.checklist")
     if checklist is None:
         return not_available("checklist answers", why)
     plan = cfg.plan
@@ -656,7 +656,7 @@ def checklist_html(cfg: ReportConfig) -> str:
 
 
 def command_html(cmd) -> str:
-    """A :class:`k3lib.commands.Command` as copyable text, one line per flag's meaning, and its notes."""
+    """A :class:`k3lib.studies.commands.Command` as copyable text, one line per flag's meaning, and its notes."""
     notes = "".join(f"<li>{esc(n)}</li>" for n in cmd.notes)
     return (f'<pre class="k3-cmd">{esc(cmd.text)}</pre>'
             + (html_table([{"flag": f, "why": w} for f, w in cmd.explanations]) if cmd.explanations else "")
@@ -665,15 +665,15 @@ def command_html(cmd) -> str:
 
 def engine_commands_html(cfg: ReportConfig) -> str:
     """The launch command for the chosen engine and the topology check (issue 5's
-    :mod:`k3lib.commands`); in offload mode llama.cpp keeps every routed expert in RAM."""
-    commands, why = _optional("commands")
+    :mod:`k3lib.studies.commands`); in offload mode llama.cpp keeps every routed expert in RAM."""
+    commands, why = _optional("studies.commands")
     if commands is None:
         return not_available(f"{cfg.engine} command", why)
     plan = cfg.plan
     makers = {"vllm": lambda: commands.vllm_command(plan),
               "llama.cpp": lambda: commands.llama_server_command(plan, offload_all_experts=cfg.offload == "experts")}
     if cfg.engine not in makers:
-        out = not_available(f"{cfg.engine} command", "k3lib.commands writes vllm and llama.cpp command lines; "
+        out = not_available(f"{cfg.engine} command", "k3lib.studies.commands writes vllm and llama.cpp command lines; "
                             "set engine to one of those")
     else:
         try:
@@ -700,7 +700,7 @@ def engine_view_html(cfg: ReportConfig) -> str:
                                      f"PP={plan.pp}")
     kv = "auto" if plan.kv_dtype == "bf16" else plan.kv_dtype
     if cfg.engine == "llama.cpp":
-        commands, _ = _optional("commands")
+        commands, _ = _optional("studies.commands")
         kv = commands.LLAMA_CACHE_TYPES.get(plan.kv_dtype, kv) if commands is not None else kv
     try:
         est = engines.estimate_for_engine(cfg.engine, model=plan.model, gpu=plan.gpu, gpus=plan.gpus, tp=plan.tp,
@@ -720,13 +720,13 @@ def offload_relevant(cfg: ReportConfig) -> bool:
 
 
 def offload_html(cfg: ReportConfig) -> str:
-    """Experts in system RAM, the rest on one GPU (issue 4's :mod:`k3lib.offload`)."""
+    """Experts in system RAM, the rest on one GPU (issue 4's :mod:`k3lib.studies.offload`)."""
     offloaded, why = offload_plan(cfg)
     if offloaded is None:
         if why.startswith("not needed"):
             return f"<p>{esc(why[0].upper() + why[1:])}.</p>"
         return not_available("offload option", why)
-    offload, _ = _optional("offload")
+    offload, _ = _optional("studies.offload")
     notes = "".join(f"<li>{esc(n)}</li>" for n in offloaded.notes)
     prefill = offloaded.prefill_tokens_per_s
     return (f"<p><strong>{esc(offloaded.verdict())}</strong></p>"
@@ -743,8 +743,8 @@ def offload_html(cfg: ReportConfig) -> str:
 
 def assumptions_table(plan) -> list[dict[str, str]]:
     """Every assumption behind the figures, its value and where it comes from."""
-    from .components import DEFAULT_PREFILL_CHUNK_TOKENS, kv_bytes_per_token
-    from .models import PublishedProfile
+    from k3lib.core.memory import DEFAULT_PREFILL_CHUNK_TOKENS, kv_bytes_per_token
+    from k3lib.core.models import PublishedProfile
 
     m, a, g = plan.model, plan.assumptions, plan.gpu
     profile = isinstance(m, PublishedProfile)
@@ -776,7 +776,7 @@ def assumptions_table(plan) -> list[dict[str, str]]:
     else:
         add("activation", _gib(plan.total.activation_bytes),
             f"rule: one {a.prefill_chunk_tokens or DEFAULT_PREFILL_CHUNK_TOKENS:,}-token prefill chunk in BF16 "
-            "through the widest layer, plus FP32 logits (k3lib.components.activation_bytes)")
+            "through the widest layer, plus FP32 logits (k3lib.core.memory.activation_bytes)")
     if a.overhead_per_gpu_bytes is not None:
         add("overhead", f"{_gib(plan.per_gpu.overhead_bytes)} per GPU", "given per GPU as a parameter of this report")
     elif a.overhead_total_bytes is not None:
@@ -794,12 +794,12 @@ def assumptions_table(plan) -> list[dict[str, str]]:
         f"{g.name}: {g.source} [{g.verification}]")
     add("GPU price", _usd(g.price_usd), "data/hardware.csv" if g.price_usd is not None else "no price in the catalogue")
     add("layout", f"TP={plan.tp} × PP={plan.pp}, {plan.nodes} node(s)",
-        "TP inside a node where the heads split, pipeline stages for the rest (k3lib.plan.choose_layout), "
+        "TP inside a node where the heads split, pipeline stages for the rest (k3lib.core.plan.choose_layout), "
         "unless tp/pp are given")
     add("KV split over GPUs", "even split over TP × PP" if profile else
         "GQA ÷ min(TP, KV heads), MLA latent replicated on every TP rank, linear state ÷ TP, all ÷ PP",
-        "k3lib.plan.kv_bytes_per_gpu")
-    add("units", "GiB = 2^30 bytes; GB = 10^9 bytes; K = 1,024 tokens", "k3lib.units")
+        "k3lib.core.plan.kv_bytes_per_gpu")
+    add("units", "GiB = 2^30 bytes; GB = 10^9 bytes; K = 1,024 tokens", "k3lib.core.units")
     return rows
 
 
@@ -830,11 +830,11 @@ def parameters_html(cfg: ReportConfig) -> str:
 
 
 def setup() -> str:
-    """Set up the report kernel: :func:`k3lib.notebook.skip_slow_iri_checker`, then the offline Altair
-    renderer of :func:`k3lib.notebook.setup` (SVG through vl-convert). Returns its name."""
-    from .notebook import setup as notebook_setup
+    """Set up the report kernel: :func:`k3lib.views.notebook.skip_slow_iri_checker`, then the offline Altair
+    renderer of :func:`k3lib.views.notebook.setup` (SVG through vl-convert). Returns its name."""
+    from k3lib.views.notebook import setup as notebook_setup
 
-    from .notebook import skip_slow_iri_checker
+    from k3lib.views.notebook import skip_slow_iri_checker
 
     skip_slow_iri_checker()
     return notebook_setup()
@@ -965,7 +965,7 @@ def run_report(parameters: Mapping[str, Any], out_html: str | Path, *, notebook:
     write ``out_html`` (and the executed notebook next to it, ``.ipynb``).
 
     Parameters are validated here first, so a bad value fails in milliseconds with a
-    :class:`~k3lib.notebook.ParameterError` and no kernel is started. A cell that fails
+    :class:`~k3lib.views.notebook.ParameterError` and no kernel is started. A cell that fails
     raises :class:`ReportError` naming it; the executed notebook is kept for inspection.
     """
     import papermill
@@ -1055,7 +1055,7 @@ def run_batch(scenarios: "str | Path | Sequence[Mapping[str, Any]]", out_dir: st
     """
     from tqdm.auto import tqdm
 
-    from .notebook import ParameterError
+    from k3lib.views.notebook import ParameterError
 
     items = load_scenarios(scenarios) if isinstance(scenarios, (str, Path)) else list(scenarios)
     out_dir = Path(out_dir)

@@ -27,15 +27,15 @@ The rules (those of vLLM, stated once; change them here, not in a notebook):
   (vLLM's rule); layer kinds are assumed evenly interleaved, dense layers first. Uneven
   stages differ, and the **largest stage sets the per-GPU need**.
 * **Activation** — one prefill chunk through the widest layer
-  (:func:`k3lib.components.activation_bytes`) split by TP; every stage holds its own.
+  (:func:`k3lib.core.memory.activation_bytes`) split by TP; every stage holds its own.
 * **NCCL buffers** grow with the communicating group: $(g-1)·N_{peer}$ with
   $g = TP$ (or $TP·DP$ when EP all-to-alls span the stage); 0.5 GiB per peer gives 3.5 GiB
   at TP=8, inside the guide's "2–5 GB at TP=8". Pipeline send/receive buffers are small
   and not counted.
 * **Runtime** — CUDA context plus fragmentation, as in
-  :func:`k3lib.components.overhead_bytes_per_gpu`.
+  :func:`k3lib.core.memory.overhead_bytes_per_gpu`.
 
->>> from k3lib.models import get_model
+>>> from k3lib.core.models import get_model
 >>> valid_tp_sizes(get_model("kimi-k3"))[:8]
 (1, 2, 3, 4, 6, 8, 12, 16)
 >>> stage_layer_counts(93, 4)
@@ -48,15 +48,15 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .architecture import Architecture, AttentionGroup
-from .components import activation_bytes, overhead_bytes_per_gpu, weight_bits_by_group
-from .errors import DoesNotSplitError, K3InputError
-from .hardware import GPUSpec, get_gpu
-from .models import ModelSpec, PublishedProfile, get_model
-from .plan import Assumptions, Plan, kv_bytes_per_gpu, make_plan
-from .plan import valid_tp_sizes as _head_divisors
-from .precisions import get_kv_dtype, get_weight_format
-from .units import GiB, parse_context_tokens, parse_positive_int
+from k3lib.core.architecture import Architecture, AttentionGroup
+from k3lib.core.memory import activation_bytes, overhead_bytes_per_gpu, weight_bits_by_group
+from k3lib.core.errors import DoesNotSplitError, K3InputError
+from k3lib.core.hardware import GPUSpec, get_gpu
+from k3lib.core.models import ModelSpec, PublishedProfile, get_model
+from k3lib.core.plan import Assumptions, Plan, kv_bytes_per_gpu, make_plan
+from k3lib.core.plan import valid_tp_sizes as _head_divisors
+from k3lib.core.precisions import get_kv_dtype, get_weight_format
+from k3lib.core.units import GiB, parse_context_tokens, parse_positive_int
 
 #: Per-GPU components, in the order the tables and stacked bars show them.
 SHARE_COMPONENTS = ("weights sharded", "weights replicated", "routed experts", "KV cache", "activation",
@@ -136,11 +136,11 @@ class Layout:
 
 def valid_tp_sizes(model: ModelSpec, limit: int = 128) -> tuple[int, ...]:
     """TP sizes the model can be split by: each must divide every head count
-    (:meth:`~k3lib.architecture.Architecture.head_counts`) and, for GQA layers with $K$ KV
+    (:meth:`~k3lib.core.architecture.Architecture.head_counts`) and, for GQA layers with $K$ KV
     heads, either divide $K$ or be a multiple of it (vLLM's rule; a multiple means
     replicated KV heads). A guide profile has no heads: any size.
 
-    >>> from k3lib.models import get_model
+    >>> from k3lib.core.models import get_model
     >>> valid_tp_sizes(get_model("llama-3.1-70b"))
     (1, 2, 4, 8, 16, 32, 64)
     """
@@ -153,7 +153,7 @@ def valid_tp_sizes(model: ModelSpec, limit: int = 128) -> tuple[int, ...]:
 
 def check_tp(model: ModelSpec, tp: int) -> int:
     """Return ``tp`` if the model splits that way, else raise
-    :class:`~k3lib.errors.DoesNotSplitError` (a :class:`~k3lib.errors.K3InputError`)
+    :class:`~k3lib.core.errors.DoesNotSplitError` (a :class:`~k3lib.core.errors.K3InputError`)
     naming ``tp`` and the valid sizes."""
     tp = parse_positive_int(tp, "tp")
     allowed = valid_tp_sizes(model, max(128, tp))
@@ -198,8 +198,8 @@ def layer_sequence(model: Architecture) -> tuple[tuple[int, bool], ...]:
 
 def stage_architecture(model: Architecture, layers: Sequence[tuple[int, bool]]) -> Architecture:
     """The slice of ``model`` holding only ``layers`` (from :func:`layer_sequence`), so
-    :meth:`~k3lib.architecture.Architecture.param_groups` and
-    :func:`~k3lib.plan.kv_bytes_per_gpu` can be reused per stage."""
+    :meth:`~k3lib.core.architecture.Architecture.param_groups` and
+    :func:`~k3lib.core.plan.kv_bytes_per_gpu` can be reused per stage."""
     groups = []
     for j, g in enumerate(model.attention):
         k = sum(1 for gi, _ in layers if gi == j)
@@ -218,7 +218,7 @@ def replicated_attention_params(group: AttentionGroup, hidden_size: int) -> int:
     MLA $D·r_q + r_q + D·(r_{kv} + d_{rope}) + r_{kv}$ (down-projections and their norms);
     KDA $D·d_k$ (+$D·d_k$ for a low-rank output gate) $+ d_k$; GQA $2H$ with QK-norm.
 
-    >>> from k3lib.models import get_model
+    >>> from k3lib.core.models import get_model
     >>> replicated_attention_params(get_model("kimi-k3").attention[0], 7168)   # K3's MLA
     15140864
     """
@@ -354,7 +354,7 @@ def distribute(*, model: "str | ModelSpec" = "kimi-k3", gpu: "str | GPUSpec" = "
     stage by stage, by the rules in this module's docstring.
 
     A guide profile has no layer shapes: its one share is the guide's even split
-    (:func:`k3lib.plan.make_plan`'s per-GPU figures).
+    (:func:`k3lib.core.plan.make_plan`'s per-GPU figures).
 
     >>> p = distribute(model="llama-3.1-70b", gpu="h100", tp=16, context=8192, weights="bf16", nodes=2)
     >>> p.peak.kv_cache_bytes == 327680 // 8 * 8192      # ÷ 8 KV heads, not ÷ 16
@@ -452,7 +452,7 @@ def distribute(*, model: "str | ModelSpec" = "kimi-k3", gpu: "str | GPUSpec" = "
 
 
 def from_plan(plan: Plan, *, dp: int = 1, ep: int = 1) -> ParallelPlan:
-    """A :class:`ParallelPlan` for a :class:`~k3lib.plan.Plan`.
+    """A :class:`ParallelPlan` for a :class:`~k3lib.core.plan.Plan`.
 
     An architecture is redistributed stage by stage (replication, layer granularity);
     a guide profile keeps the plan's even split as one share (its overhead under
@@ -561,7 +561,7 @@ def kv_per_gpu_vs_tp(models: Sequence[str], *, tps: Sequence[int], context: obje
     """
     import pandas as pd
 
-    from .components import kv_cache_bytes
+    from k3lib.core.memory import kv_cache_bytes
 
     ctx = parse_context_tokens(context)
     div = _unit(unit)
@@ -816,7 +816,7 @@ def layout_figure(*, model: str = "kimi-k3", gpu: str = "h200", gpus: int = 8, n
                   context: object = "256K", batch: int = 1):
     """The explorer's callback: a stacked bar per GPU (stage) whose title carries the
     verdict. ``gpus`` must equal TP × PP (× DP where EP > TP)."""
-    from .charts_parallel import per_gpu_stacked_bar
+    from k3lib.views.charts_parallel import per_gpu_stacked_bar
 
     n = parse_positive_int(gpus, "gpus")
     tp_i = check_tp(get_model(model), tp)

@@ -25,9 +25,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from ._data import DATA_DIR, normalise_name
-from .errors import K3InputError, UnknownNameError
-from .units import GB, GiB
+from k3lib.core.data import DATA_DIR, normalise_name
+from k3lib.core.errors import K3InputError, UnknownNameError
+from k3lib.core.units import GB, GiB
 
 MemoryBasis = Literal["marketed", "usable"]
 

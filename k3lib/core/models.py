@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Mapping, Union
 
-from ._data import DATA_DIR, normalise_name
-from .architecture import AttentionGroup, Architecture, MLPSpec
-from .errors import K3InputError, UnknownNameError
-from .units import GB, GiB
+from k3lib.core.data import DATA_DIR, normalise_name
+from k3lib.core.architecture import AttentionGroup, Architecture, MLPSpec
+from k3lib.core.errors import K3InputError, UnknownNameError
+from k3lib.core.units import GB, GiB
 
 DEFAULT_MODEL = "kimi-k3"
 

@@ -15,7 +15,7 @@ Each step is one pure function that returns a frozen dataclass with its figure
 :func:`run_checklist` runs all seven. The solver (:func:`cheapest_configuration`,
 :func:`best_configuration`, :func:`min_gpus`) and the cheat sheets
 (:func:`cheatsheet`, :func:`optimal_gpu_counts`) are computed by the vectorized
-:func:`k3lib.sweep.sweep` over whole grids at once (no loop over :func:`~k3lib.plan.make_plan`).
+:func:`k3lib.core.sweep.sweep` over whole grids at once (no loop over :func:`~k3lib.core.plan.make_plan`).
 
 Defaults follow the guide: 8 GiB of overhead per GPU (``Assumptions(overhead_per_gpu_bytes=8 GiB)``),
 the model's own memory basis (marketed 80 GiB for guide profiles, usable 79.19 GiB for
@@ -35,15 +35,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .architecture import Architecture
-from .components import activation_bytes, kv_bytes_per_token, weight_bits_by_group, weights_bytes
-from .errors import K3InputError
-from .hardware import GPUSpec, get_gpu
-from .models import ModelSpec, PublishedProfile, get_model
-from .plan import Assumptions, Plan, choose_layout, make_plan
-from .precisions import get_kv_dtype, get_weight_format
-from .sweep import sweep
-from .units import GB, GiB, parse_context_tokens, parse_positive_int
+from k3lib.core.architecture import Architecture
+from k3lib.core.memory import activation_bytes, kv_bytes_per_token, weight_bits_by_group, weights_bytes
+from k3lib.core.errors import K3InputError
+from k3lib.core.hardware import GPUSpec, get_gpu
+from k3lib.core.models import ModelSpec, PublishedProfile, get_model
+from k3lib.core.plan import Assumptions, Plan, choose_layout, make_plan
+from k3lib.core.precisions import get_kv_dtype, get_weight_format
+from k3lib.core.sweep import sweep
+from k3lib.core.units import GB, GiB, parse_context_tokens, parse_positive_int
 
 # ----------------------------------------------------------------- the guide's figures
 #: "Subtract at least 8 GB per GPU from your available VRAM" (guide 000; GB read as GiB).
@@ -175,7 +175,7 @@ class _Grid:
 
 def _grid(spec: ModelSpec, hw: GPUSpec, rows: Sequence[tuple[int, int]], weights: Sequence[str],
           kv_dtypes: Sequence[str], contexts: Sequence[int], *, batch: int, assumptions: Assumptions) -> _Grid:
-    """One :func:`k3lib.sweep.sweep` call per node count (1 or 2), stacked by row."""
+    """One :func:`k3lib.core.sweep.sweep` call per node count (1 or 2), stacked by row."""
     rows = tuple((int(n), int(m)) for n, m in rows)
     ctx = np.asarray(sorted(set(int(c) for c in contexts)), dtype=np.int64)
     shape = (len(rows), len(weights), len(kv_dtypes), len(ctx))
@@ -240,7 +240,7 @@ class Configuration:
                 f"context {format_context(self.context_tokens)} (TP={self.tp} PP={self.pp})")
 
     def plan(self) -> Plan:
-        """The full :class:`~k3lib.plan.Plan` of this configuration (one make_plan call)."""
+        """The full :class:`~k3lib.core.plan.Plan` of this configuration (one make_plan call)."""
         return make_plan(model=self.model, gpu=self.gpu, gpus=self.gpus, nodes=self.nodes, weights=self.weights,
                          kv_dtype=self.kv_dtype, context=self.context_tokens, batch=self.batch,
                          assumptions=self.assumptions)
@@ -1136,7 +1136,7 @@ def cheatsheet(*, model: "str | ModelSpec", gpus: Sequence[str] = CHEATSHEET_GPU
     """"GPU configuration cheat sheet: max context by hardware": one row per GPU × count
     (1–16, plus 2 nodes × 8), one column per precision; a cell is the largest context
     (1K-token grid up to the model's maximum) that fits, empty (``<NA>``) where the
-    model will not load. Computed by one :func:`k3lib.sweep.sweep` per GPU list and
+    model will not load. Computed by one :func:`k3lib.core.sweep.sweep` per GPU list and
     node count over the whole grid.
 
     >>> df = cheatsheet(model="kimi-k3@guide-000", gpus=["h100-sxm"])

@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Mapping
 
-from ._data import DATA_DIR
-from .architecture import LINEAR_KINDS, AttentionGroup, Architecture
-from .errors import K3InputError, UnknownNameError
-from .units import GiB, MiB
+from k3lib.core.data import DATA_DIR
+from k3lib.core.architecture import LINEAR_KINDS, AttentionGroup, Architecture
+from k3lib.core.errors import K3InputError, UnknownNameError
+from k3lib.core.units import GiB, MiB
 
 # ---------------------------------------------------------------------------
 # profiles: the documented rules of each engine
@@ -146,8 +146,8 @@ ENGINES: dict[str, EngineProfile] = {
     "generic": EngineProfile(
         id="generic", name="k3lib generic", version="k3lib 0.1 make_plan rules", printed_unit="GiB",
         unit_note="k3lib prints GiB (2^30) or GB (10^9), always named.",
-        sources=("k3lib.plan", "k3lib.components"),
-        rules=("weights + KV cache + activation + overhead, as k3lib.plan.make_plan computes them",),
+        sources=("k3lib.core.plan", "k3lib.core.memory"),
+        rules=("weights + KV cache + activation + overhead, as k3lib.core.plan.make_plan computes them",),
         calibration="the guides' worked examples", aliases=("k3lib", "default")),
 }
 _ENGINE_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp", "hf": "transformers",
@@ -171,8 +171,8 @@ def get_engine(name: "str | EngineProfile") -> EngineProfile:
 
 def _resolve_model(model: Any):
     """(architecture, loaded model or None) for a name, an Architecture or a LoadedModel."""
-    from .loaders import LoadedModel
-    from .models import PublishedProfile, get_model
+    from k3lib.loaders import LoadedModel
+    from k3lib.core.models import PublishedProfile, get_model
 
     if isinstance(model, LoadedModel):
         return model.require_architecture(), model
@@ -193,7 +193,7 @@ def _kv_bytes_per_element(kv_dtype: "str | float", dtype_bytes: int) -> float:
         return 4.0
     if key == "fp8_ds_mla":
         return 1.0
-    from .precisions import get_kv_dtype
+    from k3lib.core.precisions import get_kv_dtype
     return get_kv_dtype(key).bytes_per_element
 
 
@@ -412,7 +412,7 @@ def vllm_weights_bytes_per_rank(model: Any, *, tp: int = 1, weights: str = "nati
     A weight file's exact bytes are split the same way (sharded groups ÷ TP).
     ``dtype_bytes`` overrides the unquantized dtype (``--dtype float32`` → 4).
     """
-    from .components import weight_bits_by_group
+    from k3lib.core.memory import weight_bits_by_group
 
     arch, loaded = _resolve_model(model)
     base_b = dtype_bytes or (loaded.dtype_bytes if loaded is not None else 2)
@@ -441,7 +441,7 @@ def vllm_weights_bytes_per_rank(model: Any, *, tp: int = 1, weights: str = "nati
 
 
 def _format_bits(fmt: str) -> float:
-    from .precisions import get_weight_format
+    from k3lib.core.precisions import get_weight_format
     return get_weight_format(fmt).bits_per_weight
 
 
@@ -570,7 +570,7 @@ def llamacpp_compute_buffer_bytes(model: Any, *, context_tokens: int, n_seq: int
 
 def llamacpp_weights_bytes(model: Any, *, weights: str = "native") -> dict[str, int]:
     """GPU and host weight bytes with every layer offloaded: token_embd stays on the host."""
-    from .components import weights_bytes_by_group
+    from k3lib.core.memory import weights_bytes_by_group
 
     arch, loaded = _resolve_model(model)
     if loaded is not None and loaded.exact and weights == "native":
@@ -692,7 +692,7 @@ class EngineEstimate:
 
 
 def _hardware(gpu: Any):
-    from .hardware import GPUSpec, get_gpu
+    from k3lib.core.hardware import GPUSpec, get_gpu
     return gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)
 
 
@@ -707,7 +707,7 @@ def estimate_for_engine(engine: "str | EngineProfile", *, model: Any = "kimi-k3"
     ``max_num_batched_tokens``; llama.cpp ``flash_attn``, ``type_k``, ``type_v``,
     ``n_ubatch``, ``swa_full``, ``kv_unified``; SGLang ``mem_fraction_static``.
     """
-    from .units import parse_context_tokens, parse_positive_int
+    from k3lib.core.units import parse_context_tokens, parse_positive_int
 
     prof = get_engine(engine)
     ctx = parse_context_tokens(context, "context")
@@ -820,7 +820,7 @@ def estimate_for_engine(engine: "str | EngineProfile", *, model: Any = "kimi-k3"
                               budget, w, 0, rt, 0, max(avail, 0), need, int(cap),
                               (cap / ctx) if ctx else 0.0, fits, reason, printed, tuple(notes))
     # transformers
-    from .components import activation_bytes, weights_bytes_by_group
+    from k3lib.core.memory import activation_bytes, weights_bytes_by_group
 
     if loaded is not None and loaded.exact and weights == "native":
         w_all = loaded.text_weights_bytes() + loaded.weights_bytes_by_group.get("vision", 0)
@@ -846,8 +846,8 @@ def estimate_for_engine(engine: "str | EngineProfile", *, model: Any = "kimi-k3"
 
 
 def _generic_estimate(model, hw, n_gpus, tp, ctx, batch, kv_dtype, weights) -> EngineEstimate:
-    from .loaders import LoadedModel, plan_for_loaded
-    from .plan import make_plan
+    from k3lib.loaders import LoadedModel, plan_for_loaded
+    from k3lib.core.plan import make_plan
 
     kvd = "bf16" if kv_dtype == "auto" else kv_dtype
     if isinstance(model, LoadedModel):
@@ -917,7 +917,7 @@ def calibration_model(hf_repo: str):
     """The :class:`~k3lib.loaders.LoadedModel` of a sweep model (its config in data/measured/configs)."""
     import warnings
 
-    from .loaders import load_config
+    from k3lib.loaders import load_config
 
     row = _calibration_models().get(hf_repo)
     if row is None:
@@ -953,7 +953,7 @@ def vllm_calibration(*, total_memory_bytes: int | None = None) -> tuple[Calibrat
     * ``kv_cache_memory_per_gpu``: end to end (budget − weights − activation −
       non-torch); tolerance 0.5 GiB.
     """
-    from .hardware import get_gpu
+    from k3lib.core.hardware import get_gpu
 
     total = total_memory_bytes or get_gpu("h100-sxm").memory_bytes("usable")
     rows = read_vllm_sweep()

@@ -21,7 +21,7 @@ Two references are used, and each verdict says which (``basis``):
 
 * **the guide's own numbers** — guide 000's profile ``kimi-k3@guide-000`` (its "GB" read
   as GiB, because its KV formula divides by 1024^3) and guide 004's table, run through
-  :func:`k3lib.plan.make_plan`. A claim that does not follow from its own guide's inputs
+  :func:`k3lib.core.plan.make_plan`. A claim that does not follow from its own guide's inputs
   is *contradicted*.
 * **K3's real architecture** — ``kimi-k3`` (2,779.5B parameters, 27,648 B/token of MLA
   latent at BF16 plus a constant KDA state). An input that the guide asserts about K3
@@ -45,14 +45,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
-from ._data import DATA_DIR
-from .components import kv_cache_bytes, overhead_bytes_per_gpu, weights_bytes, weights_bytes_by_group
-from .errors import K3InputError
-from .hardware import get_gpu, list_gpus
-from .models import get_model
-from .plan import Assumptions, kv_bytes_per_gpu, make_plan
-from .precisions import get_weight_format
-from .units import GB, GiB
+from k3lib.core.data import DATA_DIR
+from k3lib.core.memory import kv_cache_bytes, overhead_bytes_per_gpu, weights_bytes, weights_bytes_by_group
+from k3lib.core.errors import K3InputError
+from k3lib.core.hardware import get_gpu, list_gpus
+from k3lib.core.models import get_model
+from k3lib.core.plan import Assumptions, kv_bytes_per_gpu, make_plan
+from k3lib.core.precisions import get_weight_format
+from k3lib.core.units import GB, GiB
 
 VERDICTS = ("reproduced", "reproduced only under assumption", "contradicted", "not checkable")
 GUIDES = ("guide-000", "guide-004")
@@ -248,7 +248,7 @@ def real_kv_bytes(*, kv_dtype: str, context_tokens: int, batch: int = 1, include
     """
     k3 = _k3()
     if not include_state:
-        from .precisions import get_kv_dtype
+        from k3lib.core.precisions import get_kv_dtype
         return batch * context_tokens * k3.kv_bytes_per_token(get_kv_dtype(kv_dtype).bytes_per_element)
     return kv_cache_bytes(k3, context_tokens=context_tokens, batch=batch, kv_dtype=kv_dtype)
 
@@ -515,7 +515,7 @@ def unique_params(claim: Claim) -> Verdict:
 def kv_bytes_per_token(claim: Claim) -> Verdict:
     """KV bytes per token: K3 caches only its 24 MLA layers' 576-element latent; the 69 KDA
     layers keep a constant state instead."""
-    from .precisions import get_kv_dtype
+    from k3lib.core.precisions import get_kv_dtype
     per_elem = get_kv_dtype(claim.kv_dtype).bytes_per_element
     real_b = _k3().kv_bytes_per_token(per_elem)
     scale = {"bytes": 1, "KB": 1024}[claim.unit_as_written]
@@ -748,7 +748,7 @@ def overhead_8gpu(claim: Claim) -> Verdict:
 
 def k3lib_activation_gib() -> float:
     """k3lib's stated activation rule for K3 at batch 1 (GiB): one 8,192-token prefill chunk."""
-    from .components import activation_bytes
+    from k3lib.core.memory import activation_bytes
     return activation_bytes(_k3(), batch=1) / GiB
 
 
@@ -1587,7 +1587,7 @@ class AuditParameters:
 
 def validate_parameters(**params) -> AuditParameters:
     """Validate the notebook's parameters; a bad one stops the notebook with one line naming it."""
-    from .notebook import ParameterError
+    from k3lib.views.notebook import ParameterError
 
     try:
         return AuditParameters(**params)
@@ -1640,7 +1640,7 @@ def working(claim_id: str) -> "pandas.DataFrame":
 def kv_reconciliation() -> "pandas.DataFrame":
     """KV bytes per token: guide 000's figures vs K3's MLA latent, per dtype."""
     import pandas as pd
-    from .precisions import get_kv_dtype
+    from k3lib.core.precisions import get_kv_dtype
 
     rows = []
     for dt in ("bf16", "fp8", "int4"):
@@ -1794,7 +1794,7 @@ def write_expectations(path=None) -> int:
     return len(verdicts)
 
 
-if __name__ == "__main__":  # python -m k3lib.audit --write-expectations
+if __name__ == "__main__":  # python -m k3lib.guides.audit --write-expectations
     import sys
 
     if "--write-expectations" in sys.argv:

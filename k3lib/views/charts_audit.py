@@ -1,14 +1,14 @@
 """Altair charts for the guide audit (notebook 07). Each function takes plain data
-(a DataFrame from :mod:`k3lib.audit`) and returns a chart; none displays anything.
+(a DataFrame from :mod:`k3lib.guides.audit`) and returns a chart; none displays anything.
 
->>> from k3lib import audit
+>>> from k3lib.guides import audit
 >>> spec = verdict_bars(audit.audit_table()).to_dict()
 >>> spec["mark"]["type"]
 'bar'
 """
 from __future__ import annotations
 
-from .audit import VERDICT_COLORS, VERDICTS
+from k3lib.guides.audit import VERDICT_COLORS, VERDICTS
 
 
 def _alt():
@@ -18,13 +18,13 @@ def _alt():
 
 
 def verdict_scale():
-    """One colour per verdict, in the order of :data:`k3lib.audit.VERDICTS`."""
+    """One colour per verdict, in the order of :data:`k3lib.guides.audit.VERDICTS`."""
     alt = _alt()
     return alt.Scale(domain=list(VERDICTS), range=[VERDICT_COLORS[v] for v in VERDICTS])
 
 
 def verdict_bars(table, *, width: int = 520):
-    """Claims per guide, stacked by verdict (``table`` from :func:`k3lib.audit.audit_table`)."""
+    """Claims per guide, stacked by verdict (``table`` from :func:`k3lib.guides.audit.audit_table`)."""
     alt = _alt()
     data = table.groupby(["guide", "verdict"]).size().reset_index(name="claims")
     order = {v: i for i, v in enumerate(VERDICTS)}
@@ -41,7 +41,7 @@ def verdict_bars(table, *, width: int = 520):
 
 def guide_vs_real(use_instead, *, unit: str = "GB", width: int = 520):
     """Each guide's headline size next to K3's real one, log scale (``use_instead`` from
-    :func:`k3lib.audit.use_instead`)."""
+    :func:`k3lib.guides.audit.use_instead`)."""
     import pandas as pd
 
     alt = _alt()
@@ -64,7 +64,7 @@ def guide_vs_real(use_instead, *, unit: str = "GB", width: int = 520):
 
 def bits_per_weight(gguf, *, width: int = 420):
     """Guide 004's weights column as bits per weight over K3's parameters, against each tier's
-    nominal width (``gguf`` from :func:`k3lib.audit.gguf_matches`)."""
+    nominal width (``gguf`` from :func:`k3lib.guides.audit.gguf_matches`)."""
     alt = _alt()
     nominal = {"1-bit": 1, "2-bit": 2, "3-bit": 3, "4-bit": 4, "5-bit": 5, "8-bit": 8, "fp16": 16}
     data = gguf.assign(nominal=gguf["tier"].map(nominal))

@@ -31,10 +31,10 @@ def explorer_update(*, model: str, weights: str, kv_dtype: str, context: object,
     """One configuration → ``(budget table, per-GPU stacked bar, one-line message)``.
 
     Bad input never raises and never shows a number: it returns ``(None, None,
-    "parameter <field>: ...")``, the same line :func:`k3lib.notebook.validate` gives.
+    "parameter <field>: ...")``, the same line :func:`k3lib.views.notebook.validate` gives.
     """
-    from . import charts, tables
-    from .notebook import ParameterError, validate
+    from k3lib.views import charts, tables
+    from k3lib.views.notebook import ParameterError, validate
 
     try:
         plan = validate(model=model, weights=weights, kv_dtype=kv_dtype, context=context, gpu=gpu, gpus=gpus,
@@ -78,9 +78,9 @@ def explorer(*, model: str = "kimi-k3@guide-000", weights: str = "q4", kv_dtype:
     """
     import ipywidgets as w
 
-    from .hardware import list_gpus
-    from .models import list_models
-    from .precisions import kv_dtypes, weight_formats
+    from k3lib.core.hardware import list_gpus
+    from k3lib.core.models import list_models
+    from k3lib.core.precisions import kv_dtypes, weight_formats
 
     style = {"description_width": "80px"}
     layout = w.Layout(width="300px")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 
-from .errors import K3InputError
+from k3lib.core.errors import K3InputError
 
 GB = 10**9
 GiB = 2**30

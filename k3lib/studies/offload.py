@@ -39,13 +39,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .architecture import Architecture
-from .components import kv_cache_bytes, weight_bits_by_group
-from .errors import K3InputError
-from .hardware import GPUSpec, get_gpu
-from .models import get_model
-from .precisions import get_kv_dtype, get_weight_format
-from .units import GB, GiB, parse_context_tokens, parse_positive_int, parse_size_bytes
+from k3lib.core.architecture import Architecture
+from k3lib.core.memory import kv_cache_bytes, weight_bits_by_group
+from k3lib.core.errors import K3InputError
+from k3lib.core.hardware import GPUSpec, get_gpu
+from k3lib.core.models import get_model
+from k3lib.core.precisions import get_kv_dtype, get_weight_format
+from k3lib.core.units import GB, GiB, parse_context_tokens, parse_positive_int, parse_size_bytes
 
 #: Guide 004's RAM bandwidth: "Speed is bound by RAM bandwidth (estimated at 70 GB/s)".
 GUIDE004_RAM_BW_BYTES_PER_S = 70 * GB
@@ -147,7 +147,7 @@ class MoEBytes:
 
 def moe_bytes(model: "str | Architecture", weights: str) -> MoEBytes:
     """Split ``model``'s weights for offload mode, from
-    :meth:`~k3lib.architecture.Architecture.param_groups` and the format's bits."""
+    :meth:`~k3lib.core.architecture.Architecture.param_groups` and the format's bits."""
     spec = get_model(model)
     if not isinstance(spec, Architecture):
         raise K3InputError("model", f"{spec.id} is a guide profile without layer shapes; offload needs an "
@@ -346,7 +346,7 @@ def plan_offload(*, model: "str | Architecture" = "kimi-k3", weights: str = "q4_
                  ram_bandwidth: object = GUIDE004_RAM_BW_BYTES_PER_S, host: HostAssumptions | None = None
                  ) -> OffloadPlan:
     """Validate inputs and build an :class:`OffloadPlan`. Sizes may be strings
-    (``"1536GB"``, ``"70GB/s"``); bad input raises :class:`~k3lib.errors.K3InputError`
+    (``"1536GB"``, ``"70GB/s"``); bad input raises :class:`~k3lib.core.errors.K3InputError`
     naming the field."""
     spec = get_model(model)
     parts = moe_bytes(spec, weights)
@@ -395,7 +395,7 @@ def parse_bandwidth(value: object, field: str = "bandwidth") -> int:
 def validate(**params: Any) -> OffloadPlan:
     """The notebook's parameter check: :func:`plan_offload`, with a bad value stopping
     the notebook as one line, ``parameter <name>: <what is wrong>``."""
-    from .notebook import ParameterError
+    from k3lib.views.notebook import ParameterError
 
     try:
         return plan_offload(**params)
@@ -487,7 +487,7 @@ def partial_offload_table(*, gpus: Sequence[str] = ("rtx-4090-48gb", "rtx-pro-60
 
 def guide004_rows() -> tuple[dict[str, str], ...]:
     """Guide 004's offload table rows from ``data/guide_claims.csv`` (device, t/s, quote)."""
-    from ._data import read_csv_rows
+    from k3lib.core.data import read_csv_rows
 
     return tuple(r for r in read_csv_rows("guide_claims.csv") if r["claim_id"].startswith("g004-offload-tps-"))
 
@@ -551,7 +551,7 @@ def slowdown_table(plan: OffloadPlan, *, all_gpu_tokens_per_s: float,
 
 
 def all_gpu_decode_tokens_per_s(parallel_plan) -> float:
-    """Bandwidth roofline of a :class:`~k3lib.parallel.ParallelPlan` at batch 1: the
+    """Bandwidth roofline of a :class:`~k3lib.studies.parallel.ParallelPlan` at batch 1: the
     stages run one after another and the TP ranks of a stage in parallel, so
     $t = \\sum_s (\\text{active bytes}_s / TP) / BW = A_{active} / (TP·BW)$ (replicated
     weights ignored: they are small)."""
@@ -750,7 +750,7 @@ def offload_figure(*, gpu: str = "rtx-4090-48gb", ram: object = "1536GB", ram_ba
     titled with VRAM, RAM and tokens/s."""
     import pandas as pd
 
-    from .charts_parallel import time_per_token_bar
+    from k3lib.views.charts_parallel import time_per_token_bar
 
     p = plan_offload(model=model, weights=weights, gpu=gpu, ram=ram, ram_bandwidth=ram_bandwidth,
                      expert_layers_on_gpu=expert_layers_on_gpu, context=context, kv_dtype=kv_dtype)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 
-from .architecture import Architecture
-from .errors import K3InputError
-from .models import ModelSpec, PublishedProfile
-from .precisions import KVDtype, WeightFormat, get_kv_dtype, get_weight_format
-from .units import GiB
+from k3lib.core.architecture import Architecture
+from k3lib.core.errors import K3InputError
+from k3lib.core.models import ModelSpec, PublishedProfile
+from k3lib.core.precisions import KVDtype, WeightFormat, get_kv_dtype, get_weight_format
+from k3lib.core.units import GiB
 
 #: tokens of one prefill chunk (vLLM's default ``max_num_batched_tokens`` for chunked prefill)
 DEFAULT_PREFILL_CHUNK_TOKENS = 8192
@@ -56,7 +56,7 @@ def kv_cache_bytes(model: ModelSpec, *, context_tokens: int, batch: int, kv_dtyp
                    state_bytes_per_element: float = 4.0) -> int:
     """KV cache = $B·T·kv_{tok}$ (+ window-capped layers + linear-attention state).
 
-    >>> from k3lib.models import get_model
+    >>> from k3lib.core.models import get_model
     >>> kv_cache_bytes(get_model("kimi-k3@guide-000"), context_tokens=262144, batch=1, kv_dtype="fp8") / 2**30
     32.0
     """

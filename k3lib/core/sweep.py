@@ -1,5 +1,5 @@
 """Vectorized sweeps: many plans at once with NumPy, the same arithmetic as
-:func:`k3lib.plan.make_plan` (per GPU, bytes).
+:func:`k3lib.core.plan.make_plan` (per GPU, bytes).
 
 $$m_{gpu} = \\lceil W/G \\rceil + KV_{gpu}(T) + \\lceil A/G \\rceil + O_{gpu} \\le C_{gpu}$$
 
@@ -14,14 +14,14 @@ from typing import Sequence
 
 import numpy as np
 
-from .architecture import Architecture
-from .components import activation_bytes, weights_bytes
-from .errors import K3InputError
-from .hardware import GPUSpec, get_gpu
-from .models import ModelSpec, PublishedProfile, get_model
-from .plan import Assumptions, choose_layout, fixed_overhead
-from .precisions import get_kv_dtype, get_weight_format
-from .units import parse_context_tokens
+from k3lib.core.architecture import Architecture
+from k3lib.core.memory import activation_bytes, weights_bytes
+from k3lib.core.errors import K3InputError
+from k3lib.core.hardware import GPUSpec, get_gpu
+from k3lib.core.models import ModelSpec, PublishedProfile, get_model
+from k3lib.core.plan import Assumptions, choose_layout, fixed_overhead
+from k3lib.core.precisions import get_kv_dtype, get_weight_format
+from k3lib.core.units import parse_context_tokens
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class SweepResult:
 
 def _kv_per_gpu_bytes(model: ModelSpec, ctx: np.ndarray, *, batch: int, bpe: float, tp: int, pp: int,
                       state_bpe: float) -> np.ndarray:
-    """Vector over contexts of :func:`k3lib.plan.kv_bytes_per_gpu`."""
+    """Vector over contexts of :func:`k3lib.core.plan.kv_bytes_per_gpu`."""
     if isinstance(model, PublishedProfile):
         total = batch * ctx * model.kv_bytes_per_token(bpe)
         return -(-total // (tp * pp))

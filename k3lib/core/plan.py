@@ -15,14 +15,14 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from .architecture import Architecture
-from .components import (DEFAULT_PREFILL_CHUNK_TOKENS, activation_bytes, kv_cache_bytes, overhead_bytes_per_gpu,
+from k3lib.core.architecture import Architecture
+from k3lib.core.memory import (DEFAULT_PREFILL_CHUNK_TOKENS, activation_bytes, kv_cache_bytes, overhead_bytes_per_gpu,
                          weights_bytes)
-from .errors import DoesNotSplitError, K3InputError
-from .hardware import GPUSpec, get_gpu
-from .models import ModelSpec, PublishedProfile, get_model
-from .precisions import get_kv_dtype, get_weight_format
-from .units import GiB, format_bytes, parse_context_tokens, parse_positive_int, parse_size_bytes
+from k3lib.core.errors import DoesNotSplitError, K3InputError
+from k3lib.core.hardware import GPUSpec, get_gpu
+from k3lib.core.models import ModelSpec, PublishedProfile, get_model
+from k3lib.core.precisions import get_kv_dtype, get_weight_format
+from k3lib.core.units import GiB, format_bytes, parse_context_tokens, parse_positive_int, parse_size_bytes
 
 COMPONENTS = ("weights", "kv_cache", "activation", "overhead")
 
@@ -228,7 +228,7 @@ def fixed_overhead(model: ModelSpec, assumptions: Assumptions, *, gpus: int) -> 
     """(per GPU, total) overhead bytes when an assumption or a guide profile fixes it,
     first match wins: assumed per GPU, assumed total, profile per GPU, profile total.
     A total spreads as $\\lceil O/G \\rceil$ per GPU. None: use the component rule
-    (:func:`k3lib.components.overhead_bytes_per_gpu`)."""
+    (:func:`k3lib.core.memory.overhead_bytes_per_gpu`)."""
     model_per_gpu = model_total = None
     if isinstance(model, PublishedProfile):
         model_per_gpu, model_total = model.overhead_per_gpu_bytes, model.overhead_total_bytes
@@ -246,7 +246,7 @@ def make_plan(*, model: "str | ModelSpec" = "kimi-k3", gpu: "str | GPUSpec" = "h
               nodes: object = 1, tp: int | None = None, pp: int | None = None,
               assumptions: Assumptions | None = None) -> Plan:
     """Validate inputs and compute a :class:`Plan`. Bad input raises a
-    :class:`~k3lib.errors.K3InputError` (a ``ValueError``) naming the field."""
+    :class:`~k3lib.core.errors.K3InputError` (a ``ValueError``) naming the field."""
     spec = get_model(model)
     hw = gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)
     n_gpus = parse_positive_int(gpus, "gpus")

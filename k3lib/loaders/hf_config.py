@@ -1,4 +1,4 @@
-"""Hugging Face ``config.json`` → :class:`~k3lib.architecture.Architecture`.
+"""Hugging Face ``config.json`` → :class:`~k3lib.core.architecture.Architecture`.
 
 Reads only the config (nothing is downloaded). Rules that estimators commonly
 get wrong are explicit here:
@@ -25,7 +25,7 @@ get wrong are explicit here:
   the named modules in BF16.
 
 A config that lacks a field the formulas need raises
-:class:`~k3lib.errors.K3InputError` naming ``config.<field>`` and the file. An
+:class:`~k3lib.core.errors.K3InputError` naming ``config.<field>`` and the file. An
 unknown ``model_type`` with the standard fields is read as a dense transformer,
 with one :class:`AssumedFieldWarning` that lists every field it assumed.
 
@@ -41,8 +41,8 @@ import re
 import warnings
 from typing import Any, Mapping
 
-from .architecture import AttentionGroup, Architecture, MLPSpec
-from .errors import K3InputError
+from k3lib.core.architecture import AttentionGroup, Architecture, MLPSpec
+from k3lib.core.errors import K3InputError
 
 KNOWN_MODEL_TYPES = (
     "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "qwen3_next", "mixtral",

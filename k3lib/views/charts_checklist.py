@@ -1,8 +1,8 @@
 """Altair charts for the decision checklist: the cheat-sheet heatmap and the
 optimization priority matrix. Functions take plain data (the DataFrames of
-:mod:`k3lib.checklist`) and return a chart; they never display.
+:mod:`k3lib.studies.checklist`) and return a chart; they never display.
 
->>> from k3lib.checklist import cheatsheet
+>>> from k3lib.studies.checklist import cheatsheet
 >>> spec = cheatsheet_heatmap(cheatsheet(model="kimi-k3@guide-000", gpus=["h100-sxm"])).to_dict()
 >>> spec["title"]
 'Max context by hardware: kimi-k3@guide-000, fp8 KV (K = 1,024 tokens)'
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from .errors import K3InputError
+from k3lib.core.errors import K3InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt
@@ -28,7 +28,7 @@ def _need(df: pd.DataFrame, *columns: str) -> None:
 def cheatsheet_long(df: pd.DataFrame) -> pd.DataFrame:
     """The cheat sheet melted to one row per (config, precision): ``max_context_tokens``
     (0 = will not load), ``label`` (``256K`` or empty), ``loads``."""
-    from .checklist import format_context
+    from k3lib.studies.checklist import format_context
 
     _need(df, "config", "gpu", "gpus", "nodes")
     precisions = list(df.attrs.get("precisions") or [c for c in df.columns if c not in

@@ -34,17 +34,17 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from . import charts as _charts  # noqa: F401  (importing it keeps jsonschema from building a slow parser)
-from ._data import DATA_DIR
-from .architecture import LINEAR_KINDS, Architecture
-from .errors import K3InputError
+from k3lib.views import charts as _charts  # noqa: F401  (importing it keeps jsonschema from building a slow parser)
+from k3lib.core.data import DATA_DIR
+from k3lib.core.architecture import LINEAR_KINDS, Architecture
+from k3lib.core.errors import K3InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt
 
-    from .engines import EngineEstimate, EngineProfile
-    from .hardware import GPUSpec
-    from .loaders import LoadedModel
+    from k3lib.engines import EngineEstimate, EngineProfile
+    from k3lib.core.hardware import GPUSpec
+    from k3lib.loaders import LoadedModel
 
 GiB = 2**30
 #: public configs shipped with the repository (copies of shared/reference/configs)
@@ -82,7 +82,7 @@ def fixture_configs() -> dict[str, Path]:
 
 @lru_cache(maxsize=64)
 def _load_fixture(name: str) -> "LoadedModel":
-    from .loaders import load_config
+    from k3lib.loaders import load_config
 
     return load_config(fixture_configs()[name], id=name)
 
@@ -90,7 +90,7 @@ def _load_fixture(name: str) -> "LoadedModel":
 def load_model(config: "str | os.PathLike[str] | LoadedModel") -> "LoadedModel":
     """A fixture config by name, or a path to a config.json (or its folder), a ``.gguf`` file
     or a safetensors checkpoint. Nothing is downloaded. A loaded model is returned as is."""
-    from .loaders import LoadedModel, load_path
+    from k3lib.loaders import LoadedModel, load_path
 
     if isinstance(config, LoadedModel):
         return config
@@ -124,7 +124,7 @@ class AnyModelSetup:
 
     def estimate(self, engine: "str | EngineProfile | None" = None) -> "EngineEstimate":
         """This model on ``engine`` (default: the chosen one), one sequence of the context."""
-        from .engines import estimate_for_engine
+        from k3lib.engines import estimate_for_engine
 
         return estimate_for_engine(engine or self.engine, model=self.model, gpu=self.gpu, gpus=self.gpus,
                                    context=self.context_tokens)
@@ -137,15 +137,15 @@ class AnyModelSetup:
 
 def validate(*, config: object, engine: object, gpu: object, gpus: object, context: object) -> AnyModelSetup:
     """Validate the notebook's parameters; a bad one raises
-    :class:`~k3lib.notebook.ParameterError` whose message is ``parameter <name>: …``.
+    :class:`~k3lib.views.notebook.ParameterError` whose message is ``parameter <name>: …``.
 
     >>> validate(config="llama-3.1-70b", engine="vllm", gpu="h100", gpus=4, context="32K").describe()
     'llama-3.1-70b (config) on 4× h100-sxm, vLLM 0.19.0 (V1 engine), 32,768-token context'
     """
-    from .engines import get_engine
-    from .hardware import get_gpu
-    from .notebook import ParameterError
-    from .units import parse_context_tokens, parse_positive_int
+    from k3lib.engines import get_engine
+    from k3lib.core.hardware import get_gpu
+    from k3lib.views.notebook import ParameterError
+    from k3lib.core.units import parse_context_tokens, parse_positive_int
 
     def fail(name: str, exc: K3InputError, *, drop_field: bool = False) -> ParameterError:
         text = str(exc)
@@ -196,7 +196,7 @@ def _mlp_label(arch: Architecture) -> str:
 
 
 def _weights_bytes(arch: Architecture, loaded: "LoadedModel") -> int:
-    from .components import weights_bytes_by_group
+    from k3lib.core.memory import weights_bytes_by_group
 
     if loaded.exact:
         return loaded.weights_bytes
@@ -272,7 +272,7 @@ def breakdown_table(model: "str | os.PathLike[str] | LoadedModel", *, unit: str 
     (``quantization_config``); for a GGUF or safetensors file they are the tensors'
     exact bytes, and ``format`` lists the tensor types found.
     """
-    from .components import weights_bytes_by_group
+    from k3lib.core.memory import weights_bytes_by_group
 
     arch, loaded = _arch(model)
     rows = []
@@ -447,7 +447,7 @@ def kv_by_layer_type(configs: Iterable["str | LoadedModel"] = KV_COMPARISON_CONF
     GQA: $2·K·H·b$ per layer. MLA: $(r_{kv} + d_{rope})·b$. Sliding: the GQA figure for
     at most $W$ tokens. Linear (KDA, Gated DeltaNet): 0 per token, $S$ per sequence.
     """
-    from .units import parse_context_tokens
+    from k3lib.core.units import parse_context_tokens
 
     ctx = parse_context_tokens(context, "context")
     b = float(kv_bytes_per_element)
@@ -475,7 +475,7 @@ def kv_comparison_table(configs: Iterable["str | LoadedModel"] = KV_COMPARISON_C
     layers), sliding layers per token while under their window, the linear-attention
     state, the cache of one sequence at ``context``, and the hidden/heads shortcut
     (:func:`naive_kv_bytes_per_token`) with how far off it is."""
-    from .units import parse_context_tokens
+    from k3lib.core.units import parse_context_tokens
 
     ctx = parse_context_tokens(context, "context")
     b = float(kv_bytes_per_element)
@@ -510,7 +510,7 @@ def engine_estimates(model: "str | LoadedModel", *, engines: Sequence[str] = SID
                      gpu: str = "h100-sxm", gpus: int = 1, context: object = "32K",
                      batch: int = 1) -> "dict[str, EngineEstimate]":
     """{engine id: :class:`~k3lib.engines.EngineEstimate`} for one model and GPU set."""
-    from .engines import estimate_for_engine, get_engine
+    from k3lib.engines import estimate_for_engine, get_engine
 
     loaded = load_model(model)
     return {get_engine(e).id: estimate_for_engine(e, model=loaded, gpu=gpu, gpus=gpus, context=context, batch=batch)
@@ -530,7 +530,7 @@ def engine_side_by_side(model: "str | LoadedModel", *, engines: Sequence[str] = 
     ``KV bytes per token per GPU`` is the cache for the context ÷ ($T·B$); ``KV capacity``
     is the tokens the available KV memory holds (vLLM: the 'GPU KV cache size' it prints).
     """
-    from .engines import get_engine
+    from k3lib.engines import get_engine
 
     ests = engine_estimates(model, engines=engines, gpu=gpu, gpus=gpus, context=context, batch=batch)
     cols = {}
@@ -555,7 +555,7 @@ def engine_components_long(model: "str | LoadedModel", *, engines: Sequence[str]
     """Long frame for :func:`engine_chart`: engine, component (:data:`CHART_COMPONENTS`), GiB per
     GPU. ``unused KV memory`` is what the budget leaves after the cache; ``outside the budget``
     is what the engine keeps back (vLLM: 1 − gpu_memory_utilization; SGLang: 1 − mem_fraction_static)."""
-    from .engines import get_engine
+    from k3lib.engines import get_engine
 
     rows = []
     for eid, est in engine_estimates(model, engines=engines, gpu=gpu, gpus=gpus, context=context,
@@ -606,7 +606,7 @@ def engine_rules_table(model: "str | LoadedModel", *, engines: Sequence[str] = S
                        gpu: str = "h100-sxm", gpus: int = 1, context: object = "32K") -> pd.DataFrame:
     """Why the engines differ, for this model: budget rule, weights rule, what the KV cache
     holds, and the unit each engine prints."""
-    from .engines import get_engine
+    from k3lib.engines import get_engine
 
     arch, _ = _arch(model)
     ests = engine_estimates(model, engines=engines, gpu=gpu, gpus=gpus, context=context)
@@ -631,7 +631,7 @@ def engine_rules_table(model: "str | LoadedModel", *, engines: Sequence[str] = S
 def printed_lines_table(model: "str | LoadedModel", *, engines: Sequence[str] = SIDE_BY_SIDE_ENGINES,
                         gpu: str = "h100-sxm", gpus: int = 1, context: object = "32K") -> pd.DataFrame:
     """The lines each engine would print at start-up (as its profile predicts them), with its unit."""
-    from .engines import get_engine
+    from k3lib.engines import get_engine
 
     rows = []
     for eid, est in engine_estimates(model, engines=engines, gpu=gpu, gpus=gpus, context=context).items():
@@ -658,7 +658,7 @@ def calibration_table() -> pd.DataFrame:
     >>> row["measured"], row["predicted"], row["error"], float(row["tolerance"]), bool(row["within"])
     (476016, 476032, 16, 64.0, True)
     """
-    from .engines import vllm_calibration
+    from k3lib.engines import vllm_calibration
 
     def num(x: float, unit: str) -> object:   # whole tokens as int, GiB to 4 decimals (an object column)
         return int(round(x)) if unit == "tokens" else round(float(x), 4)
@@ -704,7 +704,7 @@ def calibration_worked_table(row_id: str = "H108") -> pd.DataFrame:
     >>> int(t["T_pred"]), int(t["T_vllm"])
     (476032, 476016)
     """
-    from .engines import (_row_dtypes, calibration_model, read_vllm_sweep, vllm_kv_layout,
+    from k3lib.engines import (_row_dtypes, calibration_model, read_vllm_sweep, vllm_kv_layout,
                           vllm_kv_tokens_interval)
 
     rows = {r["id"]: r for r in read_vllm_sweep()}
@@ -818,7 +818,7 @@ def explorer_update(*, config: str, engine: str, gpu: str, gpus: object, context
     >>> message.split(":")[0], table.set_index("item").loc["KV bytes per token per GPU", "value"]
     ('FITS', 81920)
     """
-    from .notebook import ParameterError
+    from k3lib.views.notebook import ParameterError
 
     try:
         setup = validate(config=config, engine=engine, gpu=gpu, gpus=gpus, context=context)
@@ -848,8 +848,8 @@ def explorer(*, config: str = "llama-3.1-70b", engine: str = "vllm", gpu: str = 
     import ipywidgets as w
     from IPython.display import display
 
-    from .engines import ENGINES
-    from .hardware import list_gpus
+    from k3lib.engines import ENGINES
+    from k3lib.core.hardware import list_gpus
 
     style = {"description_width": "70px"}
     layout = w.Layout(width="320px")

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ._data import normalise_name, read_csv_rows
-from .errors import K3InputError, UnknownNameError
+from k3lib.core.data import normalise_name, read_csv_rows
+from k3lib.core.errors import K3InputError, UnknownNameError
 
 
 @dataclass(frozen=True)

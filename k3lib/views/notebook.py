@@ -6,14 +6,14 @@ A notebook's second cell is::
     cfg = notebook.validate(model=model, weights=weights, kv_dtype=kv_dtype, context=context,
                             batch=batch, gpu=gpu, gpus=gpus)
 
-which returns a :class:`~k3lib.plan.Plan` or stops the notebook with a
+which returns a :class:`~k3lib.core.plan.Plan` or stops the notebook with a
 :class:`ParameterError` whose whole message is ``parameter <name>: <what is wrong>``.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from .errors import K3InputError
+from k3lib.core.errors import K3InputError
 
 
 class ParameterError(Exception):
@@ -24,14 +24,14 @@ class ParameterError(Exception):
 
 
 def validate(**params: Any):
-    """Validate notebook parameters into a :class:`~k3lib.plan.Plan`.
+    """Validate notebook parameters into a :class:`~k3lib.core.plan.Plan`.
 
     Keys: model, weights, kv_dtype, context, batch, gpu, gpus, and optionally nodes,
     tp, pp, activation, overhead_per_gpu, overhead_total, memory_basis (sizes as
     strings such as ``"10GiB"``).
     """
-    from .plan import Assumptions, make_plan
-    from .units import parse_size_bytes
+    from k3lib.core.plan import Assumptions, make_plan
+    from k3lib.core.units import parse_size_bytes
 
     sizes = {}
     try:

@@ -4,10 +4,10 @@ They never display anything; a notebook shows the returned chart, a test checks
 ``chart.to_dict()`` (which validates against the Vega-Lite schema). Titles and axes
 name their unit, taken from the data's column names (``..._GiB`` or ``..._GB``).
 
-Render them offline with :func:`k3lib.notebook.setup` (the ``svg`` renderer, through
+Render them offline with :func:`k3lib.views.notebook.setup` (the ``svg`` renderer, through
 vl-convert: no JavaScript, no CDN).
 
->>> from k3lib import tables
+>>> from k3lib.views import tables
 >>> spec = kv_vs_context_chart(tables.kv_context_long()).to_dict()
 >>> spec["title"]
 'KV cache vs context, batch 1 (GiB = 2^30 bytes)'
@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import pandas as pd
 
-from .errors import K3InputError
-from .notebook import skip_slow_iri_checker
+from k3lib.core.errors import K3InputError
+from k3lib.views.notebook import skip_slow_iri_checker
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt
 
-    from .plan import Plan
+    from k3lib.core.plan import Plan
 
 
-# Done when the notebooks import k3lib.charts, before k3lib.notebook.setup() imports Altair.
-skip_slow_iri_checker()  # see k3lib.notebook.skip_slow_iri_checker
+# Done when the notebooks import k3lib.views.charts, before k3lib.views.notebook.setup() imports Altair.
+skip_slow_iri_checker()  # see k3lib.views.notebook.skip_slow_iri_checker
 
 COMPONENT_ORDER = ["weights", "KV cache", "activation", "overhead"]
 COMPONENT_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#9d9d9d"]
@@ -55,11 +55,11 @@ def budget_stacked_bar(data: "Plan | Sequence[Plan] | Mapping[str, Plan] | pd.Da
     activation, overhead), with a black tick at the memory available.
 
     ``data``: a plan, a list of plans, a ``{label: plan}`` mapping, or the long frame of
-    :func:`k3lib.tables.budget_frame`. ``per="gpu"`` shows one GPU's share.
+    :func:`k3lib.views.tables.budget_frame`. ``per="gpu"`` shows one GPU's share.
     """
     import altair as alt
 
-    from .tables import budget_frame
+    from k3lib.views.tables import budget_frame
 
     df = data if isinstance(data, pd.DataFrame) else budget_frame(data, per=per, unit=unit)
     _need(df, "config", "component")
@@ -88,7 +88,7 @@ def budget_stacked_bar(data: "Plan | Sequence[Plan] | Mapping[str, Plan] | pd.Da
 def precision_ladder_chart(df: pd.DataFrame, *, title: str | None = None) -> "alt.LayerChart":
     """Weight bytes per precision (bars), grouped by model, labelled with the saving vs BF16.
 
-    ``df``: :func:`k3lib.tables.precision_ladder_table` or ``precision_ladder_comparison``.
+    ``df``: :func:`k3lib.views.tables.precision_ladder_table` or ``precision_ladder_comparison``.
     """
     import altair as alt
 
@@ -114,7 +114,7 @@ def precision_ladder_chart(df: pd.DataFrame, *, title: str | None = None) -> "al
 def kv_vs_context_chart(df: pd.DataFrame, *, log_y: bool = False, title: str | None = None) -> "alt.Chart":
     """KV cache against context length, one line per KV dtype (and dash per model).
 
-    ``df``: :func:`k3lib.tables.kv_context_long`. The x axis is log base 2 (each step
+    ``df``: :func:`k3lib.views.tables.kv_context_long`. The x axis is log base 2 (each step
     doubles the context); labels read 8K … 1M (K = 1,024 tokens).
     """
     import altair as alt
@@ -140,7 +140,7 @@ def kv_vs_context_chart(df: pd.DataFrame, *, log_y: bool = False, title: str | N
 def kv_per_token_comparison_chart(df: pd.DataFrame, *, title: str | None = None) -> "alt.LayerChart":
     """KV bytes per token across models (bars, KiB = 1,024 bytes), coloured by attention design.
 
-    ``df``: :func:`k3lib.tables.kv_per_token_table`.
+    ``df``: :func:`k3lib.views.tables.kv_per_token_table`.
     """
     import altair as alt
 
@@ -160,7 +160,7 @@ def kv_per_token_comparison_chart(df: pd.DataFrame, *, title: str | None = None)
 def reference_heatmap(df: pd.DataFrame, *, title: str | None = None) -> "alt.LayerChart":
     """The reference table (weights × context → total) as a labelled heatmap.
 
-    ``df``: :func:`k3lib.tables.reference_table` (columns ``total_<unit>_<context>``).
+    ``df``: :func:`k3lib.views.tables.reference_table` (columns ``total_<unit>_<context>``).
     """
     import altair as alt
 

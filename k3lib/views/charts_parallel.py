@@ -1,17 +1,16 @@
 """Altair charts for notebooks 03 (tensor-parallel distribution) and 04 (offload).
 
-Each function takes plain data (a DataFrame from :mod:`k3lib.parallel` or
-:mod:`k3lib.offload`) and returns a chart; none displays anything. Test them as specs:
+Each function takes plain data (a DataFrame from :mod:`k3lib.studies.parallel` or
+:mod:`k3lib.studies.offload`) and returns a chart; none displays anything. Test them as specs:
 ``chart.to_dict()`` validates against the Vega-Lite schema.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
-# Imported for its guard: k3lib.charts keeps jsonschema from importing the slow optional
+# Imported for its guard: k3lib.views.charts keeps jsonschema from importing the slow optional
 # ``rfc3987_syntax`` (see notebook.skip_slow_iri_checker), which must happen before Altair loads.
-from . import charts as _charts  # noqa: F401
-
+from k3lib.views import charts as _charts  # noqa: F401
 #: One colour per per-GPU component, fixed across charts (weights blues, KV orange, …).
 COMPONENT_COLOURS = {
     "weights sharded": "#1f77b4",
@@ -32,7 +31,7 @@ def _alt():
 
 def per_gpu_stacked_bar(df, *, unit: str = "GiB", title: str = "", width: int = 420):
     """One horizontal bar per GPU (or pipeline stage), stacked by component, with a rule
-    at the GPU's capacity. ``df`` is :func:`k3lib.parallel.per_gpu_long`'s format:
+    at the GPU's capacity. ``df`` is :func:`k3lib.studies.parallel.per_gpu_long`'s format:
     ``GPU``, ``component``, ``order``, ``{unit}``, ``available``."""
     alt = _alt()
     comps = [c for c in COMPONENT_COLOURS if c in set(df["component"])]
@@ -53,7 +52,7 @@ def per_gpu_stacked_bar(df, *, unit: str = "GiB", title: str = "", width: int = 
 
 def kv_vs_tp_chart(df, *, unit: str = "GiB", title: str = "KV cache per GPU against TP"):
     """Lines of KV per GPU against TP for each model, dashed: the guide's ÷TP rule.
-    ``df`` is :func:`k3lib.parallel.kv_per_gpu_vs_tp`'s format."""
+    ``df`` is :func:`k3lib.studies.parallel.kv_per_gpu_vs_tp`'s format."""
     alt = _alt()
     actual = f"KV per GPU ({unit})"
     rule = f"guide rule: total ÷ TP ({unit})"
@@ -71,7 +70,7 @@ def tokens_per_s_curve(df, *, x: str = "VRAM needed (GB)", y: str = "decode toke
                        title: str = "Decode speed as experts move to the GPU", marks: Sequence[float] = ()):
     """tokens/s against VRAM (one line per ``colour`` value); ``marks``: vertical rules
     at given VRAM sizes (e.g. the cards' capacities). ``df`` is
-    :func:`k3lib.offload.offload_curve`'s format."""
+    :func:`k3lib.studies.offload.offload_curve`'s format."""
     alt = _alt()
     line = alt.Chart(df).mark_line().encode(
         x=alt.X(f"{x}:Q", title=x),
@@ -93,7 +92,7 @@ def tokens_per_s_curve(df, *, x: str = "VRAM needed (GB)", y: str = "decode toke
 def device_comparison(df, *, model_col: str = "model tokens/s", guide_col: str = "guide tokens/s",
                       device_col: str = "device", title: str = "Offload decode speed: guide 004 vs the model"):
     """Dot plot, one row per device: the guide's figure and the model's. ``df`` is
-    :func:`k3lib.offload.guide004_device_table`'s format."""
+    :func:`k3lib.studies.offload.guide004_device_table`'s format."""
     alt = _alt()
     long = df.melt(id_vars=[device_col], value_vars=[guide_col, model_col], var_name="source",
                    value_name="tokens/s")
@@ -110,7 +109,7 @@ def device_comparison(df, *, model_col: str = "model tokens/s", guide_col: str =
 def time_per_token_bar(df, *, title: str = "", width: int = 420):
     """One bar, stacked by device: milliseconds each device spends reading per decode
     step (the sum is the time per token). ``df`` has ``where``, ``ms per token`` and
-    ``GB read per token`` (see :func:`k3lib.offload.offload_figure`)."""
+    ``GB read per token`` (see :func:`k3lib.studies.offload.offload_figure`)."""
     alt = _alt()
     return alt.Chart(df).mark_bar().encode(
         x=alt.X("sum(ms per token):Q", title="milliseconds per token (bandwidth roofline)"),

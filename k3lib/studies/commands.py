@@ -10,8 +10,8 @@
 
 Every user-supplied name is passed through :func:`shlex.quote`.
 
->>> from k3lib.plan import make_plan
->>> from k3lib.checklist import checklist_assumptions
+>>> from k3lib.core.plan import make_plan
+>>> from k3lib.studies.checklist import checklist_assumptions
 >>> p = make_plan(model="kimi-k3@guide-000", gpu="h100", gpus=6, weights="q4", kv_dtype="fp8", context="256K",
 ...               assumptions=checklist_assumptions())
 >>> vllm_command(p).value("--gpu-memory-utilization")
@@ -23,12 +23,12 @@ import math
 import shlex
 from dataclasses import dataclass
 
-from .architecture import Architecture
-from .components import weights_bytes_by_group
-from .errors import K3InputError
-from .models import PublishedProfile
-from .plan import Plan
-from .units import GiB
+from k3lib.core.architecture import Architecture
+from k3lib.core.memory import weights_bytes_by_group
+from k3lib.core.errors import K3InputError
+from k3lib.core.models import PublishedProfile
+from k3lib.core.plan import Plan
+from k3lib.core.units import GiB
 
 #: Hugging Face repositories of built-in models (shared/reference/models.csv; Kimi K3: guide 004).
 HF_REPOS = {
@@ -174,7 +174,7 @@ def vllm_command(plan: Plan, *, hf_repo: str | None = None, gpu_memory_utilizati
                  trust_remote_code: bool | None = None) -> Command:
     """``vllm serve`` for a plan. KV dtypes other than BF16/FP8 raise (vLLM has none).
 
-    >>> from k3lib.plan import make_plan
+    >>> from k3lib.core.plan import make_plan
     >>> p = make_plan(model="kimi-k3", gpu="h200", gpus=16, nodes=2, context="256K")
     >>> print(vllm_command(p).text)        # doctest: +NORMALIZE_WHITESPACE
     vllm serve moonshotai/Kimi-K3 \\
@@ -279,7 +279,7 @@ def llama_server_command(plan: Plan, *, gguf: str | None = None, model_path: str
     batch (llama.cpp shares ``-c`` among ``-np`` slots), ``-ngl 999`` (every layer on GPU),
     ``--cache-type-k/-v``; ``--n-cpu-moe N`` or ``-ot '<expert regex>=CPU'`` for offload.
 
-    >>> from k3lib.plan import make_plan
+    >>> from k3lib.core.plan import make_plan
     >>> p = make_plan(model="kimi-k3@guide-000", gpu="h100", gpus=6, weights="q4", kv_dtype="fp8", context="256K")
     >>> llama_server_command(p).argv[:3]
     ('llama-server', '-hf', 'unsloth/Kimi-K3-GGUF:Q4_K_M')

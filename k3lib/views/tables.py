@@ -10,7 +10,7 @@ Conventions:
 * Every size column names its unit: ``kv_cache_GiB``, ``weights_GB``. One table
   uses one unit; ``unit="GiB"`` (2^30 bytes, the default) or ``unit="GB"`` (10^9).
 * Sizes are rounded to 2 decimals and percentages to 1 decimal for reading; the
-  exact bytes are one :func:`k3lib.plan.make_plan` call away.
+  exact bytes are one :func:`k3lib.core.plan.make_plan` call away.
 * Guide 000's figures come from the ``kimi-k3@guide-000`` profile, read as GiB
   (its KV formula divides by 1024^3).
 
@@ -23,13 +23,13 @@ from typing import Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .architecture import LINEAR_KINDS, Architecture
-from .components import kv_bytes_per_token, kv_cache_bytes, weights_bytes, weights_bytes_by_group
-from .errors import DoesNotSplitError, K3InputError
-from .models import ModelSpec, PublishedProfile, get_model
-from .plan import Assumptions, Plan, make_plan
-from .precisions import get_kv_dtype, get_weight_format
-from .units import GB, GiB, parse_context_tokens
+from k3lib.core.architecture import LINEAR_KINDS, Architecture
+from k3lib.core.memory import kv_bytes_per_token, kv_cache_bytes, weights_bytes, weights_bytes_by_group
+from k3lib.core.errors import DoesNotSplitError, K3InputError
+from k3lib.core.models import ModelSpec, PublishedProfile, get_model
+from k3lib.core.plan import Assumptions, Plan, make_plan
+from k3lib.core.precisions import get_kv_dtype, get_weight_format
+from k3lib.core.units import GB, GiB, parse_context_tokens
 
 # ---------------------------------------------------------------- the guide's configuration
 
@@ -102,7 +102,7 @@ def _label(fmt_or_dtype: str) -> str:
 
 def guide_000_plan(*, gpus: int = 6, assumptions: Assumptions | None = GUIDE_000_WORKED_ASSUMPTIONS,
                    **overrides: object) -> Plan:
-    """Guide 000's worked example as a :class:`~k3lib.plan.Plan` (Q4, FP8 KV, 256K, H100),
+    """Guide 000's worked example as a :class:`~k3lib.core.plan.Plan` (Q4, FP8 KV, 256K, H100),
     with its own activation (10 GiB) and overhead (48 GiB in total) unless overridden.
 
     >>> round(guide_000_plan(gpus=6).total.total_bytes / 2**30, 2)

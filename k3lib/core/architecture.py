@@ -14,7 +14,7 @@ Attention layer kinds and what each caches per token (elements, before the dtype
   nothing per token; a constant state per sequence of
   $N_v·d_k·d_v$ (recurrent) $+ C·(k_{conv}-1)$ (short-convolution) elements.
 
->>> from k3lib.models import get_model
+>>> from k3lib.core.models import get_model
 >>> get_model("llama-3.1-70b").kv_bytes_per_token(2)   # 2·80·8·128·2 B
 327680
 """
@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from .errors import K3InputError
+from k3lib.core.errors import K3InputError
 
 ATTENTION_KINDS = ("full", "sliding", "mla", "kda", "gdn")
 LINEAR_KINDS = ("kda", "gdn")
