@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 
-from k3lib.core.architecture import Architecture
+import numpy as np
+
+from k3lib.core.architecture import Architecture, AttentionGroup
 from k3lib.core.errors import K3InputError
 from k3lib.core.models import ModelSpec, PublishedProfile
 from k3lib.core.precisions import KVDtype, WeightFormat, get_kv_dtype, get_weight_format
@@ -87,16 +89,131 @@ def activation_bytes(model: ModelSpec, *, batch: int,
     return batch * per_seq
 
 
-def overhead_bytes_per_gpu(*, tp: int, payload_bytes_per_gpu: int, cuda_context_bytes: int = GiB,
-                           nccl_bytes_per_peer: int = GiB // 2, fragmentation_fraction: float = 0.05) -> int:
-    """Runtime overhead on one GPU:
+#: Memory outside torch on each GPU of a communicating group (> 1 GPU): NCCL buffers and
+#: communicator state, cuBLAS workspaces. vLLM 0.19 on H100 reports 2.1–2.2 GiB of non-torch
+#: memory at TP=2 and TP=4 and ≈0.25 GiB at TP=1 (llm-d-planner PR #205 calibration sweep,
+#: ``data/measured/vllm-0.19-h100-sweep.csv``); it does not grow with the group size.
+NCCL_BYTES_PER_GPU = int(2.15 * GiB)
+#: CUDA context + allocator reserve per GPU.
+CUDA_CONTEXT_BYTES = GiB
+#: Fragmentation: a fraction of the GPU's payload the allocator cannot hand out.
+FRAGMENTATION_FRACTION = 0.05
 
-    $O = C_{ctx} + (TP-1)·N_{peer} + f·P$ — CUDA context, NCCL all-reduce buffers that
-    grow with the TP group (0.5 GiB per peer gives 3.5 GiB at TP=8, inside the
-    guide's 2–5 GB), and fragmentation as a fraction $f$ of the GPU's payload $P$.
+
+def overhead_bytes_per_gpu(*, tp: int, payload_bytes_per_gpu, cuda_context_bytes: int = CUDA_CONTEXT_BYTES,
+                           nccl_bytes: int = NCCL_BYTES_PER_GPU,
+                           fragmentation_fraction: float = FRAGMENTATION_FRACTION):
+    """Runtime overhead on one GPU (array-aware in the payload):
+
+    $O = C_{ctx} + [g > 1]·N_{nccl} + \\lfloor f·P \\rfloor$ — CUDA context, the communicator's
+    buffers once the GPU talks to peers ($g$ = ``tp``, the size of its all-reduce group;
+    a constant, as measured, not a multiple of the peers), and fragmentation as a fraction
+    $f$ of the GPU's payload $P$.
+
+    >>> round(overhead_bytes_per_gpu(tp=8, payload_bytes_per_gpu=100 * GiB) / GiB, 2)
+    8.15
     """
     if tp < 1:
         raise K3InputError("tp", f"{tp!r} must be at least 1")
     if not 0 <= fragmentation_fraction < 1:
         raise K3InputError("fragmentation_fraction", f"{fragmentation_fraction!r} must be in [0, 1)")
-    return int(cuda_context_bytes + (tp - 1) * nccl_bytes_per_peer + fragmentation_fraction * payload_bytes_per_gpu)
+    fixed = cuda_context_bytes + (nccl_bytes if tp > 1 else 0)
+    frag = np.floor(fragmentation_fraction * np.asarray(payload_bytes_per_gpu, dtype=np.float64)).astype(np.int64)
+    out = fixed + frag
+    return int(out) if np.ndim(out) == 0 else out
+
+
+# ---------------------------------------------------------------- one GPU's share (per rank)
+
+
+def kv_bytes_per_rank(model: Architecture, *, context_tokens, batch: int, bytes_per_element: float, tp: int,
+                      state_bytes_per_element: float = 4.0):
+    """KV cache on one GPU of a TP group holding all of ``model``'s layers (pass one
+    pipeline stage as ``model``), array-aware in ``context_tokens``:
+
+    $KV_{rank} = \\sum_{groups} n_g·e_g·\\min(T, W_g)·B·b / s_g + n_g·S_g·B·b_{state}/TP$
+
+    with $s_g = \\min(TP, K)$ for GQA (heads split, then replicated past $K$), $s_g = 1$
+    for an MLA latent (one vector per token shared by all heads: replicated on every
+    rank), and linear-attention state split by head ($÷TP$). Rounded up to whole bytes.
+
+    >>> from k3lib.core.models import get_model
+    >>> kv_bytes_per_rank(get_model("llama-3.1-70b"), context_tokens=8192, batch=1, bytes_per_element=2, tp=16)
+    335544320
+    """
+    total = np.zeros(np.shape(context_tokens), dtype=np.float64)
+    ctx = np.asarray(context_tokens, dtype=np.float64)
+    for g in model.attention:
+        tokens = np.minimum(ctx, g.window_tokens) if g.kind == "sliding" else ctx
+        cache = g.count * g.kv_elements_per_token_per_layer * tokens * batch * bytes_per_element
+        if g.kind in ("full", "sliding"):
+            cache = cache / min(tp, g.kv_heads)
+        state = g.count * (g.recurrent_state_elements_per_layer + g.conv_state_elements_per_layer) * batch
+        total = total + cache + state * state_bytes_per_element / tp
+    out = np.ceil(total).astype(np.int64)
+    return int(out) if np.ndim(out) == 0 else out
+
+
+def replicated_attention_params(group: AttentionGroup, hidden_size: int) -> int:
+    """Attention weights of one layer that every TP rank holds whole (vLLM):
+    MLA $D·r_q + r_q + D·(r_{kv} + d_{rope}) + r_{kv}$ (down-projections and their norms);
+    KDA $D·d_k$ (+$D·d_k$ for a low-rank output gate) $+ d_k$; GQA $2H$ with QK-norm.
+
+    >>> from k3lib.core.models import get_model
+    >>> replicated_attention_params(get_model("kimi-k3").attention[0], 7168)   # K3's MLA
+    15140864
+    """
+    d = hidden_size
+    if group.kind == "mla":
+        q = d * group.q_lora_rank + group.q_lora_rank if group.q_lora_rank else 0
+        return q + d * (group.kv_lora_rank + group.qk_rope_head_dim) + group.kv_lora_rank
+    if group.kind == "kda":
+        return d * group.head_dim * (1 if group.full_rank_gate else 2) + group.head_dim
+    if group.kind == "gdn":
+        return group.v_head_dim or group.head_dim
+    return 2 * group.head_dim if group.qk_norm else 0
+
+
+def replicated_moe_params(model: Architecture) -> int:
+    """Per MoE layer: the router $E·D$ (+ its bias) and a shared-expert gate $D$."""
+    m, d = model.mlp, model.hidden_size
+    if not m.moe_layers:
+        return 0
+    router = m.n_routed_experts * d + (m.n_routed_experts if (m.router_bias or m.router_score_bias) else 0)
+    return router + (d if m.shared_expert_gate else 0)
+
+
+def stage_weight_bytes_per_rank(model: Architecture, stage: Architecture, *, bits: "dict[str, float]",
+                                first: bool, last: bool, pp: int, tp: int, ep: int = 1) -> tuple[int, int, int]:
+    """(sharded, replicated, routed experts) weight bytes on one GPU of a pipeline stage.
+
+    * sharded ÷TP: attention projections, dense MLPs, shared experts, latent-MoE
+      projections, and the embedding (first stage) and LM head (last stage; a tied
+      embedding is a second copy there when $PP > 1$), vocabulary-parallel;
+    * replicated: norms, routers, MLA/KDA down-projections (:func:`replicated_attention_params`);
+    * routed experts ÷TP, or with expert parallelism $\\lceil E/EP \\rceil$ whole experts.
+    """
+    g = stage.param_groups()
+    d = model.hidden_size
+    bit = lambda group: bits.get(group, bits.get("*", 16))  # noqa: E731
+    rep_attn = sum(grp.count * replicated_attention_params(grp, d) for grp in stage.attention)
+    rep_moe = stage.mlp.moe_layers * replicated_moe_params(stage)
+    norms = (2 * stage.num_layers + (1 if last else 0)) * d
+    embedding = g["embedding"] if first else 0
+    if not last:
+        lm_head = 0
+    elif model.tie_word_embeddings:
+        lm_head = g["embedding"] if pp > 1 else 0
+    else:
+        lm_head = g["lm_head"]
+    sharded_bits = (embedding * bit("embedding") + lm_head * bit("embedding" if model.tie_word_embeddings else "lm_head")
+                    + (g["attention"] - rep_attn) * bit("attention") + g["dense_mlp"] * bit("dense_mlp")
+                    + g["shared_experts"] * bit("shared_experts") + (g["moe_other"] - rep_moe) * bit("moe_other"))
+    replicated_bits = rep_attn * bit("attention") + rep_moe * bit("moe_other") + norms * bit("norms")
+    if ep > 1:
+        per_rank = -(-model.mlp.n_routed_experts // ep)
+        routed_bits = stage.mlp.moe_layers * per_rank * model.mlp.expert_params(d) * bit("routed_experts")
+        routed = math.ceil(routed_bits / 8)
+    else:
+        routed = math.ceil(g["routed_experts"] * bit("routed_experts") / 8 / tp)
+    return math.ceil(sharded_bits / 8 / tp), math.ceil(replicated_bits / 8), int(routed)

@@ -226,42 +226,29 @@ def summarise_tensors(tensors: list[TensorInfo]) -> tuple[dict[str, int], dict[s
 
 
 def plan_for_loaded(loaded: LoadedModel, **make_plan_kwargs):
-    """A :func:`~k3lib.core.plan.make_plan` plan for a loaded model.
+    """A :func:`~k3lib.core.plan.make_plan` plan for a loaded model (the loader builds no plan
+    of its own: it hands make_plan the exact bytes).
 
     With ``weights="native"`` (the default) a weight file's exact bytes replace the
-    formula's weights, and the per-GPU overhead is recomputed from the new payload
-    with the same rule as ``make_plan`` ($O = C_{ctx} + (TP-1)·N_{peer} + f·P$).
-    For a bare config the vision tower, when there is one, is added at the
-    checkpoint dtype. Any other ``weights=`` re-prices the architecture in that format.
+    formula's weights (``weights_total_bytes``); for a bare config the vision tower, when
+    there is one, is added at the checkpoint dtype. Any other ``weights=`` re-prices the
+    architecture in that format.
     """
-    from k3lib.core.memory import overhead_bytes_per_gpu
-    from k3lib.core.plan import Assumptions, Breakdown, make_plan
+    from k3lib.core.memory import weights_bytes
+    from k3lib.core.plan import make_plan
 
     arch = loaded.require_architecture()
     weights = make_plan_kwargs.pop("weights", None) or "native"
-    plan = make_plan(model=arch, weights=weights, **make_plan_kwargs)
     native = str(weights).lower() in ("native", "checkpoint", "auto")
+    exact, notes = None, ()
     if native and loaded.exact:
-        w = loaded.weights_bytes
-        note = f"weights: exact bytes of {loaded.tensor_count:,} tensors in {loaded.source}"
+        exact = loaded.weights_bytes
+        notes = (f"weights: exact bytes of {loaded.tensor_count:,} tensors in {loaded.source}",)
     elif native and loaded.vision_params:
-        w = plan.total.weights_bytes + loaded.vision_params * loaded.dtype_bytes
-        note = (f"weights: text weights from the architecture + vision tower ≈ {loaded.vision_params:,} "
-                f"parameters at {loaded.dtype_bytes} B (estimated from vision_config)")
-    else:
-        return plan
-    a: Assumptions = plan.assumptions
-    g = plan.gpus
-    w_gpu = -(-w // g)
-    pg, tot = plan.per_gpu, plan.total
-    if a.overhead_per_gpu_bytes is None and a.overhead_total_bytes is None:
-        oh_gpu = overhead_bytes_per_gpu(tp=plan.tp, payload_bytes_per_gpu=w_gpu + pg.kv_cache_bytes + pg.activation_bytes,
-                                        cuda_context_bytes=a.cuda_context_bytes,
-                                        nccl_bytes_per_peer=a.nccl_bytes_per_peer,
-                                        fragmentation_fraction=a.fragmentation_fraction)
-        oh_total = oh_gpu * g
-    else:
-        oh_gpu, oh_total = pg.overhead_bytes, tot.overhead_bytes
-    per_gpu = Breakdown(w_gpu, pg.kv_cache_bytes, pg.activation_bytes, oh_gpu, pg.available_bytes)
-    total = Breakdown(w, tot.kv_cache_bytes, tot.activation_bytes, oh_total, tot.available_bytes)
-    return dataclasses.replace(plan, per_gpu=per_gpu, total=total, notes=plan.notes + (note,) + loaded.notes)
+        exact = weights_bytes(arch, "native") + loaded.vision_params * loaded.dtype_bytes
+        notes = (f"weights: text weights from the architecture + vision tower ≈ {loaded.vision_params:,} "
+                 f"parameters at {loaded.dtype_bytes} B (estimated from vision_config)",)
+    if exact is None:
+        return make_plan(model=arch, weights=weights, **make_plan_kwargs)
+    return make_plan(model=arch, weights=weights, weights_total_bytes=exact,
+                     extra_notes=notes + tuple(loaded.notes), **make_plan_kwargs)
