@@ -55,6 +55,7 @@ def plan(**kw):
     kw.setdefault("model", GUIDE)
     kw.setdefault("gpu", H100)
     kw.setdefault("assumptions", checklist_assumptions())
+    kw.setdefault("nodes", 1)          # the guide's own reading: one pool of GPUs
     return make_plan(**kw)
 
 
@@ -144,14 +145,16 @@ def test_statement_bf16_512k_needs_at_least_10_h100():
     assert kv == 128
     # n H100 hold 594 + 128 + 10 + 8n ≤ 80n  ⇔  n ≥ 732/72 = 10.17 → 11
     assert math.ceil((W["bf16"] + kv + ACT) / (80 - OH)) == 11
-    assert min_gpus(model=GUIDE, gpu=H100, weights="bf16", kv_dtype="bf16", context="512K") == 11
+    assert min_gpus(model=GUIDE, gpu=H100, weights="bf16", kv_dtype="bf16", context="512K", whole_nodes=False) == 11
+    # as deployed, 11 GPUs are not whole 8-GPU nodes: the next deployable count is 2 nodes (16)
+    assert min_gpus(model=GUIDE, gpu=H100, weights="bf16", kv_dtype="bf16", context="512K") == 16
     ten = plan(gpus=10, weights="bf16", kv_dtype="bf16", context="512K")
     assert -ten.total.headroom_bytes == 12 * G                  # 812 vs 800
     # the FAQ's 780 uses 48 GiB of overhead: 594 + 128 + 10 + 48, which fits 10 with 20 spare
     assert plan(gpus=10, weights="bf16", kv_dtype="bf16", context="512K",
                 assumptions=WORKED).total.headroom_bytes == 20 * G
     # with FP8 KV: 594 + 64 + 10 = 668 ≤ 72n ⇔ n ≥ 9.28 → 10
-    assert min_gpus(model=GUIDE, gpu=H100, weights="bf16", kv_dtype="fp8", context="512K") == 10
+    assert min_gpus(model=GUIDE, gpu=H100, weights="bf16", kv_dtype="fp8", context="512K", whole_nodes=False) == 10
 
 
 def test_guide_statement_table():
@@ -166,7 +169,7 @@ def test_guide_statement_table():
 def test_fp8_at_512k_drops_one_gpu_not_two():
     # Guide: "At 512K context, that saves 64 GB — enough to drop from 10 GPUs to 8."
     # BF16 weights: 11 → 10.  Q8: (450.4+128+10)/72 = 8.17 → 9 vs (450.4+64+10)/72 = 7.28 → 8.
-    kw = dict(model=GUIDE, gpu=H100, context="512K")
+    kw = dict(model=GUIDE, gpu=H100, context="512K", whole_nodes=False)
     assert (min_gpus(weights="bf16", kv_dtype="bf16", **kw), min_gpus(weights="bf16", kv_dtype="fp8", **kw)) == (11, 10)
     assert (min_gpus(weights="q8", kv_dtype="bf16", **kw), min_gpus(weights="q8", kv_dtype="fp8", **kw)) == (9, 8)
 
@@ -223,9 +226,10 @@ def test_step3_architecture_uses_replicated_per_gpu_kv():
     assert lim.kv_bytes_per_token == 24 * 576 * 2 == 27_648
     assert lim.method == "k3lib per-GPU sweep"
     assert lim.max_context_tokens == 1_048_576                 # fits the model's maximum
-    # on 12 H200 (TP=12, the latent on every rank) the replication binds before the linear formula
+    # on 12 H200 in one 12-GPU pool (asked for explicitly: TP=12, the latent on every rank) the
+    # replication binds before the linear formula
     b12 = step1_budget(model="kimi-k3", gpu="h200", gpus=12)
-    c12 = step3_context(model="kimi-k3", gpu="h200", gpus=12, weights="native", budget=b12)
+    c12 = step3_context(model="kimi-k3", gpu="h200", gpus=12, nodes=1, weights="native", budget=b12)
     assert c12.limit("bf16").max_context_tokens < min(c12.limit("bf16").formula_context_tokens, 1_048_576)
 
 
@@ -299,10 +303,12 @@ def test_run_checklist_all_seven_steps():
     assert c.recommended.gpus == 6
     d = c.to_dict()
     assert d["budget_bytes"] == 432 * G and d["test_sequence"] == [128 * K, 256 * K]
-    # the real K3 on 8 H100: nothing fits; step 7 still counts at Q2; the cheapest is elsewhere
+    # the real K3 on 8 H100: nothing fits; step 7 counts at the smallest checkpoint vLLM can load
+    # (the native one: no 2-bit K3 checkpoint exists for vLLM); the cheapest is 3 whole nodes
     k3 = run_checklist(model="kimi-k3", gpu=H100, gpus=8, context="256K")
     assert k3.precision.weights is None and k3.recommended is None
-    assert k3.add_one.weights == "q2" and k3.add_one.needed_gpus == k3.cheapest.gpus
+    assert k3.add_one.weights == "native" and k3.add_one.needed_gpus == k3.cheapest.gpus == 24
+    assert (k3.cheapest.nodes, k3.cheapest.tp, k3.cheapest.pp) == (3, 8, 3)
 
 
 # ------------------------------------------------------------ solver
@@ -311,7 +317,7 @@ def test_solver_orders_by_gpus_then_precision_then_kv():
     c = cheapest_configuration(model=GUIDE, gpu=H100, context="256K")
     # 4 GPUs: 320 − 32 − 10 = 278 GiB: Q2 (225) + FP8 256K (32) = 257 fits, BF16 KV (64) does not
     assert (c.gpus, c.weights, c.kv_dtype) == (4, "q2", "fp8")
-    best = best_configuration(model=GUIDE, gpu=H100, gpus=10, context="512K")
+    best = best_configuration(model=GUIDE, gpu=H100, gpus=10, nodes=1, context="512K")   # asked for: one pool
     assert (best.weights, best.kv_dtype) == ("bf16", "fp8")    # 594 + 64 + 10 + 80 = 748 ≤ 800
     assert best_configuration(model=GUIDE, gpu=H100, gpus=2, context="64K") is None
     assert cheapest_configuration(model="kimi-k3", gpu="rtx-4090", context="1M") is None
@@ -337,8 +343,12 @@ def test_solver_two_nodes_row_and_bad_input():
 
 def test_precision_ladder():
     assert precision_ladder(GUIDE) == ("bf16", "q8", "q4", "q2")
-    assert precision_ladder("kimi-k3") == ("native", "q8", "q4", "q2")
-    assert precision_ladder("llama-3.1-70b") == ("bf16", "q8", "q4", "q2")
+    # a real architecture: only checkpoints the engine can load (data/checkpoints.csv)
+    assert precision_ladder("kimi-k3") == ("native", "fp8-block")
+    assert precision_ladder("kimi-k3", engine="llama.cpp") == (
+        "ud-q8_k_xl", "ud-q4_k_xl", "ud-q2_k_xl", "ud-iq2_xxs", "ud-iq1_m", "ud-iq1_s")
+    assert precision_ladder("llama-3.1-70b") == ("native",)
+    assert precision_ladder("llama-3.1-70b", engine="llama.cpp") == ("q8_0", "q4_k_m")
     assert precision_ladder("kimi-k3@guide-004")[0] == "bf16"
 
 
@@ -365,7 +375,9 @@ def test_anti_patterns():
 
 def test_cheatsheet_values_derived_by_hand():
     df = cheatsheet(model=GUIDE, gpus=[H100])
-    assert len(df) == 17 and list(df.columns[:6]) == ["config", "gpu", "gpus", "nodes", "tp", "pp"]
+    # deployable counts only: 1–8 in one node, then whole nodes 16, 24, 32
+    assert df.gpus.tolist() == [1, 2, 3, 4, 5, 6, 7, 8, 16, 24, 32]
+    assert list(df.columns[:6]) == ["config", "gpu", "gpus", "nodes", "tp", "pp"]
     row = lambda n, m=1: df[(df.gpus == n) & (df.nodes == m)].iloc[0]   # noqa: E731
     # 4 × H100 Q2: 288 − 225 − 10 = 53 GiB / 131,072 B = 434,176 tokens = 424K
     assert row(4)["q2"] == 53 * G // KV_FP8 == 424 * K
@@ -378,11 +390,14 @@ def test_cheatsheet_values_derived_by_hand():
     assert df.attrs["kv_dtype"] == "fp8"
 
 
-def test_cheatsheet_real_k3_does_not_load_on_11_h100():
-    # 11 × (79.19 − 8) = 783.1 GiB < Q2 849.4 GiB: every cell up to 11 is empty
+def test_cheatsheet_real_k3_needs_three_h100_nodes():
+    # native K3 (1,453.66 GiB of tensors) over 16 H100: 90.9 GiB of weights per GPU > 79.19 → empty;
+    # 24 H100 (3 nodes, TP8 × PP3): ≈ 61 GiB of weights per GPU, fits up to the model's 1M
     df = cheatsheet(model="kimi-k3", gpus=[H100])
-    assert df[df.gpus <= 11][["native", "q8", "q4", "q2"]].isna().all().all()
-    assert df[(df.gpus == 13)]["q2"].iloc[0] == 1_048_576
+    assert list(df.columns[5:]) == ["pp", "native", "fp8-block"]
+    assert df[df.gpus <= 16]["native"].isna().all()
+    assert df[df.gpus == 24]["native"].iloc[0] == 1_048_576
+    assert (df[df.gpus == 24]["tp"].iloc[0], df[df.gpus == 24]["pp"].iloc[0]) == (8, 3)
 
 
 def test_cheatsheet_is_computed_by_the_sweep_not_make_plan(monkeypatch):
@@ -390,33 +405,37 @@ def test_cheatsheet_is_computed_by_the_sweep_not_make_plan(monkeypatch):
         raise AssertionError("make_plan called inside the cheat sheet")
 
     calls = []
-    real_sweep = cl.sweep
+    import k3lib.studies.solver as solver
+    real_sweep = solver.sweep
 
     def counting_sweep(**kw):
         calls.append(kw)
         return real_sweep(**kw)
 
-    monkeypatch.setattr(cl, "make_plan", boom)
+    monkeypatch.setattr("k3lib.studies.cheatsheet.make_plan", boom)
     monkeypatch.setattr("k3lib.core.plan.make_plan", boom)
-    monkeypatch.setattr(cl, "sweep", counting_sweep)
+    monkeypatch.setattr(solver, "sweep", counting_sweep)
     df = cheatsheet(model=GUIDE)
-    assert len(df) == 4 * 17
-    # one sweep for the 16 one-node rows and one for 2×8, each over every GPU × precision × 1,024 contexts
-    assert len(calls) == 2
-    assert len(calls[0]["contexts"]) == 1024 and len(calls[0]["gpus"]) == 4
+    assert len(df) == 4 * 11
+    # one sweep per GPU, each over every deployable count × precision × 1,024 contexts
+    assert len(calls) == 4
+    assert len(calls[0]["contexts"]) == 1024 and len(calls[0]["counts"]) == 11
     calls.clear()
     cheapest_configuration(model=GUIDE, gpu=H100, context="256K")
     optimal_gpu_counts(model=GUIDE)
-    assert len(calls) == 3
+    assert len(calls) == 2
 
 
 def test_optimal_gpu_counts_plus_one():
     df = optimal_gpu_counts(model=GUIDE, contexts=["64K", "256K", "512K"])
-    # Q4 256K FP8: (325 + 32 + 10)/72 = 5.1 → 6; Q2 64K: (225 + 8 + 10)/72 = 3.4 → 4; BF16 512K: 668/72 → 10
+    # Q4 256K FP8: (325 + 32 + 10)/72 = 5.1 → 6; Q2 64K: (225 + 8 + 10)/72 = 3.4 → 4;
+    # BF16 512K: 668/72 → 10, not whole 8-GPU nodes → 16
     assert int(df.loc["q4", ("256K", "minimum")]) == 6
     assert int(df.loc["q2", ("64K", "minimum")]) == 4
-    assert int(df.loc["bf16", ("512K", "minimum")]) == 10
-    assert (df.xs("production (+1)", axis=1, level=1) == df.xs("minimum", axis=1, level=1) + 1).all().all()
+    assert int(df.loc["bf16", ("512K", "minimum")]) == 16
+    # production: the next deployable count (7 after 6 in one node, 24 after 16)
+    assert int(df.loc["q4", ("256K", "production (next count)")]) == 7
+    assert int(df.loc["bf16", ("512K", "production (next count)")]) == 24
 
 
 # ------------------------------------------------------------ priority matrix
@@ -437,9 +456,11 @@ def test_priority_matrix_in_the_guides_order():
 
 def test_priority_order_holds_for_the_guides_example_not_for_the_real_k3():
     # guide's example: BF16 weights, 512K, BF16 KV on 11 H100: FP8 KV saves one GPU (11 → 10)
-    guide = check_priority_order(priority_matrix(plan(gpus=11, weights="bf16", kv_dtype="bf16", context="512K")))
+    # (as deployed, 11 → 10 is no saving: both round up to two 8-GPU nodes; at 8 GPUs Q8 + 256K shows it)
+    guide = check_priority_order(priority_matrix(plan(gpus=6, weights="q4", kv_dtype="bf16", context="512K")))
+    # Q4 + BF16 KV at 512K: 325 + 128 + 10 = 463 ≤ 72n → 7; FP8: 325 + 64 + 10 = 399 → 6: one GPU saved
     assert guide.holds and guide.fp8_kv_gpus_saved == 1
-    assert guide.fp8_kv_saved_bytes_per_gpu == pytest.approx(64 * G / 11, rel=1e-9)
+    assert guide.fp8_kv_saved_bytes_per_gpu == pytest.approx(64 * G / 6, rel=1e-9)
     # real K3, native on 2×8 H200 at 256K: FP8 saves 1.69 GiB per GPU (27,648 B/token) and no GPU
     k3 = best_configuration(model="kimi-k3", gpu="h200", gpus=16, nodes=2, context="256K").plan()
     check = check_priority_order(priority_matrix(k3))

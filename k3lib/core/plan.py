@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from k3lib.core.architecture import Architecture
+from k3lib.core.checkpoints import resolve_weights
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec, get_gpu
 from k3lib.core.layout import DEFAULT_GPUS_PER_NODE, Layout, choose_layout, check_tp, pipeline_stages
@@ -399,7 +400,7 @@ def make_plan(*, model: "str | ModelSpec" = "kimi-k3", gpu: "str | GPUSpec" = "h
     hw = gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)
     n_batch = parse_positive_int(batch, "batch")
     ctx = parse_context_tokens(context, "context")
-    fmt = get_weight_format(weights)
+    fmt, published_bytes, ckpt = resolve_weights(spec, weights)
     kvd = get_kv_dtype(kv_dtype)
     a = assumptions or Assumptions()
     per_node = getattr(hw, "gpus_per_node", None) or DEFAULT_GPUS_PER_NODE
@@ -424,6 +425,10 @@ def make_plan(*, model: "str | ModelSpec" = "kimi-k3", gpu: "str | GPUSpec" = "h
             raise K3InputError(name, f"{format_bytes(value, 'GiB')} per GPU is more than a {hw.name} holds "
                                f"({format_bytes(cap, 'GiB')})", f"less than {format_bytes(cap, 'GiB')} per GPU")
     notes = _layout_notes(spec, layout, hw) + list(extra_notes)
+    if ckpt is not None and weights_total_bytes is None and published_bytes is not None:
+        weights_total_bytes = published_bytes
+        notes.append(f"weights: {ckpt.label} ({ckpt.repo}), {published_bytes:,} bytes as published")
+    weight_id = ckpt.id if ckpt is not None else fmt.id
     problems = []
     if ctx > spec.max_context_tokens:
         problems.append(f"context {ctx:,} tokens exceeds the model's maximum of {spec.max_context_tokens:,}")
@@ -441,7 +446,7 @@ def make_plan(*, model: "str | ModelSpec" = "kimi-k3", gpu: "str | GPUSpec" = "h
         shares = (GPUShare(0, 0, layout.gpus, w, 0, 0, kv, act, 0, oh, cap),)
         fixed = fixed_overhead(spec, a, gpus=layout.gpus)
         total = Breakdown(w_total, kv_total, act_total, fixed[1] if fixed else oh * layout.gpus, cap * layout.gpus)
-        return Plan(spec, hw, layout, fmt.id, kvd.id, ctx, n_batch, a, basis, shares, total, tuple(notes),
+        return Plan(spec, hw, layout, weight_id, kvd.id, ctx, n_batch, a, basis, shares, total, tuple(notes),
                     tuple(problems), policy="even split (guide profile)")
 
     if layout.ep > 1 and not spec.mlp.moe_layers:
@@ -458,7 +463,7 @@ def make_plan(*, model: "str | ModelSpec" = "kimi-k3", gpu: "str | GPUSpec" = "h
     total = Breakdown(sum(s.weights_bytes for s in shares) * n, sum(s.kv_cache_bytes for s in shares) * n,
                       sum(s.activation_bytes for s in shares) * n, sum(s.overhead_bytes for s in shares) * n,
                       cap * layout.gpus)
-    return Plan(spec, hw, layout, fmt.id, kvd.id, ctx, n_batch, a, basis, shares, total, tuple(notes),
+    return Plan(spec, hw, layout, weight_id, kvd.id, ctx, n_batch, a, basis, shares, total, tuple(notes),
                 tuple(problems))
 
 

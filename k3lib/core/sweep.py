@@ -14,6 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
+from k3lib.core.checkpoints import resolve_weights
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec, get_gpu
 from k3lib.core.layout import DEFAULT_GPUS_PER_NODE, choose_layout
@@ -68,6 +69,14 @@ class SweepResult:
                              "fits": self.fits.ravel(), "valid": self.valid.ravel()}, index=idx).reset_index()
 
 
+def _weights_id(weights: str) -> str:
+    """A weight-format id as make_plan records it, or a checkpoint id (checked per model)."""
+    try:
+        return get_weight_format(weights).id
+    except K3InputError:
+        return str(weights).lower()
+
+
 def _per_gpu_bytes(spec: ModelSpec, hw: GPUSpec, layout, fmts, kvs, ctx: np.ndarray, *, batch: int,
                    a: Assumptions) -> tuple[np.ndarray, np.ndarray]:
     """[P, K, C] fullest-GPU bytes and [P] validity for one layout: the same stage
@@ -76,9 +85,10 @@ def _per_gpu_bytes(spec: ModelSpec, hw: GPUSpec, layout, fmts, kvs, ctx: np.ndar
     out = np.zeros((P, K, C), dtype=np.int64)
     valid = np.ones(P, dtype=bool)
     act_total = activation_total_bytes(spec, layout, batch, a)
-    for pi, f in enumerate(fmts):
+    for pi, name in enumerate(fmts):
         try:
-            w_total = weights_bytes(spec, f)
+            f, published, _ = resolve_weights(spec, name)
+            w_total = published or weights_bytes(spec, f)
         except K3InputError:
             valid[pi] = False
             continue
@@ -90,7 +100,8 @@ def _per_gpu_bytes(spec: ModelSpec, hw: GPUSpec, layout, fmts, kvs, ctx: np.ndar
                                                          a=a)
                 out[pi, ki] = w + kv_gpu + act + oh
             continue
-        sw = stage_weights(spec, layout, f, activation_total_bytes=act_total)
+        scale = published / weights_bytes(spec, f) if published else 1.0
+        sw = stage_weights(spec, layout, f, activation_total_bytes=act_total, weights_scale=scale)
         for ki, kv in enumerate(kvs):
             stages = stage_totals_bytes(spec, layout, sw, context_tokens=ctx, batch=batch,
                                         kv_bytes_per_element=kv.bytes_per_element, a=a)
@@ -111,7 +122,7 @@ def sweep(*, models: Sequence[str], gpus: Sequence[str], counts: Sequence[int], 
     a = assumptions or Assumptions()
     specs = [get_model(m) for m in models]
     hws: list[GPUSpec] = [get_gpu(g) for g in gpus]
-    fmts = [get_weight_format(w) for w in weights]
+    fmts = [_weights_id(w) for w in weights]
     kvs = [get_kv_dtype(k) for k in kv_dtypes]
     ctx = np.array([parse_context_tokens(c) for c in contexts], dtype=np.int64)
     counts = [parse_positive_int(n, "gpus") for n in counts]
@@ -138,6 +149,6 @@ def sweep(*, models: Sequence[str], gpus: Sequence[str], counts: Sequence[int], 
                 total[mi, gi, ni] = t
                 valid[mi, gi, ni, :, 0, 0] = v
     return SweepResult(tuple(s.id for s in specs), tuple(h.id for h in hws), tuple(counts),
-                       tuple(f.id for f in fmts), tuple(k.id for k in kvs), tuple(int(c) for c in ctx),
+                       tuple(fmts), tuple(k.id for k in kvs), tuple(int(c) for c in ctx),
                        total, np.broadcast_to(avail, total.shape), np.broadcast_to(valid, total.shape),
                        np.broadcast_to(within, total.shape))

@@ -20,14 +20,17 @@ Every user-supplied name is passed through :func:`shlex.quote`.
 from __future__ import annotations
 
 import math
+import re
 import shlex
 from dataclasses import dataclass
 
 from k3lib.core.architecture import Architecture
-from k3lib.core.memory import weights_bytes_by_group
+from k3lib.core.checkpoints import checkpoints_for, resolve_weights
+from k3lib.core.memory import weights_bytes, weights_bytes_by_group
 from k3lib.core.errors import K3InputError
 from k3lib.core.models import PublishedProfile
 from k3lib.core.plan import Plan
+from k3lib.core.precisions import get_weight_format
 from k3lib.core.units import GiB
 
 #: Hugging Face repositories of built-in models (shared/reference/models.csv; Kimi K3: guide 004).
@@ -158,11 +161,19 @@ def base_model_id(plan: Plan) -> str:
     return plan.model.id.split("@", 1)[0]
 
 
+def _checkpoint(plan: Plan, engine: str):
+    """The published checkpoint a plan's weights name for ``engine``, or None."""
+    return next((c for c in checkpoints_for(plan.model, engine) if c.id == plan.weight_format and c.repo), None)
+
+
 def _repo(plan: Plan, hf_repo: str | None) -> str:
     if hf_repo is not None:
         if not isinstance(hf_repo, str) or not hf_repo.strip():
             raise K3InputError("hf_repo", f"{hf_repo!r} is not a repository name", "e.g. moonshotai/Kimi-K3")
         return hf_repo.strip()
+    ckpt = _checkpoint(plan, "vllm")
+    if ckpt is not None:
+        return ckpt.repo
     base = base_model_id(plan)
     if base not in HF_REPOS:
         raise K3InputError("hf_repo", f"no known Hugging Face repository for {plan.model.id}; pass one",
@@ -189,6 +200,12 @@ def vllm_command(plan: Plan, *, hf_repo: str | None = None, gpu_memory_utilizati
     """
     if plan.kv_dtype not in VLLM_KV_DTYPES:
         raise K3InputError("kv_dtype", f"vLLM has no {plan.kv_dtype} KV cache", ", ".join(VLLM_KV_DTYPES))
+    if isinstance(plan.model, Architecture) and hf_repo is None:
+        loadable = [c.id for c in checkpoints_for(plan.model, "vllm")]
+        native_bf16 = set(plan.model.native_formats.values()) <= {"bf16"}
+        if plan.weight_format not in loadable and not (native_bf16 and plan.weight_format in ("bf16", "fp8")):
+            raise K3InputError("weights", f"no {plan.weight_format} checkpoint of {plan.model.name} that vLLM can "
+                               "load is known (pass --hf-repo for one you have)", ", ".join(loadable))
     repo = _repo(plan, hf_repo)
     util = gpu_memory_utilization(plan)
     u = util.value if gpu_memory_utilization_value is None else float(gpu_memory_utilization_value)
@@ -221,8 +238,8 @@ def vllm_command(plan: Plan, *, hf_repo: str | None = None, gpu_memory_utilizati
                      f"ray start --address=<head>:6379 on the others), then run this on the head node")
     w = plan.weight_format
     native_bf16 = isinstance(plan.model, Architecture) and set(plan.model.native_formats.values()) <= {"bf16"}
-    if hf_repo is None and w not in ("native",) and not (w == "bf16" and (native_bf16 or isinstance(
-            plan.model, PublishedProfile))):
+    if hf_repo is None and w not in ("native",) and _checkpoint(plan, "vllm") is None and not (
+            w == "bf16" and (native_bf16 or isinstance(plan.model, PublishedProfile))):
         if w == "fp8" and native_bf16:
             argv += ["--quantization", "fp8"]
             expl.append(("--quantization", "fp8: vLLM quantizes the BF16 checkpoint to FP8 while loading"))
@@ -231,9 +248,10 @@ def vllm_command(plan: Plan, *, hf_repo: str | None = None, gpu_memory_utilizati
                          f"{w} checkpoint vLLM can load (AWQ/GPTQ for 4-bit, FP8 for 8-bit)")
     if not plan.fits:
         notes.append("the plan does not fit: vLLM will refuse this max_model_len — " + plan.reason)
-    if plan.gpus // plan.nodes > 8:
-        notes.append(f"{plan.gpus // plan.nodes} GPUs in one node is unusual (most hold 8): spread them over "
-                     f"nodes and plan with that node count")
+    per_node = getattr(plan.gpu, "gpus_per_node", None) or 8
+    if plan.gpus // plan.nodes > per_node:
+        notes.append(f"{plan.gpus // plan.nodes} GPUs in one node: a {plan.gpu.id} node holds {per_node}; "
+                     f"spread them over nodes and plan with that node count")
     return Command("vllm", tuple(argv), tuple(expl), tuple(notes))
 
 
@@ -249,10 +267,24 @@ def cpu_moe_layers(plan: Plan) -> int | None:
     spec = plan.model
     if not isinstance(spec, Architecture) or not spec.mlp.moe_layers:
         return None
-    per_layer = weights_bytes_by_group(spec, plan.weight_format)["routed_experts"] / spec.mlp.moe_layers
+    fmt, published, _ = resolve_weights(spec, plan.weight_format)
+    scale = published / weights_bytes(spec, fmt) if published else 1.0
+    per_layer = weights_bytes_by_group(spec, fmt)["routed_experts"] * scale / spec.mlp.moe_layers
     over = -plan.per_gpu.headroom_bytes * plan.gpus
     n = math.ceil(over / per_layer)
     return n if n <= spec.mlp.moe_layers else None
+
+
+def _bits(weights: str) -> float:
+    """Bits per weight of a format id; ``native`` counts as 16 (a BF16-class checkpoint)."""
+    fmt = get_weight_format(weights)
+    return 16.0 if fmt.is_native else fmt.bits_per_weight
+
+
+def _nominal_bits(quant: str) -> float:
+    """The bit width a GGUF quant name states (``ud-q4_k_xl`` → 4, ``ud-iq1_s`` → 1)."""
+    m = re.search(r"q(\d+)", quant.lower())
+    return float(m.group(1)) if m else 16.0
 
 
 def _gguf_ref(plan: Plan, gguf: str | None) -> tuple[str, list[str]]:
@@ -261,15 +293,23 @@ def _gguf_ref(plan: Plan, gguf: str | None) -> tuple[str, list[str]]:
         if not isinstance(gguf, str) or not gguf.strip():
             raise K3InputError("gguf", f"{gguf!r} is not a GGUF reference", "repo:QUANT or a .gguf path")
         return gguf.strip(), notes
+    ckpt = _checkpoint(plan, "llama.cpp")
+    if ckpt is not None:
+        return f"{ckpt.repo}:{ckpt.id.upper()}", notes
     base = base_model_id(plan)
+    published = [c for c in checkpoints_for(base, "llama.cpp") if c.file_bytes]
+    if published:   # the nearest published file: no other GGUF of this model exists
+        near = min(published, key=lambda c: (abs(_nominal_bits(c.id) - _bits(plan.weight_format)),
+                                              -c.file_bytes))
+        notes.append(f"no {plan.weight_format} GGUF of {base} is published; the nearest published file is "
+                     f"{near.id.upper()} ({near.file_bytes / 1e9:,.1f} GB, {near.repo}) — plan with "
+                     f"--weights {near.id} for its exact size")
+        return f"{near.repo}:{near.id.upper()}", notes
     repo = GGUF_REPOS.get(base)
-    if repo is None:
-        raise K3InputError("gguf", f"no known GGUF repository for {plan.model.id}; pass one", "repo:QUANT")
     tag = GGUF_TAGS.get(plan.weight_format)
-    if tag is None:
-        tag = "Q4_K_M"
-        notes.append(f"no GGUF tag for {plan.weight_format}; Q4_K_M (4.5 bits) is the nearest to K3's native "
-                     f"MXFP4 experts (4.25 bits) — its weights are slightly larger than the plan's")
+    if repo is None or tag is None:
+        raise K3InputError("gguf", f"no known GGUF repository for {plan.model.id} at {plan.weight_format}; "
+                           "pass one", "repo:QUANT or a .gguf path")
     return f"{repo}:{tag}", notes
 
 
@@ -282,7 +322,7 @@ def llama_server_command(plan: Plan, *, gguf: str | None = None, model_path: str
     >>> from k3lib.core.plan import make_plan
     >>> p = make_plan(model="kimi-k3@guide-000", gpu="h100", gpus=6, weights="q4", kv_dtype="fp8", context="256K")
     >>> llama_server_command(p).argv[:3]
-    ('llama-server', '-hf', 'unsloth/Kimi-K3-GGUF:Q4_K_M')
+    ('llama-server', '-hf', 'unsloth/Kimi-K3-GGUF:UD-Q4_K_XL')
     """
     if plan.kv_dtype not in LLAMA_CACHE_TYPES:
         raise K3InputError("kv_dtype", f"llama.cpp has no {plan.kv_dtype} cache", ", ".join(LLAMA_CACHE_TYPES))

@@ -1,0 +1,348 @@
+"""The solver: which deployable configuration holds a context — fewest GPUs first, then
+the best checkpoint the engine can load, then the highest KV precision.
+
+A configuration someone can launch: whole nodes (TP inside a node, PP across nodes; see
+:func:`k3lib.core.layout.deployable_layout`), a checkpoint that exists for the engine
+(:func:`k3lib.core.checkpoints.checkpoints_for`; a guide profile keeps its tiers), and the
+bytes of :func:`k3lib.core.plan.make_plan` (read through the vectorized sweep, which
+computes the same numbers for a whole grid of GPU counts × checkpoints × contexts).
+
+Defaults: a guide profile is sized with its guide's rules (8 GiB of overhead per GPU,
+marketed memory); a real architecture with k3lib's measured rules (the same defaults as
+``k3plan estimate``), so every surface gives one answer.
+
+>>> c = cheapest_configuration(model="kimi-k3", gpu="h200", context="256K", kv_dtypes=["fp8"])
+>>> c.gpus, c.label
+(16, '2 nodes × 8 h200, weights native, KV fp8, context 256K (TP=8 PP=2, vllm)')
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from k3lib.core.architecture import Architecture
+from k3lib.core.memory import activation_bytes, kv_bytes_per_token, weight_bits_by_group, weights_bytes
+from k3lib.core.errors import K3InputError
+from k3lib.core.hardware import GPUSpec, get_gpu
+from k3lib.core.models import ModelSpec, PublishedProfile, get_model
+from k3lib.core.checkpoints import checkpoints_for
+from k3lib.core.layout import Layout, choose_layout
+from k3lib.core.plan import Assumptions, Plan, make_plan
+from k3lib.core.search import candidate_gpu_counts, context_grid_tokens, gpus_per_node_of, min_gpus_plan
+from k3lib.core.precisions import get_kv_dtype, get_weight_format
+from k3lib.core.sweep import sweep
+from k3lib.core.units import GB, GiB, parse_context_tokens, parse_positive_int
+
+# ----------------------------------------------------------------- the guide's figures
+#: "Subtract at least 8 GB per GPU from your available VRAM" (guide 000; GB read as GiB).
+GUIDE_OVERHEAD_PER_GPU_BYTES = 8 * GiB
+#: "Reserve 10-15% for KV cache and overhead before you pick a precision level" (guide 000).
+GUIDE_WEIGHT_RESERVE_FRACTION = 0.15
+#: "Start with Q4 unless you have 10+ H100s" (guide 000, step 2).
+GUIDE_DEFAULT_WEIGHTS = "q4"
+#: Step 3 divides by 262,144 (BF16), 131,072 (FP8) or 65,536 (INT4) bytes per token.
+GUIDE_KV_DTYPES = ("bf16", "fp8", "int4")
+#: "If the model loads but generates at under 5 tok/s, your interconnect is the bottleneck".
+GUIDE_MIN_TOKENS_PER_S = 5.0
+#: "roughly 20-35% less peak memory" — FlashAttention, of activation memory (a guide claim).
+GUIDE_FLASH_ATTENTION_SAVING = (0.20, 0.35)
+#: "typically saves 5-12% of total VRAM" — PagedAttention (a guide claim).
+GUIDE_PAGED_ATTENTION_SAVING = (0.05, 0.12)
+#: "2,800B total parameters and 104B active per token" (guide 004) — for profiles without an active count.
+GUIDE_004_ACTIVE_PARAMS = 104_000_000_000
+#: Grid step of the max-context searches: 1K tokens.
+CONTEXT_STEP_TOKENS = 1024
+#: vLLM's KV dtypes, highest precision first (what the solver may choose from by default).
+SOLVER_KV_DTYPES = ("bf16", "fp8")
+#: Cheat-sheet hardware: the guide's H100 and the next three HBM parts in k3lib's catalogue.
+CHEATSHEET_GPUS = ("h100-sxm", "h200-sxm", "b200", "mi300x")
+CHEATSHEET_MAX_GPUS = 32
+#: Share of the GPU an engine must keep outside ``--gpu-memory-utilization`` (CUDA context,
+#: allocations outside the caching allocator, other processes). A stated rule: vLLM's
+#: default 0.9 keeps 10 %; above 0.95 we call the reserve gone.
+ENGINE_RESERVE_FRACTION = 0.05
+
+
+def checklist_assumptions(overhead_per_gpu_bytes: int | None = GUIDE_OVERHEAD_PER_GPU_BYTES) -> Assumptions:
+    """The checklist's default assumptions: the guide's flat overhead per GPU."""
+    return Assumptions(overhead_per_gpu_bytes=overhead_per_gpu_bytes)
+
+
+def _a(assumptions: Assumptions | None, spec: ModelSpec | None = None) -> Assumptions:
+    """The assumptions given, else the model's own defaults: a guide profile is sized with
+    the guide's 8 GiB per GPU; an architecture with k3lib's measured rule (as ``estimate``)."""
+    if assumptions is not None:
+        return assumptions
+    if spec is not None and not isinstance(spec, PublishedProfile):
+        return Assumptions()
+    return checklist_assumptions()
+
+
+def format_context(tokens: int) -> str:
+    """``262144`` → ``'256K'``, ``1048576`` → ``'1M'``, ``200000`` → ``'200,000'`` (K = 1,024).
+
+    >>> format_context(204800), format_context(1048576), format_context(0)
+    ('200K', '1M', '0')
+    """
+    tokens = int(tokens)
+    if tokens and tokens % (1024 * 1024) == 0:
+        return f"{tokens // (1024 * 1024)}M"
+    if tokens and tokens % 1024 == 0:
+        return f"{tokens // 1024:,}K"
+    return f"{tokens:,}"
+
+
+def _gib(n_bytes: float) -> str:
+    return f"{n_bytes / GiB:,.1f} GiB"
+
+
+def _spec(model: "str | ModelSpec") -> ModelSpec:
+    return get_model(model)
+
+
+def _hw(gpu: "str | GPUSpec") -> GPUSpec:
+    return gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)
+
+
+def _basis(spec: ModelSpec, a: Assumptions) -> str:
+    return a.memory_basis or (spec.memory_basis if isinstance(spec, PublishedProfile) else "usable")
+
+
+# ----------------------------------------------------------------- precisions
+
+
+def precision_ladder(model: "str | ModelSpec", engine: str = "vllm") -> tuple[str, ...]:
+    """The weights the solver may choose from, best quality first.
+
+    A guide profile: its published tiers (as k3lib format ids), by bits per weight.
+    An architecture: the checkpoints ``engine`` can load for it
+    (:func:`k3lib.core.checkpoints.checkpoints_for`), e.g. K3 on vLLM: the native
+    checkpoint and RedHat's FP8-BLOCK; on llama.cpp: unsloth's published GGUF files.
+
+    >>> precision_ladder("kimi-k3@guide-000")
+    ('bf16', 'q8', 'q4', 'q2')
+    >>> precision_ladder("kimi-k3")
+    ('native', 'fp8-block')
+    >>> precision_ladder("kimi-k3", engine="llama.cpp")[:3]
+    ('ud-q8_k_xl', 'ud-q4_k_xl', 'ud-q2_k_xl')
+    """
+    spec = _spec(model)
+    if isinstance(spec, PublishedProfile):
+        reverse = {tier: alias for alias, tier in spec.weight_aliases.items()}
+        ids = []
+        for tier in spec.tiers:
+            for candidate in (tier, reverse.get(tier)):
+                if candidate is None:
+                    continue
+                try:
+                    ids.append(get_weight_format(candidate).id)
+                    break
+                except K3InputError:
+                    continue
+        return tuple(sorted(dict.fromkeys(ids), key=lambda f: -get_weight_format(f).bits_per_weight))
+    ckpts = checkpoints_for(spec, engine)
+    size = {c.id: (c.file_bytes or weights_bytes(spec, c.weight_format)) for c in ckpts}
+    # best quality first: the native checkpoint, then by size (bigger = more bits)
+    return tuple(sorted(size, key=lambda c: (c != "native", -size[c])))
+
+
+def _rank_kv(kv_dtypes: Sequence[str]) -> tuple[str, ...]:
+    return tuple(get_kv_dtype(k).id for k in kv_dtypes)
+
+
+# ----------------------------------------------------------------- vectorized grid
+
+@dataclass(frozen=True)
+class _Grid:
+    """Fits and per-GPU totals over (GPU count, weights, KV dtype, context)."""
+
+    counts: tuple[int, ...]
+    layouts: tuple[Layout, ...]
+    weights: tuple[str, ...]
+    kv_dtypes: tuple[str, ...]
+    contexts: np.ndarray
+    fits: np.ndarray
+    total_bytes_per_gpu: np.ndarray
+    available_bytes_per_gpu: np.ndarray
+
+    def max_context(self) -> np.ndarray:
+        """[count, weights, kv]: the largest context of the grid that fits; 0 = does not load."""
+        c = self.fits.shape[-1]
+        last = c - 1 - np.argmax(self.fits[..., ::-1], axis=-1)
+        return np.where(self.fits.any(axis=-1), self.contexts[last], 0)
+
+
+def _grid(spec: ModelSpec, hw: GPUSpec, counts: Sequence[int], weights: Sequence[str],
+          kv_dtypes: Sequence[str], contexts: Sequence[int], *, batch: int, assumptions: Assumptions,
+          nodes: int | None = None) -> _Grid:
+    """One :func:`k3lib.core.sweep.sweep` call over deployable counts (or ``nodes`` nodes)."""
+    counts = tuple(int(n) for n in counts)
+    ctx = np.asarray(sorted(set(int(c) for c in contexts)), dtype=np.int64)
+    res = sweep(models=[spec], gpus=[hw.id], counts=list(counts), weights=list(weights),
+                kv_dtypes=list(kv_dtypes), contexts=ctx.tolist(), batch=batch, nodes=nodes,
+                assumptions=assumptions)
+    per_node = gpus_per_node_of(hw)
+    layouts = tuple(choose_layout(spec, gpus=n, nodes=nodes, gpus_per_node=per_node) for n in counts)
+    return _Grid(counts, layouts, tuple(res.weights), _rank_kv(kv_dtypes), ctx, res.fits[0, 0],
+                 res.total_bytes_per_gpu[0, 0], res.available_bytes_per_gpu[0, 0])
+
+
+def context_grid(model: "str | ModelSpec", step_tokens: int = CONTEXT_STEP_TOKENS) -> np.ndarray:
+    """Contexts ``step, 2·step, …`` up to the model's maximum (1K steps to 1M: 1,024 points)."""
+    return context_grid_tokens(_spec(model), step_tokens)
+
+
+# ----------------------------------------------------------------- solver
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One configuration the solver picked: hardware, layout, checkpoint, engine, target
+    context, the fullest GPU's total there and the largest context (1K grid) it holds."""
+
+    model: str
+    gpu: str
+    gpus: int
+    nodes: int
+    tp: int
+    pp: int
+    weights: str
+    kv_dtype: str
+    context_tokens: int
+    batch: int
+    total_bytes_per_gpu: int
+    available_bytes_per_gpu: int
+    max_context_tokens: int
+    reason: str
+    assumptions: Assumptions = field(default_factory=checklist_assumptions, repr=False)
+    engine: str = "vllm"
+
+    @property
+    def headroom_bytes_per_gpu(self) -> int:
+        return self.available_bytes_per_gpu - self.total_bytes_per_gpu
+
+    @property
+    def fits(self) -> bool:
+        return self.headroom_bytes_per_gpu >= 0
+
+    @property
+    def label(self) -> str:
+        where = f"{self.nodes} nodes × {self.gpus // self.nodes} {self.gpu}" if self.nodes > 1 \
+            else f"{self.gpus}× {self.gpu}"
+        return (f"{where}, weights {self.weights}, KV {self.kv_dtype}, "
+                f"context {format_context(self.context_tokens)} (TP={self.tp} PP={self.pp}, {self.engine})")
+
+    def plan(self) -> Plan:
+        """The full :class:`~k3lib.core.plan.Plan` of this configuration (one make_plan call)."""
+        return make_plan(model=self.model, gpu=self.gpu, gpus=self.gpus, weights=self.weights,
+                         kv_dtype=self.kv_dtype, context=self.context_tokens, batch=self.batch,
+                         assumptions=self.assumptions)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "gpu": self.gpu, "gpus": self.gpus, "nodes": self.nodes, "tp": self.tp,
+                "pp": self.pp, "weights": self.weights, "kv_dtype": self.kv_dtype, "engine": self.engine,
+                "context_tokens": self.context_tokens, "batch": self.batch,
+                "total_bytes_per_gpu": self.total_bytes_per_gpu,
+                "available_bytes_per_gpu": self.available_bytes_per_gpu,
+                "headroom_bytes_per_gpu": self.headroom_bytes_per_gpu,
+                "max_context_tokens": self.max_context_tokens, "reason": self.reason}
+
+
+def _pick(spec: ModelSpec, hw: GPUSpec, grid: _Grid, target: int, batch: int, a: Assumptions, why: str,
+          engine: str) -> Configuration | None:
+    ti = int(np.searchsorted(grid.contexts, target))
+    hits = np.argwhere(grid.fits[..., ti])                           # C order = (count, precision, KV) order
+    if not len(hits):
+        return None
+    r, p, k = (int(x) for x in hits[0])
+    n, lay = grid.counts[r], grid.layouts[r]
+    total = int(grid.total_bytes_per_gpu[r, p, k, ti])
+    avail = int(grid.available_bytes_per_gpu[r, p, k, ti])
+    mx = int(grid.max_context()[r, p, k])
+    w, kv = grid.weights[p], grid.kv_dtypes[k]
+    reason = (f"{why}: {n}× {hw.id} ({lay.describe()}) at weights {w} and KV {kv} needs {_gib(total)} of "
+              f"{_gib(avail)} on the fullest GPU at {format_context(target)} ({_gib(avail - total)} headroom) "
+              f"and holds up to {format_context(mx)}.")
+    return Configuration(spec.id, hw.id, n, lay.nodes, lay.tp, lay.pp, w, kv, target, batch, total, avail, mx,
+                         reason, a, engine)
+
+
+def _solver_inputs(model, gpu, context, weights, kv_dtypes, batch, engine):
+    spec, hw = _spec(model), _hw(gpu)
+    target = parse_context_tokens(context, "context")
+    ws = tuple(weights or precision_ladder(spec, engine))
+    ks = _rank_kv(kv_dtypes)
+    n_batch = parse_positive_int(batch, "batch")
+    return spec, hw, target, ws, ks, n_batch
+
+
+def cheapest_configuration(*, model: "str | ModelSpec", gpu: "str | GPUSpec", context: object,
+                           weights: Sequence[str] | None = None, kv_dtypes: Sequence[str] = SOLVER_KV_DTYPES,
+                           max_gpus: int = 32, engine: str = "vllm", batch: object = 1,
+                           assumptions: Assumptions | None = None) -> Configuration | None:
+    """The cheapest deployable configuration that holds ``context``: fewest GPUs (one node,
+    then whole nodes), then the best checkpoint (``weights`` in preference order, default
+    :func:`precision_ladder` for ``engine``), then the highest KV precision. ``None`` if
+    nothing up to ``max_gpus`` fits. One vectorized sweep, so the answer carries its max
+    context too.
+
+    >>> c = cheapest_configuration(model="kimi-k3@guide-000", gpu="h100-sxm", context="256K",
+    ...                            weights=["q4"], kv_dtypes=["fp8"])
+    >>> c.gpus, format_context(c.max_context_tokens)
+    (6, '775K')
+    """
+    spec, hw, target, ws, ks, n_batch = _solver_inputs(model, gpu, context, weights, kv_dtypes, batch, engine)
+    a = _a(assumptions, spec)
+    counts = candidate_gpu_counts(spec, hw, max_gpus=parse_positive_int(max_gpus, "max_gpus"))
+    if target > spec.max_context_tokens or not counts:
+        return None
+    ctx = np.append(context_grid(spec), target)
+    grid = _grid(spec, hw, counts, ws, ks, ctx, batch=n_batch, assumptions=a)
+    return _pick(spec, hw, grid, target, n_batch, a, "fewest GPUs, then highest precision", engine)
+
+
+def best_configuration(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: object, context: object,
+                       nodes: object = None, weights: Sequence[str] | None = None,
+                       kv_dtypes: Sequence[str] = SOLVER_KV_DTYPES, engine: str = "vllm", batch: object = 1,
+                       assumptions: Assumptions | None = None) -> Configuration | None:
+    """The best configuration for a given GPU count: the best checkpoint, then the highest
+    KV precision, that holds ``context``; ``None`` if none does.
+
+    >>> c = best_configuration(model="kimi-k3@guide-000", gpu="h100-sxm", gpus=8, context="256K")
+    >>> c.weights, c.kv_dtype
+    ('q8', 'bf16')
+    """
+    spec, hw, target, ws, ks, n_batch = _solver_inputs(model, gpu, context, weights, kv_dtypes, batch, engine)
+    a = _a(assumptions, spec)
+    n = parse_positive_int(gpus, "gpus")
+    m = parse_positive_int(nodes, "nodes") if nodes is not None else None
+    choose_layout(spec, gpus=n, nodes=m, gpus_per_node=gpus_per_node_of(hw))   # validates, names the field
+    if target > spec.max_context_tokens:
+        return None
+    ctx = np.append(context_grid(spec), target)
+    grid = _grid(spec, hw, [n], ws, ks, ctx, batch=n_batch, assumptions=a, nodes=m)
+    return _pick(spec, hw, grid, target, n_batch, a, f"highest precision on {n} GPUs", engine)
+
+
+def min_gpus(*, model: "str | ModelSpec", gpu: "str | GPUSpec", weights: str, kv_dtype: str, context: object,
+             max_gpus: int = 256, batch: object = 1, whole_nodes: bool = True,
+             assumptions: Assumptions | None = None) -> int | None:
+    """Fewest GPUs that hold ``context`` at these precisions: deployable counts (one node,
+    then whole nodes), or with ``whole_nodes=False`` any count in one pool (the guides'
+    own reading, for auditing their arithmetic). One sweep (:func:`k3lib.core.search.min_gpus_plan`).
+
+    >>> min_gpus(model="kimi-k3@guide-000", gpu="h100-sxm", weights="bf16", kv_dtype="bf16", context="512K")
+    16
+    >>> min_gpus(model="kimi-k3@guide-000", gpu="h100-sxm", weights="bf16", kv_dtype="bf16", context="512K",
+    ...          whole_nodes=False)
+    11
+    """
+    spec = _spec(model)
+    p = min_gpus_plan(model=spec, gpu=gpu, weights=weights, kv_dtype=kv_dtype, context=context, batch=batch,
+                      max_gpus=max_gpus, whole_nodes=whole_nodes, assumptions=_a(assumptions, spec))
+    return None if p is None else p.gpus
+
+
