@@ -13,7 +13,7 @@ marketed memory); a real architecture with k3lib's measured rules (the same defa
 
 >>> c = cheapest_configuration(model="kimi-k3", gpu="h200", context="256K", kv_dtypes=["fp8"])
 >>> c.gpus, c.label
-(16, '2 nodes × 8 h200, weights native, KV fp8, context 256K (TP=8 PP=2, vllm)')
+(16, '2 nodes × 8 h200-sxm, weights native, KV fp8, context 256K (TP=8 PP=2, vllm)')
 """
 from __future__ import annotations
 
