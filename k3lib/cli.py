@@ -1,6 +1,8 @@
 """``k3plan``: the command-line face of k3lib (also ``python -m k3lib``).
 
-Exit codes: 0 ok, 2 bad input (one line naming the field, no traceback).
+Exit codes: 0 ok (for ``estimate`` and ``offload``: the plan fits), 2 bad input (one line
+naming the field, no traceback), 3 the plan was computed and DOES NOT FIT (``estimate``,
+``offload``), 1 a report failed.
 """
 from __future__ import annotations
 
@@ -44,9 +46,10 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", default="1", help="concurrent sequences (default 1)")
     p.add_argument("--gpu", default="h100-sxm", help="GPU id or alias (see `k3plan gpus`); default h100-sxm")
     p.add_argument("--gpus", default="8", help="number of GPUs in total (default 8)")
-    p.add_argument("--nodes", default="1", help="nodes the GPUs are spread over (default 1)")
-    p.add_argument("--tp", default=None, help="tensor-parallel size (default: GPUs per node, if the heads split)")
-    p.add_argument("--pp", default=None, help="pipeline-parallel size (default: nodes)")
+    p.add_argument("--nodes", default=None, help="nodes the GPUs are spread over (default: one node up to the "
+                   "GPU's node size, e.g. 8, then whole nodes)")
+    p.add_argument("--tp", default=None, help="tensor-parallel size (default: as wide as the heads allow inside a node)")
+    p.add_argument("--pp", default=None, help="pipeline-parallel size (default: the rest, across nodes)")
     p.add_argument("--activation", default=None,
                    help="override activation memory in total, e.g. 10GiB (GB = 10^9, GiB = 2^30)")
     p.add_argument("--overhead-per-gpu", default=None,
@@ -164,12 +167,15 @@ def _cmd_estimate(args) -> int:
         prof = get_engine(engine)
         if prof.id != "generic":
             return _cmd_estimate_engine(args, prof)
+    if getattr(args, "gpu_memory_utilization", None) is not None:
+        raise K3InputError("gpu-memory-utilization", "applies to an engine's budget only",
+                           "with --engine vllm or --engine sglang")
     plan = _plan_from_args(args)
     if args.json:
         print(json.dumps(plan.to_dict(), indent=2))
     else:
         print(render_plan_table(plan, args.unit))
-    return 0
+    return 0 if plan.fits else 3
 
 
 def _cmd_estimate_engine(args, prof) -> int:
@@ -342,11 +348,15 @@ def _add_checklist_parsers(sub) -> None:
     p.add_argument("--model", default="kimi-k3", help="built-in model id (see `k3plan models`); default kimi-k3")
     p.add_argument("--gpu", default="h100-sxm", help="GPU id or alias (see `k3plan gpus`); default h100-sxm")
     p.add_argument("--gpus", default="8", help="number of GPUs you have (default 8)")
-    p.add_argument("--nodes", default="1", help="nodes the GPUs are spread over (default 1)")
+    p.add_argument("--nodes", default=None, help="nodes the GPUs are spread over (default: whole nodes of the "
+                   "GPU's node size)")
     p.add_argument("--context", default="256K", help="target context: 131072, 128K, 256k, 1M (K = 1024 tokens)")
+    p.add_argument("--engine", default="vllm", help="engine to launch with: vllm, sglang, llama.cpp (default vllm); "
+                   "the solver only picks checkpoints this engine can load")
     p.add_argument("--kv-dtype", default="fp8", help="KV dtype for steps 3-7: bf16, fp8, int4 (default fp8, "
                    "the guide's step 4)")
-    p.add_argument("--overhead-per-gpu", default="8GiB", help="overhead subtracted per GPU (default 8GiB, the guide)")
+    p.add_argument("--overhead-per-gpu", default=None, help="overhead per GPU (default: the model's rule — 8GiB "
+                   "for a guide profile, k3lib's measured rule for a real architecture, as `estimate`)")
     p.add_argument("--workload-context", default=None, help="context your prompts actually need, e.g. 50K: "
                    "warns when the target is far beyond it")
     p.add_argument("--hf-repo", default=None, help="repository for `vllm serve` (default: the model's own)")
@@ -354,21 +364,26 @@ def _add_checklist_parsers(sub) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object; sizes are integers in bytes")
     p.set_defaults(func=_cmd_plan)
     p = sub.add_parser("cheatsheet", help="max context by hardware (GPU × count × precision)",
-                       description="GPU configuration cheat sheet: for each GPU × count (1-16, and 2 nodes × 8) and "
-                                   "weight precision, the largest context (1K-token steps) that fits; empty where "
-                                   "the model will not load. Computed by the vectorized sweep.")
+                       description="GPU configuration cheat sheet: for each GPU × deployable count (one node, then "
+                                   "whole nodes up to 32 GPUs) and each checkpoint the engine can load, the largest "
+                                   "context (1K-token steps) that fits; empty where the model will not load. "
+                                   "Computed by the vectorized sweep (the same bytes as `estimate`).")
     p.add_argument("--model", default="kimi-k3", help="built-in model id; default kimi-k3")
     p.add_argument("--gpu", default="h100-sxm,h200-sxm,b200,mi300x", help="comma-separated GPU ids "
                    "(default h100-sxm,h200-sxm,b200,mi300x)")
     p.add_argument("--kv-dtype", default="fp8", help="KV dtype (default fp8)")
-    p.add_argument("--overhead-per-gpu", default="8GiB", help="overhead per GPU (default 8GiB, the guide)")
+    p.add_argument("--overhead-per-gpu", default=None, help="overhead per GPU (default: the model's rule, as `estimate`)")
+    p.add_argument("--engine", default="vllm", help="engine whose checkpoints form the columns (default vllm)")
     p.add_argument("--csv", action="store_true", help="print CSV (cells in tokens, empty where it will not load)")
     p.set_defaults(func=_cmd_cheatsheet)
 
 
 def _checklist_assumptions(args):
+    """None (each model's own rule) unless --overhead-per-gpu is given."""
     from k3lib.studies.checklist import checklist_assumptions
 
+    if args.overhead_per_gpu is None:
+        return None
     return checklist_assumptions(parse_size_bytes(args.overhead_per_gpu, "overhead-per-gpu"))
 
 
@@ -377,7 +392,7 @@ def _cmd_plan(args) -> int:
     from k3lib.studies.commands import commands_for, gpu_memory_utilization
 
     c = run_checklist(model=args.model, gpu=args.gpu, gpus=args.gpus, nodes=args.nodes, context=args.context,
-                      kv_dtype=args.kv_dtype, assumptions=_checklist_assumptions(args))
+                      kv_dtype=args.kv_dtype, engine=args.engine, assumptions=_checklist_assumptions(args))
     chosen = c.recommended or c.cheapest
     plan = chosen.plan() if chosen else None
     cmds = commands_for(plan, hf_repo=args.hf_repo, gguf=args.gguf) if plan else {}
@@ -386,6 +401,7 @@ def _cmd_plan(args) -> int:
     if args.json:
         out = c.to_dict()
         out["chosen"] = "recommended" if c.recommended else ("cheapest" if c.cheapest else None)
+        out["plan"] = plan.to_dict() if plan else None
         out["commands"] = {k: {"argv": list(v.argv), "text": v.text, "notes": list(v.notes)} for k, v in cmds.items()}
         out["warnings"] = [{"code": w.code, "message": w.message} for w in warnings]
         print(json.dumps(out, indent=2))
@@ -401,7 +417,8 @@ def _cmd_plan(args) -> int:
         print(f"Nothing fits on {c.gpus}× {c.gpu} at {format_context(c.context_tokens)}.\n"
               f"Cheapest on {c.gpu}: {c.cheapest.label}\n   {c.cheapest.reason}")
     else:
-        print(f"No configuration of up to {max(16, c.gpus)} {c.gpu} holds {format_context(c.context_tokens)}.")
+        print(f"No deployable configuration of up to {max(32, c.gpus)} {c.gpu} holds "
+              f"{format_context(c.context_tokens)}.")
     for w in warnings:
         print(f"warning [{w.code}]: {w.message}")
     for name, cmd in cmds.items():
@@ -414,10 +431,11 @@ def _cmd_plan(args) -> int:
 def _cmd_cheatsheet(args) -> int:
     from k3lib.studies.checklist import cheatsheet, cheatsheet_display
 
-    gpus = [g.strip() for g in args.gpu.split(",") if g.strip()]
-    if not gpus:
-        raise K3InputError("gpu", f"{args.gpu!r} names no GPU", "comma-separated ids, e.g. h100-sxm,h200-sxm")
-    df = cheatsheet(model=args.model, gpus=gpus, kv_dtype=args.kv_dtype, assumptions=_checklist_assumptions(args))
+    gpus = [g.strip() for g in args.gpu.split(",")]
+    if not all(gpus):
+        raise K3InputError("gpu", f"{args.gpu!r} has an empty item", "comma-separated ids, e.g. h100-sxm,h200-sxm")
+    df = cheatsheet(model=args.model, gpus=gpus, kv_dtype=args.kv_dtype, engine=args.engine,
+                    assumptions=_checklist_assumptions(args))
     if args.csv:
         print(df.to_csv(index=False), end="")
         return 0
@@ -459,7 +477,7 @@ def _cmd_offload(args) -> int:
                         context=args.context, batch=args.batch, expert_layers_on_gpu=args.expert_layers_on_gpu,
                         ram=args.ram, ram_bandwidth=args.ram_bandwidth)
     print(json.dumps(plan.to_dict(), indent=2) if args.json else render_text(plan, args.unit))
-    return 0
+    return 0 if plan.fits else 3
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,10 +26,13 @@ def test_plan_text_for_the_issue_example(capsys):
     for title in ("1. Count your GPUs", "2. Pick a precision", "3. Set context length", "5. Test at 50 %",
                   "7. Add one GPU"):
         assert title in out
-    # the real K3 does not fit 8 H100 (Q2 849 GiB > 8 × 71.19): the cheapest H100 configuration is shown
+    # the real K3 does not fit 8 H100 (native 1,453.7 GiB > 8 × 79.19): the cheapest H100 configuration is
+    # three whole nodes, TP=8 inside each and PP=3 across, with the native checkpoint vLLM loads
     assert "Nothing fits on 8× h100-sxm at 256K." in out
-    assert "vllm serve moonshotai/Kimi-K3" in out
-    assert "llama-server -hf unsloth/Kimi-K3-GGUF:Q2_K" in out
+    assert "Cheapest on h100-sxm: 3 nodes × 8 h100-sxm, weights native" in out and "(TP=8 PP=3, vllm)" in out
+    assert "vllm serve moonshotai/Kimi-K3" in out and "--tensor-parallel-size 8" in out
+    assert "--pipeline-parallel-size 3" in out
+    assert "q2" not in out.lower().replace("ud-q2", "")             # no 2-bit tier proposed for vLLM
     assert "nvidia-smi topo -m" in out
 
 
@@ -95,7 +98,7 @@ def test_cheatsheet_text_and_csv(capsys):
     assert "200K" in row5                                      # 25 GiB / 128 KiB
     rc, out, _ = run(capsys, "cheatsheet", "--model", "kimi-k3@guide-000", "--csv")
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert len(rows) == 4 * 17
+    assert len(rows) == 4 * 11                                  # 1–8 in one node, then 16, 24, 32
     assert list(rows[0]) == ["config", "gpu", "gpus", "nodes", "tp", "pp", "bf16", "q8", "q4", "q2"]
     four = next(r for r in rows if r["gpu"] == "h100-sxm" and r["gpus"] == "4")
     assert (four["q4"], four["q2"]) == ("", str(424 * 1024))      # empty = will not load

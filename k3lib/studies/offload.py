@@ -237,6 +237,26 @@ class OffloadPlan:
     def fits_ram(self) -> bool | None:
         return None if self.ram_available_bytes is None else self.ram_needed_bytes <= self.ram_available_bytes
 
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """What stops this plan from loading (empty when it loads)."""
+        out = []
+        if self.context_tokens > self.model.max_context_tokens:
+            out.append(f"context {self.context_tokens:,} tokens exceeds the model's maximum of "
+                       f"{self.model.max_context_tokens:,}")
+        if not self.fits_vram:
+            out.append(f"VRAM: {self.vram_needed_bytes / GB:,.1f} GB needed, {self.vram_available_bytes / GB:,.1f} GB "
+                       "available")
+        if self.fits_ram is False:
+            out.append(f"RAM: {self.ram_needed_bytes / GB:,.0f} GB needed, {self.ram_available_bytes / GB:,.0f} GB "
+                       "available")
+        return tuple(out)
+
+    @property
+    def fits(self) -> bool:
+        """Loads: VRAM and (when given) RAM suffice and the context is within the model's maximum."""
+        return not self.problems
+
     # -- decode
     @property
     def tiers(self) -> tuple[Tier, Tier]:
@@ -289,12 +309,15 @@ class OffloadPlan:
 
     # -- output
     def verdict(self) -> str:
-        """One line: VRAM, RAM, tokens/s."""
+        """One line: FITS or DOES NOT FIT, VRAM, RAM, and tokens/s only for a plan that loads."""
         ram = "" if self.ram_available_bytes is None else \
             f" of {self.ram_available_bytes / GB:,.0f} GB{'' if self.fits_ram else ' — NOT ENOUGH'}"
-        return (f"{self.gpu.name}: VRAM {self.vram_needed_bytes / GB:,.1f} GB of "
-                f"{self.vram_available_bytes / GB:,.1f} GB{'' if self.fits_vram else ' — NOT ENOUGH'}, "
-                f"RAM {self.ram_needed_bytes / GB:,.0f} GB{ram}; decode ≈ {self.decode_tokens_per_s:,.2f} tokens/s")
+        head = (f"{'FITS' if self.fits else 'DOES NOT FIT'} — {self.gpu.name}: VRAM {self.vram_needed_bytes / GB:,.1f} "
+                f"GB of {self.vram_available_bytes / GB:,.1f} GB{'' if self.fits_vram else ' — NOT ENOUGH'}, "
+                f"RAM {self.ram_needed_bytes / GB:,.0f} GB{ram}")
+        if not self.fits:
+            return head + "; no tokens/s: the plan cannot load (" + "; ".join(self.problems) + ")"
+        return head + f"; decode ≈ {self.decode_tokens_per_s:,.2f} tokens/s"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (bytes, bytes/s, seconds) — what ``k3plan offload --json`` prints."""
@@ -312,8 +335,10 @@ class OffloadPlan:
             "ram_bandwidth_bytes_per_s": self.ram_bandwidth_bytes_per_s,
             "gpu_bandwidth_bytes_per_s": self.gpu.memory_bw_bytes_per_s,
             "gpu_read_bytes_per_step": gpu_t.read_bytes_per_step, "ram_read_bytes_per_step": ram_t.read_bytes_per_step,
-            "decode_seconds_per_step": self.decode_seconds_per_step, "decode_tokens_per_s": self.decode_tokens_per_s,
-            "prefill_tokens_per_s": self.prefill_tokens_per_s, "verdict": self.verdict(), "notes": list(self.notes),
+            "decode_seconds_per_step": self.decode_seconds_per_step if self.fits else None,
+            "decode_tokens_per_s": self.decode_tokens_per_s if self.fits else None,
+            "prefill_tokens_per_s": self.prefill_tokens_per_s if self.fits else None,
+            "fits": self.fits, "problems": list(self.problems), "verdict": self.verdict(), "notes": list(self.notes),
         }
 
 
@@ -334,6 +359,8 @@ def render_text(plan: "OffloadPlan", unit: str = "GB") -> str:
     lines.append(plan.verdict())
     lines += [f"note: {n}" for n in plan.notes]
     pre = plan.prefill_tokens_per_s
+    if not plan.fits:
+        return "\n".join(lines)
     lines.append(f"decode ≈ {plan.decode_tokens_per_s:,.2f} tokens/s (bandwidth roofline); "
                  + (f"prefill ≈ {pre:,.1f} tokens/s over the host link" if pre and plan.prefill_link_seconds_per_ubatch
                     else f"prefill ≈ {pre:,.1f} tokens/s (compute-bound)" if pre else "prefill: not modelled"))
@@ -372,8 +399,6 @@ def plan_offload(*, model: "str | Architecture" = "kimi-k3", weights: str = "q4_
     if hw.unified_memory:
         notes.append(f"{hw.name} has unified memory: there is no separate RAM pool; its "
                      f"{hw.memory_marketed_bytes / GiB:,.0f} GiB is all the memory it has")
-    if ctx > spec.max_context_tokens:
-        notes.append(f"context {ctx:,} tokens exceeds the model's maximum of {spec.max_context_tokens:,}")
     return OffloadPlan(model=spec, gpu=hw, weight_format=fmt.id, kv_dtype=kvd.id, context_tokens=ctx,
                        batch=n_batch, expert_layers_on_gpu=n, parts=parts, ram_bandwidth_bytes_per_s=bw,
                        ram_available_bytes=ram_b, host=h, vram_kv_bytes=kv, notes=tuple(notes))
