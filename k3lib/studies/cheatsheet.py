@@ -12,7 +12,6 @@ import numpy as np
 
 from k3lib.core.architecture import Architecture
 from k3lib.core.hardware import GPUSpec
-from k3lib.core.memory import weights_bytes
 from k3lib.core.models import ModelSpec, get_model
 from k3lib.core.plan import Assumptions, Plan, make_plan
 from k3lib.core.precisions import get_kv_dtype
