@@ -33,7 +33,7 @@ from k3lib.core.memory import (CUDA_CONTEXT_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS,
                                overhead_bytes_per_gpu, stage_weight_bytes_per_rank, weight_bits_by_group,
                                weights_bytes)
 from k3lib.core.models import ModelSpec, PublishedProfile, get_model
-from k3lib.core.precisions import KVDtype, WeightFormat, get_kv_dtype, get_weight_format
+from k3lib.core.precisions import KVDtype, WeightFormat, get_kv_dtype
 from k3lib.core.units import format_bytes, parse_context_tokens, parse_positive_int
 
 COMPONENTS = ("weights", "kv_cache", "activation", "overhead")

@@ -17,7 +17,7 @@ from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec, get_gpu
 from k3lib.core.layout import (Layout, check_tp, deployable_layout, stage_layer_counts,  # noqa: F401
                                valid_tp_sizes)
-from k3lib.core.memory import (NCCL_BYTES_PER_GPU, kv_cache_bytes, overhead_bytes_per_gpu,  # noqa: F401
+from k3lib.core.memory import (NCCL_BYTES_PER_GPU, overhead_bytes_per_gpu,  # noqa: F401
                                replicated_attention_params, replicated_moe_params)
 from k3lib.core.models import ModelSpec, get_model
 from k3lib.core.plan import SHARE_COMPONENTS, Assumptions, GPUShare, Plan, kv_bytes_per_gpu, make_plan  # noqa: F401

@@ -17,14 +17,12 @@ marketed memory); a real architecture with k3lib's measured rules (the same defa
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
-from k3lib.core.architecture import Architecture
-from k3lib.core.memory import activation_bytes, kv_bytes_per_token, weight_bits_by_group, weights_bytes
+from k3lib.core.memory import weights_bytes
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec, get_gpu
 from k3lib.core.models import ModelSpec, PublishedProfile, get_model
@@ -34,7 +32,7 @@ from k3lib.core.plan import Assumptions, Plan, make_plan
 from k3lib.core.search import candidate_gpu_counts, context_grid_tokens, gpus_per_node_of, min_gpus_plan
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
 from k3lib.core.sweep import sweep
-from k3lib.core.units import GB, GiB, parse_context_tokens, parse_positive_int
+from k3lib.core.units import GiB, parse_context_tokens, parse_positive_int
 
 # ----------------------------------------------------------------- the guide's figures
 #: "Subtract at least 8 GB per GPU from your available VRAM" (guide 000; GB read as GiB).
