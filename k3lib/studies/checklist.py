@@ -190,10 +190,11 @@ def run_checklist(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
     smallest = min(precision_ladder(spec, engine), key=lambda w: _weights_size(spec, w))
     add = step7_add_one_gpu(model=spec, gpu=hw, weights=prec.weights or smallest, kv_dtype=kid,
                             context=target, batch=batch, assumptions=a)
+    # the configurations keep the user's KV dtype: the same inputs give the same numbers as `estimate`
     rec = best_configuration(model=spec, gpu=hw, gpus=n, nodes=m, context=target, batch=batch, assumptions=a,
-                             engine=engine)
+                             engine=engine, kv_dtypes=(kid,))
     cheap = cheapest_configuration(model=spec, gpu=hw, context=target, batch=batch, assumptions=a,
-                                   max_gpus=max(32, n), engine=engine)
+                                   max_gpus=max(32, n), engine=engine, kv_dtypes=(kid,))
     return Checklist(spec.id, hw.id, n, m, target, kid, budget, prec, ctx, opts, seq, thr, add, rec, cheap)
 
 
