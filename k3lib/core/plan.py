@@ -77,8 +77,20 @@ class Assumptions:
             raise K3InputError("prefill_chunk_tokens", f"{self.prefill_chunk_tokens!r}", "1 … 16,777,216")
 
 
+class _Headroom:
+    """``available_bytes − total_bytes`` and whether it is ≥ 0 (shared by the result types)."""
+
+    @property
+    def headroom_bytes(self) -> int:
+        return self.available_bytes - self.total_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.headroom_bytes >= 0
+
+
 @dataclass(frozen=True)
-class Breakdown:
+class Breakdown(_Headroom):
     """Bytes by component, with capacity and headroom."""
 
     weights_bytes: int
@@ -91,14 +103,6 @@ class Breakdown:
     def total_bytes(self) -> int:
         return self.weights_bytes + self.kv_cache_bytes + self.activation_bytes + self.overhead_bytes
 
-    @property
-    def headroom_bytes(self) -> int:
-        return self.available_bytes - self.total_bytes
-
-    @property
-    def fits(self) -> bool:
-        return self.headroom_bytes >= 0
-
     def to_dict(self) -> dict[str, Any]:
         return {"weights_bytes": self.weights_bytes, "kv_cache_bytes": self.kv_cache_bytes,
                 "activation_bytes": self.activation_bytes, "overhead_bytes": self.overhead_bytes,
@@ -107,7 +111,7 @@ class Breakdown:
 
 
 @dataclass(frozen=True)
-class GPUShare:
+class GPUShare(_Headroom):
     """What one GPU of pipeline stage ``stage`` holds (bytes); ``gpus`` GPUs hold the same."""
 
     stage: int
@@ -133,14 +137,6 @@ class GPUShare:
     @property
     def total_bytes(self) -> int:
         return self.weights_bytes + self.kv_cache_bytes + self.activation_bytes + self.overhead_bytes
-
-    @property
-    def headroom_bytes(self) -> int:
-        return self.available_bytes - self.total_bytes
-
-    @property
-    def fits(self) -> bool:
-        return self.headroom_bytes >= 0
 
     def breakdown(self) -> Breakdown:
         """The four components of this GPU."""
