@@ -126,14 +126,20 @@ def render_plan_table(plan, unit: str = "GiB") -> str:
             f"context {plan.context_tokens:,} tokens · batch {plan.batch}\n"
             f"{plan.gpus}× {plan.gpu.name} ({plan.memory_basis} memory) · TP={plan.tp} PP={plan.pp}"
             f"{f' over {plan.nodes} nodes' if plan.nodes > 1 else ''}\n")
-    lines = [f"{'component':<12}{'total (' + unit + ')':>16}{'per GPU (' + unit + ')':>18}"]
+    per_label = "fullest GPU" if len(plan.shares) > 1 else "per GPU"
+    lines = [f"{'component':<12}{'all GPUs (' + unit + ')':>16}{per_label + ' (' + unit + ')':>20}"]
     for name, tot, per in rows:
         if name == "total":
-            lines.append("-" * 46)
-        lines.append(f"{name:<12}{tot / div:>16,.1f}{per / div:>18,.1f}")
+            lines.append("-" * 48)
+        lines.append(f"{name:<12}{tot / div:>16,.1f}{per / div:>20,.1f}")
+    if len(plan.shares) > 1:
+        lines.append("per stage: " + "; ".join(
+            f"stage {s.stage} ({s.layers} layers, {s.gpus} GPUs) {s.total_bytes / div:,.1f}" for s in plan.shares))
     verdict = ("FITS" if plan.fits else "DOES NOT FIT") + " — " + plan.reason
     notes = "".join(f"\nnote: {n}" for n in plan.notes)
-    return head + "\n".join(lines) + "\n" + verdict + notes
+    basis = ("\nnote: capacity = the marketed figure the guide uses, not what an engine can allocate"
+             if plan.memory_basis == "marketed" else "")
+    return head + "\n".join(lines) + "\n" + verdict + notes + basis
 
 
 def render_engine_table(est, unit: str = "GiB") -> str:

@@ -55,11 +55,13 @@ def test_plan_json(capsys):
     assert [s["step"] for s in d["steps"]] == [1, 2, 3, 4, 5, 6, 7]
     assert d["budget_bytes"] == 576 * G
     assert d["weights"] == "q4" and d["chosen"] == "recommended"
-    assert (d["recommended"]["weights"], d["recommended"]["kv_dtype"]) == ("q8", "bf16")
+    # the recommendation keeps the KV dtype asked for (fp8, the default): 450.4 + 32 + 10 ≤ 576 GiB
+    assert (d["recommended"]["weights"], d["recommended"]["kv_dtype"]) == ("q8", "fp8")
+    assert d["plan"]["per_gpu"]["total_bytes"] == d["recommended"]["total_bytes_per_gpu"]
     v = d["commands"]["vllm"]["argv"]
     assert v[:3] == ["vllm", "serve", "moonshotai/Kimi-K3"]
     assert v[v.index("--tensor-parallel-size") + 1] == "8"
-    assert v[v.index("--kv-cache-dtype") + 1] == "auto"
+    assert v[v.index("--kv-cache-dtype") + 1] == "fp8"
     assert set(d["commands"]) == {"vllm", "llama.cpp", "topology"}
     assert d["warnings"] == []
 
