@@ -63,3 +63,26 @@ def test_kv_per_rank_by_attention_kind():
     assert stage_layers == [31, 30]
     assert ds.peak.kv_cache_bytes == math.ceil(max(stage_layers) * 576 * 2 * 8192) or \
         ds.peak.kv_cache_bytes == math.ceil(min(stage_layers) * 576 * 2 * 8192)
+
+
+@pytest.mark.parametrize("model", [m for m in MODELS if "@" not in m])
+def test_per_gpu_total_does_not_grow_with_tp(model):
+    """GPUs = TP (one pool, valid splits only): the fullest GPU never holds more as TP grows past 2.
+    From TP=1 to 2 it may rise by at most the communicator buffers (2.15 GiB), which appear once a
+    GPU has peers; what does not shrink (an MLA latent, replicated weights) is named in the notes."""
+    from k3lib.core.memory import NCCL_BYTES_PER_GPU
+
+    spec = builtin_models()[model]
+    totals = {}
+    for tp in valid_tp_sizes(spec, 64):
+        try:
+            p = make_plan(model=model, gpu="b200", gpus=tp, tp=tp, nodes=1, weights="native", context=8192)
+        except K3InputError:
+            continue
+        totals[tp] = p.per_gpu.total_bytes
+        if any(g.kind == "mla" for g in spec.attention) and tp > 1:
+            assert any("MLA latent cache replicated" in n for n in p.notes)
+    tps = sorted(totals)
+    for a, b in zip(tps, tps[1:]):
+        allowance = NCCL_BYTES_PER_GPU if a == 1 else 0
+        assert totals[b] <= totals[a] + allowance, (model, a, b, totals[a], totals[b])
