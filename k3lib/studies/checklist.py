@@ -27,7 +27,7 @@ from k3lib.core.units import GiB, parse_context_tokens, parse_positive_int
 from k3lib.studies.cheatsheet import (PRIORITY_LEVERS, OrderCheck, cheatsheet, cheatsheet_display,  # noqa: F401
                                       cheatsheet_gpus, check_priority_order, optimal_gpu_counts, priority_matrix)
 from k3lib.studies.solver import (CHEATSHEET_GPUS, CONTEXT_STEP_TOKENS, ENGINE_RESERVE_FRACTION,  # noqa: F401
-                                  GUIDE_KV_DTYPES, GUIDE_OVERHEAD_PER_GPU_BYTES, SOLVER_KV_DTYPES, Configuration, _a,
+                                  GUIDE_KV_DTYPES, SOLVER_KV_DTYPES, Configuration, _a,
                                   _gib, _hw, _spec, best_configuration, checklist_assumptions, cheapest_configuration,
                                   context_grid, format_context, min_gpus, precision_ladder)
 from k3lib.studies.steps import (AddOneGPU, Budget, ContextChoice, ContextLimit, Optimization,  # noqa: F401

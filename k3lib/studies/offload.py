@@ -18,7 +18,7 @@ from k3lib.core.memory import weight_bits_by_group
 from k3lib.core.precisions import get_weight_format
 from k3lib.core.units import GB, GiB, parse_context_tokens, parse_positive_int
 from k3lib.studies.offload_model import (  # noqa: F401  (re-exported: the study's one import)
-    GUIDE004_RAM_BW_BYTES_PER_S,
+    guide004_ram_bandwidth_bytes_per_s,
     HostAssumptions,
     MoEBytes,
     OffloadPlan,
@@ -38,7 +38,7 @@ from k3lib.studies.offload_model import (  # noqa: F401  (re-exported: the study
 
 
 def offload_curve(*, model: str = "kimi-k3", weights: str = "q4_k_m", gpus: Sequence[str] = ("rtx-4090-48gb",),
-                  ram_bandwidth: object = GUIDE004_RAM_BW_BYTES_PER_S, context: object = 8192,
+                  ram_bandwidth: object = None, context: object = 8192,
                   kv_dtype: str = "bf16", batch: object = 1, host: HostAssumptions | None = None):
     """Decode tokens/s against the VRAM it takes, as $N = 0 … L_{moe}$ layers' experts
     move to the GPU, for each GPU's bandwidth (as if it had the VRAM). Columns: ``GPU``,
@@ -57,7 +57,7 @@ def offload_curve(*, model: str = "kimi-k3", weights: str = "q4_k_m", gpus: Sequ
 
 
 def partial_offload_table(*, gpus: Sequence[str] = ("rtx-4090-48gb", "rtx-pro-6000", "h200"), model: str = "kimi-k3",
-                          weights: str = "q4_k_m", ram_bandwidth: object = GUIDE004_RAM_BW_BYTES_PER_S,
+                          weights: str = "q4_k_m", ram_bandwidth: object = None,
                           context: object = 8192, kv_dtype: str = "bf16", host: HostAssumptions | None = None):
     """For each card: how many layers' experts fit beside the dense part
     (:func:`layers_for_vram` with the card's driver-visible memory), and the decode speed
@@ -86,7 +86,7 @@ def guide004_rows() -> tuple[dict[str, str], ...]:
 
 
 def guide004_device_table(*, model: str = "kimi-k3", weights: str = "q4_k_m", context: object = 8192,
-                          kv_dtype: str = "bf16", ram_bandwidth: object = GUIDE004_RAM_BW_BYTES_PER_S,
+                          kv_dtype: str = "bf16", ram_bandwidth: object = None,
                           host: HostAssumptions | None = None):
     """Guide 004's device table recomputed: for each device the model's decode tokens/s at
     the guide's 70 GB/s RAM (GPU part at the device's own bandwidth), the guide's figure,
@@ -109,7 +109,7 @@ def guide004_device_table(*, model: str = "kimi-k3", weights: str = "q4_k_m", co
     return pd.DataFrame(rows)
 
 
-def fit_two_tier_bytes(table, *, ram_bandwidth: object = GUIDE004_RAM_BW_BYTES_PER_S) -> dict[str, float]:
+def fit_two_tier_bytes(table, *, ram_bandwidth: object = None) -> dict[str, float]:
     """What per-token reads would reproduce a table of (GPU bandwidth, tokens/s):
     least squares on $1/\\text{tps} = R/BW_{RAM} + G/BW_{GPU}$ for $R$ and $G$ (bytes).
 
@@ -118,7 +118,8 @@ def fit_two_tier_bytes(table, *, ram_bandwidth: object = GUIDE004_RAM_BW_BYTES_P
     """
     import numpy as np
 
-    bw = parse_bandwidth(ram_bandwidth, "ram_bandwidth")
+    bw = parse_bandwidth(guide004_ram_bandwidth_bytes_per_s() if ram_bandwidth is None else ram_bandwidth,
+                         "ram_bandwidth")
     gpu_bw = np.asarray(table["GPU bandwidth (GB/s)"], dtype=float) * GB
     tps = np.asarray(table["guide tokens/s"], dtype=float)
     a = np.column_stack([np.full_like(gpu_bw, 1 / bw), 1 / gpu_bw])
@@ -350,3 +351,9 @@ def offload_figure(*, gpu: str = "rtx-4090-48gb", ram: object = "1536GB", ram_ba
     df = pd.DataFrame([{"where": t.name, "ms per token": t.seconds_per_step * 1e3,
                         "GB read per token": t.read_bytes_per_step / GB} for t in p.tiers])
     return time_per_token_bar(df, title=p.verdict())
+
+
+def __getattr__(name: str):   # the old constant's name, read from guide 004's profile on use
+    if name == "GUIDE004_RAM_BW_BYTES_PER_S":
+        return guide004_ram_bandwidth_bytes_per_s()
+    raise AttributeError(name)

@@ -46,8 +46,16 @@ from k3lib.core.models import get_model
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
 from k3lib.core.units import GB, GiB, parse_context_tokens, parse_positive_int, parse_size_bytes
 
-#: Guide 004's RAM bandwidth: "Speed is bound by RAM bandwidth (estimated at 70 GB/s)".
-GUIDE004_RAM_BW_BYTES_PER_S = 70 * GB
+def guide004_ram_bandwidth_bytes_per_s() -> int:
+    """Guide 004's "Speed is bound by RAM bandwidth (estimated at 70 GB/s)", read from its
+    profile (``data/profiles/kimi-k3@guide-004.json``, ``offload.ram_bandwidth_gb_s``)."""
+    return int(round(get_model("kimi-k3@guide-004").raw["offload"]["ram_bandwidth_gb_s"] * GB))
+
+
+def __getattr__(name: str):   # the old constant's name, read from the profile on use
+    if name == "GUIDE004_RAM_BW_BYTES_PER_S":
+        return guide004_ram_bandwidth_bytes_per_s()
+    raise AttributeError(name)
 
 
 @dataclass(frozen=True)
@@ -369,7 +377,7 @@ def render_text(plan: "OffloadPlan", unit: str = "GB") -> str:
 def plan_offload(*, model: "str | Architecture" = "kimi-k3", weights: str = "q4_k_m",
                  gpu: "str | GPUSpec" = "rtx-4090-48gb", kv_dtype: str = "bf16", context: object = 8192,
                  batch: object = 1, expert_layers_on_gpu: object = 0, ram: object = None,
-                 ram_bandwidth: object = GUIDE004_RAM_BW_BYTES_PER_S, host: HostAssumptions | None = None
+                 ram_bandwidth: object = None, host: HostAssumptions | None = None
                  ) -> OffloadPlan:
     """Validate inputs and build an :class:`OffloadPlan`. Sizes may be strings
     (``"1536GB"``, ``"70GB/s"``); bad input raises :class:`~k3lib.core.errors.K3InputError`
@@ -390,7 +398,8 @@ def plan_offload(*, model: "str | Architecture" = "kimi-k3", weights: str = "q4_
         raise K3InputError("expert_layers_on_gpu", f"{expert_layers_on_gpu!r} is not a whole number",
                            f"0 … {parts.moe_layers}") from None
     ram_b = None if ram in (None, "") else parse_size_bytes(ram, "ram")
-    bw = parse_bandwidth(ram_bandwidth, "ram_bandwidth")
+    bw = parse_bandwidth(guide004_ram_bandwidth_bytes_per_s() if ram_bandwidth in (None, "") else ram_bandwidth,
+                         "ram_bandwidth")
     h = host or HostAssumptions()
     kv = kv_cache_bytes(spec, context_tokens=ctx, batch=n_batch, kv_dtype=kvd,
                         state_bytes_per_element=h.state_bytes_per_element)

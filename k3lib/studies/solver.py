@@ -35,8 +35,6 @@ from k3lib.core.sweep import sweep
 from k3lib.core.units import GiB, parse_context_tokens, parse_positive_int
 
 # ----------------------------------------------------------------- the guide's figures
-#: "Subtract at least 8 GB per GPU from your available VRAM" (guide 000; GB read as GiB).
-GUIDE_OVERHEAD_PER_GPU_BYTES = 8 * GiB
 #: "Reserve 10-15% for KV cache and overhead before you pick a precision level" (guide 000).
 GUIDE_WEIGHT_RESERVE_FRACTION = 0.15
 #: "Start with Q4 unless you have 10+ H100s" (guide 000, step 2).
@@ -49,8 +47,6 @@ GUIDE_MIN_TOKENS_PER_S = 5.0
 GUIDE_FLASH_ATTENTION_SAVING = (0.20, 0.35)
 #: "typically saves 5-12% of total VRAM" — PagedAttention (a guide claim).
 GUIDE_PAGED_ATTENTION_SAVING = (0.05, 0.12)
-#: "2,800B total parameters and 104B active per token" (guide 004) — for profiles without an active count.
-GUIDE_004_ACTIVE_PARAMS = 104_000_000_000
 #: Grid step of the max-context searches: 1K tokens.
 CONTEXT_STEP_TOKENS = 1024
 #: vLLM's KV dtypes, highest precision first (what the solver may choose from by default).
@@ -64,8 +60,21 @@ CHEATSHEET_MAX_GPUS = 32
 ENGINE_RESERVE_FRACTION = 0.05
 
 
-def checklist_assumptions(overhead_per_gpu_bytes: int | None = GUIDE_OVERHEAD_PER_GPU_BYTES) -> Assumptions:
-    """The checklist's default assumptions: the guide's flat overhead per GPU."""
+def guide_overhead_per_gpu_bytes() -> int:
+    """Guide 000's "subtract at least 8 GB per GPU from your available VRAM" (GB read as GiB),
+    read from its profile (``data/profiles/kimi-k3@guide-000.json``), not re-typed here."""
+    return get_model("kimi-k3@guide-000").overhead_per_gpu_bytes
+
+
+def guide004_active_params() -> int:
+    """Guide 004's "104B active per token", from its profile — for profiles without an active count."""
+    return get_model("kimi-k3@guide-004").params_active
+
+
+def checklist_assumptions(overhead_per_gpu_bytes: int | None = None) -> Assumptions:
+    """The checklist's guide assumptions: a flat overhead per GPU (default guide 000's 8 GiB)."""
+    if overhead_per_gpu_bytes is None:
+        overhead_per_gpu_bytes = guide_overhead_per_gpu_bytes()
     return Assumptions(overhead_per_gpu_bytes=overhead_per_gpu_bytes)
 
 

@@ -32,9 +32,9 @@ from k3lib.core.plan import Assumptions, make_plan
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
 from k3lib.core.search import candidate_gpu_counts
 from k3lib.core.units import GB, GiB, parse_context_tokens, parse_positive_int
-from k3lib.studies.solver import (CONTEXT_STEP_TOKENS, GUIDE_004_ACTIVE_PARAMS, GUIDE_DEFAULT_WEIGHTS,
+from k3lib.studies.solver import (CONTEXT_STEP_TOKENS, GUIDE_DEFAULT_WEIGHTS,
                                   GUIDE_FLASH_ATTENTION_SAVING, GUIDE_KV_DTYPES, GUIDE_MIN_TOKENS_PER_S,
-                                  GUIDE_OVERHEAD_PER_GPU_BYTES, GUIDE_PAGED_ATTENTION_SAVING,
+                                  guide004_active_params, guide_overhead_per_gpu_bytes, GUIDE_PAGED_ATTENTION_SAVING,
                                   GUIDE_WEIGHT_RESERVE_FRACTION, _a, _basis, _gib, _grid, _hw, _rank_kv, _spec,
                                   context_grid, format_context, min_gpus, precision_ladder)
 
@@ -82,7 +82,8 @@ def step1_budget(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: object
     elif isinstance(spec, PublishedProfile) and spec.overhead_per_gpu_bytes is not None:
         overhead, how = spec.overhead_per_gpu_bytes * n, f"{n} × {_gib(spec.overhead_per_gpu_bytes)}"
     else:
-        overhead, how = GUIDE_OVERHEAD_PER_GPU_BYTES * n, f"{n} × 8.0 GiB (the guide's rule)"
+        rule = guide_overhead_per_gpu_bytes()
+        overhead, how = rule * n, f"{n} × {_gib(rule)} (the guide's rule)"
     total = cap * n
     reason = (f"{n} × {_gib(cap)} ({basis} memory of a {hw.id}) = {_gib(total)}, minus {how} of overhead "
               f"= {_gib(total - overhead)}.")
@@ -471,7 +472,7 @@ def active_weight_bytes(model: "str | ModelSpec", weights: str) -> int:
     if isinstance(spec, PublishedProfile):
         if fmt.is_native:
             raise K3InputError("weights", f"{spec.id} publishes per-tier figures; pick one", ", ".join(spec.tiers))
-        active = spec.params_active or GUIDE_004_ACTIVE_PARAMS
+        active = spec.params_active or guide004_active_params()
         return int(round(active * fmt.bits_per_weight / 8))
     bits = weight_bits_by_group(spec, fmt)
     groups = spec.param_groups()
