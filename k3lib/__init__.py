@@ -1,14 +1,18 @@
 """k3lib: how much GPU memory a large language model needs, and where it goes.
 
-The core is pure functions over frozen dataclasses, bytes inside:
+Layers, each importing only from the ones above it in this list:
 
-* :mod:`k3lib.core.units` — GB (10^9) vs GiB (2^30), context and size parsing
-* :mod:`k3lib.core.precisions` — weight formats and KV-cache dtypes
-* :mod:`k3lib.core.architecture` / :mod:`k3lib.loaders.hf_config` — shapes → parameters and KV bytes
-* :mod:`k3lib.core.models` — the built-in library and the guides' published profiles
-* :mod:`k3lib.core.hardware` — GPUs and unified-memory machines
-* :mod:`k3lib.core.memory` — weights, KV cache, activation, overhead
-* :mod:`k3lib.core.plan` — a model on hardware → a :class:`~k3lib.core.plan.Plan`
+* :mod:`k3lib.core` — pure computation, bytes inside: ``units``, ``errors``, ``data``,
+  ``precisions``, ``hardware``, ``architecture``, ``models``, ``checkpoints``, ``memory``
+  (the four components, each once, array-aware), ``layout`` (TP/PP/DP/EP over nodes, ONE
+  valid-TP rule, deployable layouts), ``plan`` (THE per-GPU number: stage shares, the fullest
+  GPU), ``sweep`` (the same functions over arrays), ``search`` (fewest GPUs, longest context)
+* :mod:`k3lib.loaders` — config.json, GGUF, safetensors → a loaded model with exact bytes
+* :mod:`k3lib.engines` — vLLM, llama.cpp, SGLang, transformers: the engines' own deltas
+* :mod:`k3lib.studies` — the solver, the checklist steps, cheat sheets, offload, commands
+* :mod:`k3lib.guides` — the two guides' claims and their audit
+* :mod:`k3lib.views` — tables, charts, widgets and notebook parameters (presentation only)
+* :mod:`k3lib.report` — parameterized deployment reports; :mod:`k3lib.cli` — ``k3plan``
 """
 from k3lib.core.errors import DoesNotSplitError, K3InputError, UnknownNameError
 
