@@ -28,14 +28,14 @@ from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec
 from k3lib.core.memory import activation_bytes, kv_bytes_per_token, weight_bits_by_group, weights_bytes
 from k3lib.core.models import ModelSpec, PublishedProfile
-from k3lib.core.plan import Assumptions, make_plan
+from k3lib.core.plan import Assumptions, make_plan, memory_basis_for
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
 from k3lib.core.search import candidate_gpu_counts
 from k3lib.core.units import GB, GiB, parse_context_tokens, parse_positive_int
 from k3lib.studies.solver import (CONTEXT_STEP_TOKENS, GUIDE_DEFAULT_WEIGHTS,
                                   GUIDE_FLASH_ATTENTION_SAVING, GUIDE_KV_DTYPES, GUIDE_MIN_TOKENS_PER_S,
                                   guide004_active_params, guide_overhead_per_gpu_bytes, GUIDE_PAGED_ATTENTION_SAVING,
-                                  GUIDE_WEIGHT_RESERVE_FRACTION, _a, _basis, _gib, _grid, _hw, _rank_kv, _spec,
+                                  GUIDE_WEIGHT_RESERVE_FRACTION, _a, _gib, _grid, _hw, _rank_kv, _spec,
                                   context_grid, format_context, min_gpus, precision_ladder)
 
 
@@ -73,7 +73,7 @@ def step1_budget(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: object
     spec, hw = _spec(model), _hw(gpu)
     a = _a(assumptions, spec)
     n = parse_positive_int(gpus, "gpus")
-    basis = _basis(spec, a)
+    basis = memory_basis_for(spec, a)
     cap = hw.memory_bytes(basis)
     if a.overhead_per_gpu_bytes is not None:
         overhead, how = a.overhead_per_gpu_bytes * n, f"{n} × {_gib(a.overhead_per_gpu_bytes)}"
