@@ -28,7 +28,7 @@ from k3lib.core.hardware import GPUSpec, get_gpu
 from k3lib.core.models import ModelSpec, PublishedProfile, get_model
 from k3lib.core.checkpoints import checkpoints_for
 from k3lib.core.layout import Layout, choose_layout
-from k3lib.core.plan import Assumptions, Plan, make_plan, memory_basis_for
+from k3lib.core.plan import Assumptions, Plan, make_plan
 from k3lib.core.search import candidate_gpu_counts, context_grid_tokens, gpus_per_node_of, min_gpus_plan
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
 from k3lib.core.sweep import sweep
