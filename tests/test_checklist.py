@@ -13,6 +13,7 @@ import math
 import pytest
 
 import k3lib.studies.checklist as cl
+from k3lib.views.explorers import checklist_form, checklist_frame
 from k3lib.studies.checklist import (
     active_weight_bytes,
     anti_patterns,
@@ -21,7 +22,6 @@ from k3lib.studies.checklist import (
     cheatsheet,
     check_priority_order,
     checklist_assumptions,
-    checklist_frame,
     format_context,
     min_gpus,
     optimal_gpu_counts,
@@ -497,7 +497,7 @@ def test_checklist_frame_bad_input_is_one_row(kw, field):
 
 def test_checklist_form_updates_live():
     pytest.importorskip("ipywidgets")
-    form = cl.checklist_form(model=GUIDE, gpus=6, context="256K")
+    form = checklist_form(model=GUIDE, gpus=6, context="256K")
     out = form.children[-1]
     assert "real budget 432.0 GiB" in out.value
     gpus = next(w for w in form.children if getattr(w, "description", "") == "GPUs")

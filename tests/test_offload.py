@@ -19,9 +19,11 @@ from k3lib.views.notebook import ParameterError
 from k3lib.studies.offload import (GUIDE004_RAM_BW_BYTES_PER_S, HostAssumptions, Tier, all_gpu_decode_tokens_per_s,
                            ddr_bandwidth_bytes_per_s, decode_seconds_per_step, fit_two_tier_bytes,
                            guide004_device_table, guide004_memory_table, guide004_rows, layers_for_vram,
-                           mac_studio_table, moe_bytes, offload_curve, offload_figure, parse_bandwidth,
+                           mac_studio_table, moe_bytes, offload_curve, parse_bandwidth,
                            partial_offload_table, plan_offload, prefill_table, ram_platform_table,
-                           roofline_efficiency_for, slowdown_table, unified_memory_estimate, validate)
+                           roofline_efficiency_for, slowdown_table, unified_memory_estimate)
+from k3lib.views.explorers import offload_figure
+from k3lib.views.explorers import offload_validate as validate
 
 GB = 10**9
 EXPERT_PARAMS = 3 * 3584 * 3072                     # 33,030,144

@@ -14,9 +14,10 @@ import pytest
 
 from k3lib.core.errors import DoesNotSplitError, K3InputError
 from k3lib.core.models import get_model
+from k3lib.views.explorers import layout_figure
 from k3lib.studies.parallel import (Layout, check_tp, compare_layouts, distribute, from_plan, gpu_count_table,
                             guide000_case1_table, guide000_case2_table, guide000_implied_table, guide000_tier_check,
-                            implied_extra_per_gpu, kv_per_gpu_vs_tp, layout_figure, min_gpus,
+                            implied_extra_per_gpu, kv_per_gpu_vs_tp, min_gpus,
                             nccl_table, per_gpu_long, per_gpu_table, replicated_attention_params,
                             solve_activation_overhead, stage_layer_counts, valid_tp_sizes)
 from k3lib.core.plan import Assumptions, make_plan

@@ -11,9 +11,8 @@ from :func:`k3lib.core.plan.make_plan` or the sweep that computes the same bytes
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec
@@ -196,82 +195,6 @@ def run_checklist(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
     cheap = cheapest_configuration(model=spec, gpu=hw, context=target, batch=batch, assumptions=a,
                                    max_gpus=max(32, n), engine=engine, kv_dtypes=(kid,))
     return Checklist(spec.id, hw.id, n, m, target, kid, budget, prec, ctx, opts, seq, thr, add, rec, cheap)
-
-
-# ----------------------------------------------------------------- widget callback
-
-
-def checklist_frame(*, model: str, gpu: str, gpus: object, context: object,
-                    overhead_per_gpu_gib: "float | None" = None, kv_dtype: str = "fp8", nodes: object = None):
-    """The interactive form's callback: inventory in, one row per step out (a DataFrame
-    with step, title, figure, reason), plus a row for the recommended configuration.
-    Bad input gives a one-row frame naming the field instead of raising.
-
-    >>> checklist_frame(model="kimi-k3@guide-000", gpu="h100", gpus=6, context="256K")["figure"].iloc[0]
-    'real budget 432.0 GiB'
-    """
-    import pandas as pd
-
-    try:
-        a = None
-        if overhead_per_gpu_gib is not None:
-            try:
-                oh = float(overhead_per_gpu_gib)
-            except (TypeError, ValueError):
-                raise K3InputError("overhead_per_gpu_gib", f"{overhead_per_gpu_gib!r} is not a number") from None
-            if not math.isfinite(oh) or oh < 0:
-                raise K3InputError("overhead_per_gpu_gib", f"{overhead_per_gpu_gib!r} must be ≥ 0")
-            a = checklist_assumptions(int(round(oh * GiB)))
-        c = run_checklist(model=model, gpu=gpu, gpus=gpus, context=context, nodes=nodes, kv_dtype=kv_dtype,
-                          assumptions=a)
-    except K3InputError as exc:
-        return pd.DataFrame([{"step": 0, "title": "input error", "figure": exc.field, "reason": str(exc)}])
-    df = c.to_frame()
-    if c.recommended is not None:
-        rec = {"step": 8, "title": "Recommended", "figure": c.recommended.label, "reason": c.recommended.reason}
-    elif c.cheapest is not None:
-        rec = {"step": 8, "title": "Recommended", "figure": c.cheapest.label,
-               "reason": f"Nothing fits on {c.gpus} GPUs; {c.cheapest.reason}"}
-    else:
-        rec = {"step": 8, "title": "Recommended", "figure": "none",
-               "reason": f"No deployable configuration up to 32 {c.gpu} holds {format_context(c.context_tokens)}."}
-    return pd.concat([df, pd.DataFrame([rec])], ignore_index=True)
-
-
-def checklist_form(*, model: str = "kimi-k3@guide-000", gpu: str = "h100-sxm", gpus: int = 8,
-                   nodes: int = 1, context: str = "256K", overhead_per_gpu_gib: float = 8.0,
-                   models: Sequence[str] = ("kimi-k3@guide-000", "kimi-k3"),
-                   gpu_choices: Sequence[str] = CHEATSHEET_GPUS,
-                   contexts: Sequence[str] = ("32K", "64K", "128K", "256K", "512K", "1M")):
-    """An ipywidgets form (thin layer over :func:`checklist_frame`): change any input and
-    the table of answers updates. Returns the widget box; ``box.children[-1]`` is the
-    HTML output. Needs ipywidgets (imported lazily)."""
-    import ipywidgets as w
-
-    style = {"description_width": "9em"}
-    inputs = dict(
-        model=w.Dropdown(options=list(dict.fromkeys([model, *models])), value=model, description="model", style=style),
-        gpu=w.Dropdown(options=list(dict.fromkeys([gpu, *gpu_choices])), value=gpu, description="GPU", style=style),
-        gpus=w.IntSlider(value=int(gpus), min=1, max=32, description="GPUs", style=style),
-        nodes=w.IntSlider(value=int(nodes), min=1, max=4, description="nodes", style=style),
-        context=w.Dropdown(options=list(dict.fromkeys([context, *contexts])), value=context,
-                           description="target context", style=style),
-        overhead_per_gpu_gib=w.FloatText(value=float(overhead_per_gpu_gib), description="overhead/GPU (GiB)",
-                                         style=style),
-    )
-    out = w.HTML()
-
-    def update(_change=None) -> None:
-        values = {k: v.value for k, v in inputs.items()}
-        if get_model(values["model"]).kind != "profile":
-            values["overhead_per_gpu_gib"] = None   # a real architecture: k3lib's measured rule, as `estimate`
-        df = checklist_frame(**values)
-        out.value = df.to_html(index=False, escape=True)
-
-    for widget in inputs.values():
-        widget.observe(update, names="value")
-    update()
-    return w.VBox([*inputs.values(), out])
 
 
 # ----------------------------------------------------------------- guide 000's statements

@@ -30,7 +30,6 @@ from k3lib.studies.offload_model import (  # noqa: F401  (re-exported: the study
     parse_bandwidth,
     plan_offload,
     render_text,
-    validate,
 )
 
 
@@ -332,25 +331,6 @@ def mac_studio_table(*, device: str = "m3-ultra-512gb", disk_bandwidth: object =
                  "read from memory per token (GB)": round(read / GB, 1), "read from disk per token (GB)": 0.0,
                  "decode tokens/s": round(dev.memory_bw_bytes_per_s / read, 2)})
     return pd.DataFrame(rows)
-
-
-# ---------------------------------------------------------------- widget callback
-
-
-def offload_figure(*, gpu: str = "rtx-4090-48gb", ram: object = "1536GB", ram_bandwidth: object = "70GB/s",
-                   expert_layers_on_gpu: int = 0, model: str = "kimi-k3", weights: str = "q4_k_m",
-                   context: object = 8192, kv_dtype: str = "bf16"):
-    """The explorer's callback: a bar of milliseconds per token by device (GPU vs RAM),
-    titled with VRAM, RAM and tokens/s."""
-    import pandas as pd
-
-    from k3lib.views.charts_parallel import time_per_token_bar
-
-    p = plan_offload(model=model, weights=weights, gpu=gpu, ram=ram, ram_bandwidth=ram_bandwidth,
-                     expert_layers_on_gpu=expert_layers_on_gpu, context=context, kv_dtype=kv_dtype)
-    df = pd.DataFrame([{"where": t.name, "ms per token": t.seconds_per_step * 1e3,
-                        "GB read per token": t.read_bytes_per_step / GB} for t in p.tiers])
-    return time_per_token_bar(df, title=p.verdict())
 
 
 def __getattr__(name: str):   # the old constant's name, read from guide 004's profile on use

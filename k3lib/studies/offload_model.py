@@ -425,19 +425,6 @@ def parse_bandwidth(value: object, field: str = "bandwidth") -> int:
     return bw
 
 
-def validate(**params: Any) -> OffloadPlan:
-    """The notebook's parameter check: :func:`plan_offload`, with a bad value stopping
-    the notebook as one line, ``parameter <name>: <what is wrong>``."""
-    from k3lib.views.notebook import ParameterError
-
-    try:
-        return plan_offload(**params)
-    except K3InputError as exc:
-        raise ParameterError(f"parameter {exc}") from None
-    except TypeError as exc:
-        raise ParameterError(f"parameter error: {exc}") from None
-
-
 def layers_for_vram(plan: OffloadPlan, vram_budget_bytes: int) -> int:
     """The most expert layers that fit on the GPU within ``vram_budget_bytes`` (0 if even
     the dense part does not).

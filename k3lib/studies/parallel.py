@@ -374,22 +374,3 @@ def solve_activation_overhead(cases: Sequence[tuple[int, float]]) -> tuple[float
     return a, x1 - a / g1
 
 
-# ---------------------------------------------------------------- widget callback
-
-
-def layout_figure(*, model: str = "kimi-k3", gpu: str = "h200", gpus: int = 8, nodes: int = 1, tp: int = 8,
-                  pp: int = 1, ep: int = 1, weights: str = "native", kv_dtype: str = "bf16",
-                  context: object = "256K", batch: int = 1):
-    """The explorer's callback: a stacked bar per GPU (stage) whose title carries the
-    verdict. ``gpus`` must equal TP × PP (× DP where EP > TP)."""
-    from k3lib.views.charts_parallel import per_gpu_stacked_bar
-
-    n = parse_positive_int(gpus, "gpus")
-    tp_i = check_tp(get_model(model), tp)
-    pp_i = parse_positive_int(pp, "pp")
-    if n % (tp_i * pp_i):
-        raise K3InputError("gpus", f"{n} GPUs is not a multiple of TP {tp_i} × PP {pp_i}", "TP × PP × DP")
-    dp = n // (tp_i * pp_i)
-    plan = distribute(model=model, gpu=gpu, layout=Layout(tp=tp_i, pp=pp_i, dp=dp, ep=ep, nodes=nodes),
-                      weights=weights, kv_dtype=kv_dtype, context=context, batch=batch)
-    return per_gpu_stacked_bar(per_gpu_long(plan), title=plan.verdict())

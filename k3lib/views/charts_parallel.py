@@ -109,7 +109,7 @@ def device_comparison(df, *, model_col: str = "model tokens/s", guide_col: str =
 def time_per_token_bar(df, *, title: str = "", width: int = 420):
     """One bar, stacked by device: milliseconds each device spends reading per decode
     step (the sum is the time per token). ``df`` has ``where``, ``ms per token`` and
-    ``GB read per token`` (see :func:`k3lib.studies.offload.offload_figure`)."""
+    ``GB read per token`` (see :func:`k3lib.views.explorers.offload_figure`)."""
     alt = _alt()
     return alt.Chart(df).mark_bar().encode(
         x=alt.X("sum(ms per token):Q", title="milliseconds per token (bandwidth roofline)"),

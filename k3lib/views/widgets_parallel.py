@@ -1,6 +1,6 @@
 """ipywidgets explorers for notebooks 03 and 04 — a thin layer: every redraw calls a
-plain, tested function (:func:`k3lib.studies.parallel.layout_figure`,
-:func:`k3lib.studies.offload.offload_figure`) and shows its chart; bad input shows the one-line
+plain, tested function (:func:`k3lib.views.explorers.layout_figure`,
+:func:`k3lib.views.explorers.offload_figure`) and shows its chart; bad input shows the one-line
 error instead.
 
 ipywidgets is imported lazily, so importing k3lib never needs it.
@@ -47,10 +47,10 @@ def _explorer(controls: dict[str, Any], figure: Callable[..., Any]):
 
 def layout_explorer(**initial: Any):
     """Model, GPU, count, nodes, TP, PP, EP, precision, KV dtype, context → the per-GPU
-    stacked bar of :func:`k3lib.studies.parallel.layout_figure`."""
+    stacked bar of :func:`k3lib.views.explorers.layout_figure`."""
     import ipywidgets as w
 
-    from k3lib.studies.parallel import layout_figure
+    from k3lib.views.explorers import layout_figure
 
     v = {"model": "kimi-k3", "gpu": "h200-sxm", "gpus": 16, "nodes": 2, "tp": 8, "pp": 2, "ep": 1,
          "weights": "native", "kv_dtype": "bf16", "context": "256K"} | initial
@@ -71,10 +71,10 @@ def layout_explorer(**initial: Any):
 
 def offload_explorer(**initial: Any):
     """GPU, RAM size and bandwidth, expert layers kept on the GPU → the time-per-token bar
-    of :func:`k3lib.studies.offload.offload_figure`."""
+    of :func:`k3lib.views.explorers.offload_figure`."""
     import ipywidgets as w
 
-    from k3lib.studies.offload import offload_figure
+    from k3lib.views.explorers import offload_figure
 
     v = {"gpu": "rtx-4090-48gb", "ram": "1536GB", "ram_bandwidth": "70GB/s", "expert_layers_on_gpu": 0} | initial
     controls = {

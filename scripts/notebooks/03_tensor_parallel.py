@@ -321,7 +321,7 @@ bf16_all.verdict()
 ## 8. Explore
 
 Pick a model, GPU, count and layout; the bar shows each pipeline stage's GPU and the title says whether the fullest one fits.
-The callback is `k3lib.studies.parallel.layout_figure`, a plain function you can call yourself.
+The callback is `k3lib.views.explorers.layout_figure`, a plain function you can call yourself.
 """),
     code("""
 from k3lib.views.widgets_parallel import layout_explorer

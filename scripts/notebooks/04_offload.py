@@ -34,6 +34,7 @@ Sizes are decimal GB ($10^9$ bytes), as guide 004 writes them, and bandwidths GB
 from k3lib.views import charts_parallel as charts
 from k3lib.views import notebook
 from k3lib.studies import offload
+from k3lib.views import explorers
 from k3lib.core.hardware import get_gpu
 
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
@@ -58,7 +59,7 @@ batch: int = 1  # concurrent sequences
     code("""
 plan = notebook.validate(model=model, weights=weights, kv_dtype=kv_dtype, context=context, batch=batch,
                          gpu=gpu, gpus=1)
-off = offload.validate(model=model, weights=weights, gpu=gpu, ram=ram, ram_bandwidth=ram_bandwidth,
+off = explorers.offload_validate(model=model, weights=weights, gpu=gpu, ram=ram, ram_bandwidth=ram_bandwidth,
                        expert_layers_on_gpu=expert_layers_on_gpu, kv_dtype=kv_dtype, context=context, batch=batch)
 plan.reason, off.verdict()
 """),
@@ -239,7 +240,7 @@ mac
 ## 7. Explore
 
 Pick a GPU, the RAM size and bandwidth, and how many layers' experts stay on the GPU; the bar shows where each token's time goes.
-The callback is `k3lib.studies.offload.offload_figure`.
+The callback is `k3lib.views.explorers.offload_figure`.
 """),
     code("""
 from k3lib.views.widgets_parallel import offload_explorer

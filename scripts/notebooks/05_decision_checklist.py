@@ -33,6 +33,7 @@ Sizes are GiB ($2^{30}$ bytes), as the guide's own formulas imply; an "80 GB" H1
     code("""
 from k3lib.views import notebook
 from k3lib.studies import checklist, commands
+from k3lib.views import explorers
 from k3lib.views import charts_checklist as charts
 from k3lib.core.plan import make_plan
 import pandas as pd
@@ -150,7 +151,7 @@ The same as a form: change the inventory and every answer updates.
 Widgets need a live kernel; in a static export this cell shows nothing.
 """),
     code("""
-checklist.checklist_form(model=model, gpu=gpu, gpus=gpus, context=context)
+explorers.checklist_form(model=model, gpu=gpu, gpus=gpus, context=context)
 """),
     md("""
 **Takeaway:** the checklist is four lines of arithmetic — budget, weights, KV per token, bandwidth — and each guide rule of thumb is one of them with a number filled in.
