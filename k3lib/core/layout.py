@@ -193,13 +193,24 @@ def stage_architecture(model: Architecture, layers: Sequence[tuple[int, bool]]) 
     return dataclasses.replace(model, num_layers=len(layers), attention=tuple(groups), mlp=mlp)
 
 
+_STAGES: dict[tuple[int, int], tuple[Architecture, tuple[Architecture, ...]]] = {}
+
+
 def pipeline_stages(model: Architecture, pp: int) -> tuple[Architecture, ...]:
-    """The model cut into ``pp`` stages of whole layers (:func:`stage_layer_counts`)."""
+    """The model cut into ``pp`` stages of whole layers (:func:`stage_layer_counts`).
+    Memoized per model object (an Architecture holds a dict, so it is not hashable)."""
+    key = (id(model), pp)
+    hit = _STAGES.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
     seq = layer_sequence(model)
     out, start = [], 0
     for n in stage_layer_counts(model.num_layers, pp):
         out.append(stage_architecture(model, seq[start:start + n]))
         start += n
+    if len(_STAGES) > 1024:
+        _STAGES.clear()
+    _STAGES[key] = (model, tuple(out))
     return tuple(out)
 
 
