@@ -188,7 +188,7 @@ def _cmd_estimate_engine(args, prof) -> int:
     from k3lib.engines import estimate_for_engine
     from k3lib.core.units import parse_positive_int
 
-    if args.pp is not None or parse_positive_int(args.nodes, "nodes") > 1:
+    if args.pp is not None or (args.nodes is not None and parse_positive_int(args.nodes, "nodes") > 1):
         raise K3InputError("engine", f"the {prof.name} profile models one node with tensor parallelism",
                            "--tp and --gpus, without --pp or --nodes")
     loaded = _loaded_from_args(args)

@@ -257,9 +257,9 @@ def test_cli_engine_table_and_json(capsys):
 
 
 def test_cli_generic_engine_prints_the_plain_table(capsys):
-    assert main(["estimate", "--model", "llama-3.1-70b", "--gpus", "4"]) == 0
+    assert main(["estimate", "--model", "llama-3.1-70b", "--gpus", "4", "--context", "128K"]) == 0
     plain = capsys.readouterr().out
-    assert main(["estimate", "--model", "llama-3.1-70b", "--gpus", "4", "--engine", "generic"]) == 0
+    assert main(["estimate", "--model", "llama-3.1-70b", "--gpus", "4", "--context", "128K", "--engine", "generic"]) == 0
     assert capsys.readouterr().out == plain
 
 
