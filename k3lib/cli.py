@@ -289,7 +289,7 @@ def _add_report_parser(sub) -> None:
 def _report_parameters(args: argparse.Namespace) -> dict:
     """The report notebook's parameters from `k3plan report` flags ("" / 0: the model's rule, automatic)."""
     return {"scenario": args.scenario, "model": args.model, "weights": args.weights or "", "kv_dtype": args.kv_dtype,
-            "context": args.context, "batch": args.batch, "gpu": args.gpu, "gpus": args.gpus, "nodes": args.nodes,
+            "context": args.context, "batch": args.batch, "gpu": args.gpu, "gpus": args.gpus, "nodes": args.nodes or 0,
             "tp": args.tp or 0, "pp": args.pp or 0, "engine": getattr(args, "engine", None) or "vllm",
             "offload": args.offload, "ram": args.ram or "", "ram_bandwidth": args.ram_bandwidth or "",
             "activation": args.activation or "", "overhead_per_gpu": args.overhead_per_gpu or "",

@@ -81,7 +81,8 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("batch", int, 1, "concurrent sequences", 1),
     Parameter("gpu", str, "h100-sxm", "GPU id or alias (see `k3plan gpus`)", "h100-sxm"),
     Parameter("gpus", int, 6, "number of GPUs in total", 8),
-    Parameter("nodes", int, 1, "nodes the GPUs are spread over", 1),
+    Parameter("nodes", int, 0, "nodes the GPUs are spread over; 0 for automatic (one node up to the GPU's node "
+              "size, then whole nodes)", 0),
     Parameter("tp", int, 0, "tensor-parallel size; 0 for automatic (GPUs per node, if the heads split)", 0),
     Parameter("pp", int, 0, "pipeline-parallel size; 0 for automatic (GPUs / TP)", 0),
     Parameter("engine", str, "vllm", "engine for the launch commands: " + ", ".join(ENGINES), "vllm"),
@@ -184,10 +185,11 @@ def configure(**params: Any) -> ReportConfig:
             weights = "native" if get_model(p["model"]).kind == "architecture" else "q4"
         tp = p["tp"] if p["tp"] not in (0, "0", "", None) else None
         pp = p["pp"] if p["pp"] not in (0, "0", "", None) else None
+        nodes = p["nodes"] if p["nodes"] not in (0, "0", "", None) else None
     except K3InputError as exc:
         raise ParameterError(f"parameter {exc}") from None
     plan = validate(model=p["model"], weights=weights, kv_dtype=p["kv_dtype"], context=p["context"],
-                    batch=p["batch"], gpu=p["gpu"], gpus=p["gpus"], nodes=p["nodes"], tp=tp, pp=pp,
+                    batch=p["batch"], gpu=p["gpu"], gpus=p["gpus"], nodes=nodes, tp=tp, pp=pp,
                     activation=p["activation"], overhead_per_gpu=p["overhead_per_gpu"],
                     overhead_total=p["overhead_total"], memory_basis=p["memory_basis"])
     return ReportConfig(scenario=scenario, plan=plan, engine=engine, offload=offload, ram_bytes=ram,
