@@ -153,12 +153,14 @@ def test_precision_budget_table_six_rows_by_hand():
     assert list(zip(df["weights"].str.lower(), df["kv_dtype"].str.lower())) == rows
     for i, (w, kv) in enumerate(rows):
         payload = W_GUIDE[w] + kv_gib(kv, "256K") + 10
-        g = math.ceil(payload / (80 - 8))
+        pool = math.ceil(payload / (80 - 8))                   # the guide's reading: one pool of GPUs
+        g = pool if pool <= 8 else 8 * math.ceil(pool / 8)     # deployed: one node, then whole 8-GPU nodes
         assert df.loc[i, "kv_cache_GiB"] == kv_gib(kv, "256K")
-        assert df.loc[i, "gpus"] == g
+        assert (df.loc[i, "gpus_one_pool"], df.loc[i, "gpus"]) == (pool, g)
         assert df.loc[i, "total_GiB"] == pytest.approx(payload + 8 * g, abs=0.01)
         assert df.loc[i, "headroom_GiB"] == pytest.approx(80 * g - payload - 8 * g, abs=0.01)
-    assert list(df["gpus"]) == [10, 8, 7, 6, 5, 4]
+    assert list(df["gpus_one_pool"]) == [10, 8, 7, 6, 5, 4]
+    assert list(df["gpus"]) == [16, 8, 7, 6, 5, 4]
     assert df.loc[3, "total_GiB"] == 415.0  # the worked example again
 
 

@@ -260,8 +260,8 @@ def real_state_bytes() -> int:
 
 def _own_plan(*, weights: str, kv_dtype: str, context: int, gpus: int, overhead_total: int | None = None,
               overhead_per_gpu: int | None = None, activation: int = G000_ACTIVATION, gpu: str = "h100"):
-    """A plan on guide 000's own numbers (profile ``kimi-k3@guide-000``)."""
-    return make_plan(model="kimi-k3@guide-000", gpu=gpu, gpus=gpus, weights=weights, kv_dtype=kv_dtype,
+    """A plan on guide 000's own numbers (profile ``kimi-k3@guide-000``), its GPUs one pool (the guide's reading)."""
+    return make_plan(model="kimi-k3@guide-000", gpu=gpu, gpus=gpus, nodes=1, weights=weights, kv_dtype=kv_dtype,
                      context=context, assumptions=Assumptions(activation_bytes=activation,
                                                               overhead_total_bytes=overhead_total,
                                                               overhead_per_gpu_bytes=overhead_per_gpu))

@@ -25,8 +25,9 @@ import pandas as pd
 
 from k3lib.core.architecture import LINEAR_KINDS, Architecture
 from k3lib.core.memory import kv_bytes_per_token, kv_cache_bytes, weights_bytes, weights_bytes_by_group
-from k3lib.core.errors import DoesNotSplitError, K3InputError
+from k3lib.core.errors import K3InputError
 from k3lib.core.models import ModelSpec, PublishedProfile, get_model
+from k3lib.core.search import min_gpus_plan
 from k3lib.core.plan import Assumptions, Plan, make_plan
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
 from k3lib.core.units import GB, GiB, parse_context_tokens
@@ -193,21 +194,17 @@ def gpu_count_table(*, gpus: Iterable[int] = (5, 6), assumptions: Assumptions | 
 
 
 def min_gpus(*, model: "str | ModelSpec", weights: str, kv_dtype: str, context: object, gpu: str = "h100-sxm",
-             batch: int = 1, assumptions: Assumptions | None = None, max_gpus: int = 128) -> int | None:
-    """Fewest GPUs on which the plan fits (per GPU and in total), or ``None`` up to ``max_gpus``.
+             batch: int = 1, assumptions: Assumptions | None = None, max_gpus: int = 128,
+             whole_nodes: bool = True) -> int | None:
+    """Fewest GPUs on which the plan fits (:func:`k3lib.core.search.min_gpus_plan`: deployable
+    counts, or any count in one pool with ``whole_nodes=False``), or ``None`` up to ``max_gpus``.
 
     >>> min_gpus(model="kimi-k3@guide-000", weights="q4", kv_dtype="fp8", context="256K")
     6
     """
-    for n in range(1, max_gpus + 1):
-        try:
-            plan = make_plan(model=model, weights=weights, kv_dtype=kv_dtype, context=context, gpu=gpu, gpus=n,
-                             batch=batch, assumptions=assumptions)
-        except DoesNotSplitError:  # e.g. more pipeline stages than layers: try the next count
-            continue
-        if plan.fits:
-            return n
-    return None
+    p = min_gpus_plan(model=model, gpu=gpu, weights=weights, kv_dtype=kv_dtype, context=context, batch=batch,
+                      max_gpus=max_gpus, whole_nodes=whole_nodes, assumptions=assumptions)
+    return None if p is None else p.gpus
 
 
 def budget_frame(plans: "Plan | Sequence[Plan] | Mapping[str, Plan]", *, per: str = "total",
@@ -370,7 +367,8 @@ def precision_budget_plans(*, model: "str | ModelSpec" = GUIDE_000,
                            rows: Sequence[tuple[str, str]] = GUIDE_000_BUDGET_ROWS, context: object = "256K",
                            gpu: str = "h100-sxm", batch: int = 1,
                            assumptions: Assumptions | None = None) -> dict[str, Plan]:
-    """One plan per (weights, KV dtype) row, each on the fewest GPUs it fits on."""
+    """One plan per (weights, KV dtype) row, each on the fewest deployable GPUs it fits on
+    (one node up to 8, then whole nodes)."""
     out = {}
     for w, kv in rows:
         n = min_gpus(model=model, weights=w, kv_dtype=kv, context=context, gpu=gpu, batch=batch,
@@ -391,7 +389,9 @@ def precision_budget_table(*, model: "str | ModelSpec" = GUIDE_000,
 
     The guide's note: KV BF16 for the first two rows, FP8 for the next two, INT4 for the
     last two, all at 256K. The six rows are :data:`GUIDE_000_BUDGET_ROWS` (an assumption:
-    the guide's table is lost). Each row runs on the fewest GPUs that hold it, with the
+    the guide's table is lost). Each row runs on the fewest deployable GPUs that hold it
+    (``gpus``: one node up to 8, then whole nodes; ``gpus_one_pool``: the guide's own reading,
+    any count in one pool), with the
     guide's rule of 8 GiB overhead per GPU (``assumptions=None``) and its 10 GiB activation.
     """
     plans = precision_budget_plans(model=model, rows=rows, context=context, gpu=gpu, batch=batch,
@@ -399,9 +399,12 @@ def precision_budget_table(*, model: "str | ModelSpec" = GUIDE_000,
     out = []
     for p in plans.values():
         t = p.total
+        pool = min_gpus(model=p.model, weights=p.weight_format, kv_dtype=p.kv_dtype, context=p.context_tokens,
+                        gpu=p.gpu, batch=p.batch, assumptions=assumptions, whole_nodes=False)
         out.append({"weights": _label(p.weight_format), "kv_dtype": _label(p.kv_dtype),
                     f"weights_{unit}": _size(t.weights_bytes, unit), f"kv_cache_{unit}": _size(t.kv_cache_bytes, unit),
                     f"activation_{unit}": _size(t.activation_bytes, unit), "gpus": p.gpus,
+                    "gpus_one_pool": pool,
                     f"overhead_{unit}": _size(t.overhead_bytes, unit), f"total_{unit}": _size(t.total_bytes, unit),
                     f"available_{unit}": _size(t.available_bytes, unit),
                     f"headroom_{unit}": _size(t.headroom_bytes, unit)})
