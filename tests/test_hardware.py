@@ -52,7 +52,7 @@ def test_numeric_columns_carry_units_in_their_names():
     # every column that holds numbers in the file is one of those
     for row in _rows():
         for column, value in row.items():
-            if column in ("memory_marketed_label",):
+            if column in ("memory_marketed_label", "gpus_per_node"):  # a label; a count of devices
                 continue
             if re.fullmatch(r"-?\d+(\.\d+)?", value or "") and column not in numeric:
                 pytest.fail(f"{row['id']}.{column} holds a number but has no unit in its name")
@@ -272,6 +272,9 @@ def test_gpuspec_accepts_valid_values_and_is_frozen():
     ("source", ""),
     ("id", "H100 SXM"),
     ("unified_memory", "yes"),
+    ("gpus_per_node", 0),
+    ("gpus_per_node", 2.5),
+    ("gpus_per_node", None),
 ])
 def test_gpuspec_rejects_bad_values_naming_the_field(field_name, value):
     kwargs = _valid_kwargs() | {field_name: value}
@@ -289,4 +292,54 @@ def test_bad_csv_cell_names_row_and_column(tmp_path):
         writer.writeheader()
         writer.writerows(rows)
     with pytest.raises(K3InputError, match=r"hardware\.csv\[h100-sxm\]\.memory_bw_gb_s"):
+        load_hardware(path)
+
+
+# ------------------------------------------------------------------ GPUs per node (issue 12)
+
+
+@pytest.mark.parametrize("gpu, per_node", [
+    ("h100-sxm", 8),   # DGX/HGX H100: 8 SXM5 GPUs per baseboard
+    ("h200-sxm", 8),   # HGX H200 8-GPU; MLPerf system "H200-SXM-141GBx8"
+    ("b200", 8),       # HGX/DGX B200: 1,440 GB per 8 GPUs
+    ("a100-sxm-80gb", 8),
+    ("mi300x", 8),     # MLPerf system "8xMI300X_2xEPYC-9374F"
+    ("gb200", 4),      # NVL72 compute tray: 2 superchips x 2 GPUs
+    ("rtx-4090", 1),   # a desktop card
+    ("m3-ultra-512gb", 1),  # a unified-memory computer is one device
+    ("dgx-spark", 1),
+])
+def test_gpus_per_node_typed_from_the_sources(gpu, per_node):
+    assert get_gpu(gpu).gpus_per_node == per_node
+
+
+def test_every_row_states_gpus_per_node_with_a_source():
+    for row in _rows():
+        assert re.fullmatch(r"[1-9]\d*", row["gpus_per_node"]), row["id"]
+        assert row["gpus_per_node_source"].strip(), row["id"]
+        spec = get_gpu(row["id"])
+        assert spec.gpus_per_node == int(row["gpus_per_node"])
+        assert spec.gpus_per_node_source == row["gpus_per_node_source"]
+    # consumer cards and unified-memory machines are one device per machine
+    for spec in list_gpus():
+        if spec.device_class in ("consumer GPU", "unified memory"):
+            assert spec.gpus_per_node == 1, spec.id
+
+
+def test_no_cell_cites_a_path_that_exists_only_beside_our_checkout():
+    for row in _rows():
+        for column, value in row.items():
+            assert "shared/" not in value, f"{row['id']}.{column}"
+
+
+@pytest.mark.parametrize("cell", ["8.5", "0", "", "eight"])
+def test_bad_gpus_per_node_cell_names_row_and_column(tmp_path, cell):
+    rows = _rows()
+    rows[0]["gpus_per_node"] = cell
+    path = tmp_path / "hardware.csv"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    with pytest.raises(K3InputError, match=r"hardware\.csv\[h100-sxm\]\.gpus_per_node"):
         load_hardware(path)

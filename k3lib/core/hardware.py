@@ -39,7 +39,7 @@ CSV_COLUMNS = (
     "id", "name", "aliases", "vendor", "device_class", "memory_type",
     "memory_marketed_label", "memory_marketed_gib", "memory_usable_gib", "memory_usable_source",
     "memory_bw_gb_s", "bf16_dense_tflops", "fp8_dense_tflops", "host_link_gb_s",
-    "scale_up_link_gb_s", "unified_memory", "price_usd", "price_source", "guide_mentions",
+    "scale_up_link_gb_s", "gpus_per_node", "gpus_per_node_source", "unified_memory", "price_usd", "price_source", "guide_mentions",
     "source", "verification", "notes",
 )
 
@@ -84,6 +84,10 @@ class GPUSpec:
     Gen4 x16 = 32 GB/s, Gen5 x16 = 64 GB/s, NVLink-C2C 450 GB/s); it is
     ``None`` for unified-memory machines. ``scale_up_link_bytes_per_s`` is
     NVLink/Infinity Fabric per GPU per direction, ``None`` when there is none.
+    ``gpus_per_node`` is how many of these devices one machine (node) holds as it
+    is sold and deployed: 8 on an HGX/DGX-class board or an 8-OAM MI300X platform,
+    4 per GB200 NVL72 compute tray, 1 for a desktop card or a unified-memory
+    computer; ``gpus_per_node_source`` says where that figure comes from.
     """
 
     id: str
@@ -99,6 +103,8 @@ class GPUSpec:
     fp8_dense_flops: float | None = None
     host_link_bytes_per_s: int | None = None
     scale_up_link_bytes_per_s: int | None = None
+    gpus_per_node: int = 8
+    gpus_per_node_source: str = ""
     unified_memory: bool
     price_usd: float | None = None
     guide_mentions: tuple[str, ...] = ()
@@ -130,6 +136,9 @@ class GPUSpec:
         _check_positive_float("fp8_dense_flops", self.fp8_dense_flops, optional=True)
         _check_positive_int("host_link_bytes_per_s", self.host_link_bytes_per_s, optional=True)
         _check_positive_int("scale_up_link_bytes_per_s", self.scale_up_link_bytes_per_s, optional=True)
+        _check_positive_int("gpus_per_node", self.gpus_per_node, optional=False)
+        if not isinstance(self.gpus_per_node_source, str):
+            raise K3InputError("gpus_per_node_source", f"{self.gpus_per_node_source!r} must be a string")
         if not isinstance(self.unified_memory, bool):
             raise K3InputError("unified_memory", f"{self.unified_memory!r} is not a bool", "True or False")
         _check_positive_float("price_usd", self.price_usd, optional=True)
@@ -187,6 +196,15 @@ def _scaled_int(value: float | None, scale: int) -> int | None:
     return None if value is None else int(round(value * scale))
 
 
+def _cell_gpus_per_node(row: dict[str, str]) -> int:
+    """The ``gpus_per_node`` cell as a whole number ≥ 1 (required: every row states it)."""
+    value = _cell_number(row, "gpus_per_node", required=True)
+    if value != int(value) or value < 1:
+        raise K3InputError(f"hardware.csv[{row['id']}].gpus_per_node", f"{value!r} is not a whole number ≥ 1",
+                           "1, 4, 8, …")
+    return int(value)
+
+
 def _spec_from_row(row: dict[str, str]) -> GPUSpec:
     """Convert one CSV row (GiB, GB/s, TFLOPS) into a :class:`GPUSpec` (bytes, bytes/s, FLOP/s)."""
     unified_text = row["unified_memory"].strip().lower()
@@ -208,6 +226,8 @@ def _spec_from_row(row: dict[str, str]) -> GPUSpec:
         fp8_dense_flops=None if fp8 is None else fp8 * TFLOPS,
         host_link_bytes_per_s=_scaled_int(_cell_number(row, "host_link_gb_s", required=False), GB),
         scale_up_link_bytes_per_s=_scaled_int(_cell_number(row, "scale_up_link_gb_s", required=False), GB),
+        gpus_per_node=_cell_gpus_per_node(row),
+        gpus_per_node_source=row["gpus_per_node_source"],
         unified_memory=unified_text == "true",
         price_usd=_cell_number(row, "price_usd", required=False),
         guide_mentions=tuple(g.strip() for g in row["guide_mentions"].split(";") if g.strip()),
