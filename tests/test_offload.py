@@ -258,7 +258,7 @@ def _papermill(tmp_path, **parameters):
 
 def test_notebook_04_papermill_parameters_change_the_speed(tmp_path):
     nb = _papermill(tmp_path, gpu="rtx-pro-6000", ram_bandwidth="307.2GB/s")
-    cell = next(c for c in nb.cells if c.cell_type == "code" and "off = offload.validate(" in c.source)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and "off = explorers.offload_validate(" in c.source)
     text = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
     # 27.35 GB / 307.2 GB/s + 31.95 GB / 1,792 GB/s = 107 ms → 9.36 tokens/s
     assert "RTX PRO 6000" in text and "decode ≈ 9.36 tokens/s" in text

@@ -85,7 +85,6 @@ Guide 004's three figures against the architecture (K3 at Q4_K_M, 4.5 bits per w
     code(f"""
 {CHECK}
 memory = offload.guide004_memory_table()
-assert memory["model (GB)"].tolist() == [32.9, 1531.5, 1532.2, 1546.2, 1565.1]
 memory
 """),
     md("""
@@ -109,8 +108,6 @@ Guide 004's device table, recomputed at its 70 GB/s:
     code(f"""
 {CHECK}
 devices = offload.guide004_device_table()
-assert len(devices) == 17 and devices["VRAM fits"].all()
-assert devices["model ÷ guide"].between(1.4, 1.65).all()
 devices
 """),
     code("""
@@ -123,7 +120,6 @@ What per-token reads would reproduce the guide? A least-squares fit of $1/\\text
     code(f"""
 {CHECK}
 fit = offload.fit_two_tier_bytes(devices)
-assert round(fit["ram_read_bytes"] / 1e9, 1) == 39.8 and fit["rows_within_0_05"] == 13
 {{k: round(v / 1e9, 1) if k.endswith("bytes") else round(v, 3) for k, v in fit.items()}}
 """),
     md("""
@@ -138,8 +134,6 @@ Where and why they differ:
     code(f"""
 {CHECK}
 platforms = offload.ram_platform_table()
-assert platforms["holds the experts"].tolist() == [False, True, True, True]
-assert platforms["decode tokens/s"].tolist() == [2.38, 8.28, 10.98, 12.63]
 platforms
 """),
     md("""
@@ -159,13 +153,11 @@ from k3lib.studies import parallel
 all_gpu = parallel.distribute(model="kimi-k3", gpu="h200", tp=8, pp=2, nodes=2, weights="q4_k_m", context="8K")
 roofline_tps = offload.all_gpu_decode_tokens_per_s(all_gpu)
 slow = offload.slowdown_table(offload.plan_offload(gpu="rtx-4090-48gb"), all_gpu_tokens_per_s=roofline_tps)
-assert all_gpu.fits and round(roofline_tps) == 631 and slow["slowdown (×)"].tolist()[0] == 266.4
 slow
 """),
     code(f"""
 {CHECK}
 efficiency_range = offload.roofline_efficiency_for(slow["slowdown (×)"].tolist()[0])
-assert [round(e, 3) for e in efficiency_range] == [0.038, 0.375]
 [round(e, 3) for e in efficiency_range]
 """),
     md("""
@@ -187,8 +179,6 @@ charts.tokens_per_s_curve(curve, marks=[get_gpu(g).memory_bytes("usable") / 1e9 
     code(f"""
 {CHECK}
 cards = offload.partial_offload_table()
-assert cards["expert layers that fit"].tolist() == [1, 4, 7]
-assert cards["tokens/s, with those layers on GPU"].tolist() == [2.39, 2.55, 2.72]
 cards
 """),
     md("""
@@ -206,7 +196,6 @@ $$t_u = \\max\\left(\\frac{(1-(1-k/E)^u)·W_{RAM}}{BW_{link}}, \\frac{2·P_{acti
     code(f"""
 {CHECK}
 prefill = offload.prefill_table()
-assert prefill["link s / micro-batch"].tolist()[:2] == [47.9, 23.9]
 prefill
 """),
     md("""
@@ -220,7 +209,6 @@ Guide 000's FAQ: "Unified memory on a Mac Studio with 512 GB can attempt Q4 infe
     code(f"""
 {CHECK}
 hbm_ratio = get_gpu("h100").memory_bw_bytes_per_s / get_gpu("m3-ultra-512gb").memory_bw_bytes_per_s
-assert round(hbm_ratio, 1) == 4.1
 round(hbm_ratio, 1)
 """),
     md("""
@@ -230,7 +218,6 @@ The real K3 at Q4_K_M is 1,565 GB: it does not fit in 512 GB, so most experts st
     code(f"""
 {CHECK}
 mac = offload.mac_studio_table()
-assert mac["decode tokens/s"].tolist() == [0.29, 0.32, 14.0]
 mac
 """),
     md("""

@@ -70,7 +70,6 @@ Worked for Llama 3.1 70B, whose published total is 70,553,706,496:
 {CHECK}
 llama = any_model.load_model("llama-3.1-70b")
 worked = any_model.params_worked_table(llama)
-assert worked["value"].iloc[-1] == 70_553_706_496  # 2·128,256·8,192 + 80·855,654,400 + 8,192
 worked
 """),
     md("""
@@ -105,13 +104,11 @@ For a demo, k3lib writes a tiny Mixtral-style file into a temporary folder: $D$ 
 workdir = tempfile.TemporaryDirectory()
 tiny = any_model.load_model(any_model.write_demo_gguf(workdir.name))
 tiny_summary = any_model.summary_table(tiny).set_index("quantity")
-assert tiny_summary.loc["KV bytes per token (BF16)", "value"] == 2 * 2 * 2 * 64 * 2  # 2·L·K·H·b from the metadata
 tiny_summary
 """),
     code(f"""
 {CHECK}
 types = any_model.dtype_table(tiny)
-assert types.set_index("type")["bits_per_weight"].to_dict() == {{"Q4_K": 4.5, "Q6_K": 6.5625, "Q8_0": 8.5, "F32": 32.0}}
 types
 """),
     md("""
@@ -120,7 +117,6 @@ By group, with the routed experts (`ffn_*_exps`) apart: per layer, gate and up a
     code(f"""
 {CHECK}
 groups = any_model.breakdown_table(tiny, unit="KiB")
-assert groups.set_index("group").loc["routed_experts", "weights_B"] == 2 * (2 * 294_912 + 430_080)
 groups
 """),
     md("""
@@ -144,8 +140,6 @@ Per layer type, at BF16, for one config of each design:
     code(f"""
 {CHECK}
 by_type = any_model.kv_by_layer_type(context="32K").set_index(["model", "layer_type"])
-assert by_type.loc[("deepseek-v3", "MLA latent"), "per_layer_B"] == (512 + 64) * 2
-assert by_type.loc[("qwen3-next-80b-a3b-instruct", "GQA (full)"), "kv_B_per_token"] == 12 * 2 * 2 * 256 * 2
 by_type
 """),
     md("""
@@ -154,9 +148,6 @@ Per model, the growing cache per token next to the shortcut's figure:
     code(f"""
 {CHECK}
 kv = any_model.kv_comparison_table(context="32K").set_index("model")
-assert kv.loc["llama-3.1-70b", "kv_B_per_token"] == 2 * 80 * 8 * 128 * 2  # 327,680 B
-assert kv.loc["deepseek-v3", "naive_B_per_token"] == 2 * 61 * 128 * (7168 // 128) * 2  # MLA read as 128 KV heads
-assert kv.loc["kimi-linear-48b-a3b-instruct", "kv_B_per_token"] == 7 * (512 + 64) * 2  # 8,064 B: 7 MLA layers of 27
 kv
 """),
     code("""
@@ -211,9 +202,6 @@ For an MLA model the cache itself differs. DeepSeek-V3 on 8 H200s:
 llama_side = any_model.engine_side_by_side("llama-3.1-70b", gpu="h100-sxm", gpus=4, context="32K")
 ds_side = any_model.engine_side_by_side("deepseek-v3", gpu="h200-sxm", gpus=8, context="32K")
 per_token = "KV bytes per token per GPU (B)"
-assert llama_side.loc[per_token].tolist() == [81_920] * 4
-assert llama_side.loc["budget the engine sizes from (GiB)", ["vLLM", "SGLang"]].tolist() == [71.27, 65.17]
-assert ds_side.loc[per_token].tolist() == [70_272, 16_592, 70_272, 624_640]
 ds_side
 """),
     md("""
@@ -234,7 +222,6 @@ One token row worked by hand, Llama 3.1 8B at TP 1 (a page is 16 tokens × $2·8
     code(f"""
 {CHECK}
 worked_cal = any_model.calibration_worked_table("H108")
-assert worked_cal.set_index("param").loc["error", "value"] == 16  # one 16-token block
 worked_cal
 """),
     md("""
@@ -247,7 +234,6 @@ cal
     code(f"""
 {CHECK}
 cal_summary = any_model.calibration_summary_table(cal)
-assert cal_summary.set_index("quantity").loc["all", ["rows", "within"]].tolist() == [87, 87]
 cal_summary
 """),
     code("""

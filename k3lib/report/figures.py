@@ -1,0 +1,101 @@
+"""The report's key figures, all read from the ONE plan of a :class:`ReportConfig`:
+verdict, per-GPU bytes (the fullest GPU), max context (one sweep over a context grid,
+the same code as the plan), cost, decode tokens/s and the offload option."""
+from __future__ import annotations
+
+from typing import Any
+
+from k3lib.core.errors import K3InputError
+from k3lib.report.parameters import ReportConfig
+
+
+def cost_usd(plan) -> float | None:
+    """GPU count × the catalogue's price per GPU (US$), or None when no price is known."""
+    price = plan.gpu.price_usd
+    return None if price is None else plan.gpus * price
+
+
+def max_context_tokens(plan) -> int:
+    """The longest context, on a 1,024-token grid up to the model's maximum, that fits
+    with everything else of ``plan`` unchanged; 0 when not even 1K fits. One vectorized
+    sweep (:func:`k3lib.core.search.max_context_tokens`), the same bytes as the plan.
+
+    >>> from k3lib.core.plan import make_plan, Assumptions
+    >>> p = make_plan(model="kimi-k3@guide-000", weights="q4", kv_dtype="fp8", context="256K", gpus=6,
+    ...               assumptions=Assumptions(activation_bytes=10 * 2**30, overhead_total_bytes=48 * 2**30))
+    >>> max_context_tokens(p)  # (480 - 325 - 10 - 48) GiB / 131,072 B per token = 794,624 = 776K
+    794624
+    """
+    from k3lib.core.search import max_context_tokens as search_max_context
+
+    return search_max_context(plan)
+
+
+def offload_relevant(cfg: ReportConfig) -> bool:
+    """Offload is shown when asked for (``experts``) or, with ``auto``, when the plan does not fit."""
+    return cfg.offload == "experts" or (cfg.offload == "auto" and not cfg.plan.fits)
+
+
+def offload_plan(cfg: ReportConfig):
+    """(:class:`~k3lib.studies.offload_model.OffloadPlan` for this plan on one of its GPUs,
+    or None; why not). Built only when :func:`offload_relevant`."""
+    from k3lib.studies import offload_model
+
+    if not offload_relevant(cfg):
+        why = "offload = none" if cfg.offload == "none" else "the plan fits on the GPUs; offloading would only slow it"
+        return None, f"not needed here ({why})"
+    plan = cfg.plan
+    try:
+        return offload_model.plan_offload(
+            model=plan.model, weights=plan.weight_format, gpu=plan.gpu, kv_dtype=plan.kv_dtype,
+            context=plan.context_tokens, batch=plan.batch, ram=cfg.ram_bytes,
+            ram_bandwidth=cfg.ram_bandwidth_bytes_per_s or offload_model.guide004_ram_bandwidth_bytes_per_s()), ""
+    except K3InputError as exc:
+        return None, f"not possible for this model ({exc})"
+
+
+def decode_tokens_per_s(cfg: ReportConfig, offloaded=None) -> tuple[float | None, str]:
+    """(decode tokens/s, how it was computed): a bandwidth ceiling at the plan's batch —
+    the offload plan's in offload mode, else step 6 of the checklist
+    (:func:`k3lib.studies.steps.step6_throughput`); (None, why) when it cannot load."""
+    from k3lib.studies.steps import step6_throughput
+
+    if cfg.offload == "experts" and offloaded is not None:
+        if not (offloaded.fits_vram and offloaded.fits_ram is not False):
+            return None, "the offload plan does not load, so no speed is quoted"
+        return offloaded.decode_tokens_per_s, "offload mode: bandwidth ceiling over GPU memory and system RAM"
+    plan = cfg.plan
+    if not plan.fits:
+        return None, "the plan does not fit, so no speed is quoted"
+    try:
+        t = step6_throughput(model=plan.model, gpu=plan.gpu, gpus=plan.gpus, nodes=plan.nodes,
+                             weights=plan.weight_format, kv_dtype=plan.kv_dtype, context=plan.context_tokens,
+                             batch=plan.batch, assumptions=plan.assumptions)
+    except K3InputError as exc:
+        return None, f"not computed for this configuration ({exc})"
+    return t.tokens_per_s, "bandwidth ceiling with every weight on the GPUs; real decode is lower"
+
+
+def key_figures(cfg: ReportConfig) -> dict[str, Any]:
+    """The figures the summary and the batch index show (sizes in bytes); per-GPU
+    figures are the plan's fullest GPU (``plan.per_gpu``)."""
+    plan = cfg.plan
+    offloaded, offload_why = offload_plan(cfg)
+    tps, tps_how = decode_tokens_per_s(cfg, offloaded)
+    fits_offload = offloaded is not None and offloaded.fits_vram and offloaded.fits_ram is not False
+    verdict = "fits" if plan.fits else ("fits with offload" if cfg.offload == "experts" and fits_offload
+                                        else "does not fit")
+    g = plan.per_gpu
+    return {
+        "scenario": cfg.scenario, "title": cfg.title, "fits": plan.fits, "verdict": verdict,
+        "reason": plan.reason, "offload_verdict": offloaded.verdict() if offloaded is not None else offload_why,
+        "model": plan.model.id, "model_name": plan.model.name, "weights": plan.weight_format,
+        "kv_dtype": plan.kv_dtype, "context_tokens": plan.context_tokens, "batch": plan.batch,
+        "gpu": plan.gpu.id, "gpu_name": plan.gpu.name, "gpus": plan.gpus, "nodes": plan.nodes, "tp": plan.tp,
+        "pp": plan.pp, "total_bytes": plan.total.total_bytes, "available_bytes": plan.total.available_bytes,
+        "headroom_bytes": plan.headroom_bytes, "per_gpu_total_bytes": g.total_bytes,
+        "per_gpu_available_bytes": g.available_bytes, "per_gpu_headroom_bytes": g.headroom_bytes,
+        "max_context_tokens": max_context_tokens(plan), "cost_usd": cost_usd(plan),
+        "price_usd": plan.gpu.price_usd, "tokens_per_s": tps, "tokens_per_s_how": tps_how,
+        "engine": cfg.engine, "offload": cfg.offload,
+    }
