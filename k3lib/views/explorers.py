@@ -36,7 +36,7 @@ def layout_figure(*, model: str = "kimi-k3", gpu: str = "h200", gpus: int = 8, n
     return per_gpu_stacked_bar(per_gpu_long(plan), title=plan.verdict())
 
 
-def offload_figure(*, gpu: str = "rtx-4090-48gb", ram: object = "1536GB", ram_bandwidth: object = "70GB/s",
+def offload_figure(*, gpu: str = "rtx-4090-48gb", ram: object = "1536GiB", ram_bandwidth: object = "70GB/s",
                    expert_layers_on_gpu: int = 0, model: str = "kimi-k3", weights: str = "q4_k_m",
                    context: object = 8192, kv_dtype: str = "bf16"):
     """The explorer's callback: a bar of milliseconds per token by device (GPU vs RAM),

@@ -76,10 +76,10 @@ def offload_explorer(**initial: Any):
 
     from k3lib.views.explorers import offload_figure
 
-    v = {"gpu": "rtx-4090-48gb", "ram": "1536GB", "ram_bandwidth": "70GB/s", "expert_layers_on_gpu": 0} | initial
+    v = {"gpu": "rtx-4090-48gb", "ram": "1536GiB", "ram_bandwidth": "70GB/s", "expert_layers_on_gpu": 0} | initial
     controls = {
         "gpu": w.Dropdown(options=OFFLOAD_GPUS, value=v["gpu"], description="GPU"),
-        "ram": w.Dropdown(options=("256GB", "512GB", "1024GB", "1536GB", "2048GB", "3072GB"), value=v["ram"],
+        "ram": w.Dropdown(options=("256GiB", "512GiB", "1024GiB", "1536GiB", "2048GiB", "3072GiB"), value=v["ram"],
                           description="RAM"),
         "ram_bandwidth": w.Dropdown(options=("70GB/s", "140GB/s", "307GB/s", "461GB/s", "576GB/s"),
                                     value=v["ram_bandwidth"], description="RAM BW"),
