@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pytest
 
+import guide_text
+
 from k3lib.core.models import builtin_models, get_model
 
 DATA = Path(__file__).resolve().parent.parent / "data"
-SEEDS = Path(__file__).resolve().parent.parent.parent / "shared" / "seeds"
 
 
 def rows(name):
@@ -47,14 +48,20 @@ def test_every_builtin_model_names_its_source():
 
 
 def test_profile_quotes_are_in_the_guides():
-    if not SEEDS.is_dir():
-        pytest.skip("shared/seeds not beside the checkout")
-    norm = lambda s: " ".join(s.split())  # noqa: E731
+    """Each profile quote is in its guide (the text where at hand, else the hashes in
+    tests/fixtures/guide_quotes.json; see tests/guide_text.py)."""
     for pid in ("kimi-k3@guide-000", "kimi-k3@guide-004"):
         prof = get_model(pid)
-        text = norm((SEEDS.parent / prof.file.replace("shared/", "")).read_text(encoding="utf-8"))
+        name = guide_text.GUIDE_FILE[prof.guide]
+        assert prof.quotes, pid
         for key, quote in prof.quotes.items():
-            assert norm(quote) in text, (pid, key, quote)
+            assert guide_text.contains(name, quote), (pid, key, quote)
+
+
+def test_no_data_file_cites_a_path_only_our_ci_has():
+    """Sources a user sees are public origins, never a shared/ folder beside our checkout."""
+    for path in [*DATA.glob("*.csv"), *DATA.glob("*.md"), *(DATA / "models").glob("*.json")]:
+        assert "shared/" not in path.read_text(encoding="utf-8"), path.name
 
 
 def test_model_documents_have_the_schema_tag():
