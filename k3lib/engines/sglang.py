@@ -1,0 +1,44 @@
+"""SGLang 0.5.x: the default mem_fraction_static and the token pool's cell size."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from k3lib.core.units import GiB, MiB
+from k3lib.engines.base import _kv_bytes_per_element, _resolve_model
+
+# ---------------------------------------------------------------------------
+# SGLang
+# ---------------------------------------------------------------------------
+
+def sglang_mem_fraction_static(*, gpu_memory_bytes: int, tp: int = 1, pp: int = 1,
+                               chunked_prefill_size: int | None = None, cuda_graph_max_bs: int | None = None) -> float:
+    """SGLang's default ``mem_fraction_static`` (server_args.py, 0.5.x):
+    (GPU MiB − reserved) ÷ GPU MiB with reserved = 512 + 1.5·max(chunk, 2048) + 2·graph bs + 1024·TP·PP/8.
+
+    >>> sglang_mem_fraction_static(gpu_memory_bytes=int(79.19 * 2**30))      # H100, TP=1
+    0.834
+    """
+    mib = gpu_memory_bytes / MiB
+    gib = gpu_memory_bytes / GiB
+    if chunked_prefill_size is None:
+        chunked_prefill_size = 2048 if gib < 35 else 4096 if gib < 60 else 8192 if gib < 160 else 16384
+    if cuda_graph_max_bs is None:
+        cuda_graph_max_bs = 8 if gib < 35 else (256 if tp < 4 else 512)
+    reserved = 512 + max(chunked_prefill_size, 2048) * 1.5 + cuda_graph_max_bs * 2 + tp * pp / 8 * 1024
+    return round((mib - reserved) / mib, 3)
+
+
+def sglang_cell_bytes(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto", dtype_bytes: int = 2) -> int:
+    """Bytes per token slot of SGLang's pool on one rank (MLA: the latent only)."""
+    arch, _ = _resolve_model(model)
+    kv_b = _kv_bytes_per_element(kv_dtype, dtype_bytes)
+    n = 0.0
+    for g in arch.attention:
+        if g.kind == "mla":
+            n += g.count * (g.kv_lora_rank + g.qk_rope_head_dim) * kv_b
+        elif g.kind in ("full", "sliding"):
+            n += g.count * max(1, g.kv_heads // tp) * (g.head_dim + (g.v_head_dim or g.head_dim)) * kv_b
+    return int(math.ceil(n))
+
+

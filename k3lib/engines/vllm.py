@@ -1,0 +1,305 @@
+"""vLLM 0.19 (V1 engine): weights per rank, activation peak, non-torch memory and the
+paged KV cache (block size, KV-cache groups), as rules read from its source."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from k3lib.core.architecture import LINEAR_KINDS, AttentionGroup, Architecture
+from k3lib.core.errors import K3InputError
+from k3lib.core.units import GiB
+from k3lib.engines.base import _kv_bytes_per_element, _resolve_model, _round_up
+
+#: vLLM prints GiB with two decimals: the true figure is within ±0.005 GiB
+PRINTED_ROUNDING_BYTES = 0.005 * GiB
+
+# ---------------------------------------------------------------------------
+# vLLM
+# ---------------------------------------------------------------------------
+
+VLLM_BLOCK_TOKENS = 16
+VLLM_VOCAB_PADDING = 64
+VLLM_MAX_NUM_BATCHED_TOKENS = 8192
+VLLM_MAX_NUM_SEQS = 1024
+#: fitted to the 0.19 sweep (see vllm_activation_peak_bytes)
+VLLM_ACTIVATION_BASE_BYTES = int(0.05 * GiB)
+VLLM_SAMPLER_BYTES_PER_SEQ_VOCAB = 14.2
+VLLM_ACTIVATION_HIDDEN_COPIES = 1.65
+VLLM_MULTIMODAL_ACTIVATION_BYTES = int(0.2 * GiB)
+VLLM_NON_TORCH_BYTES_TP1 = int(0.25 * GiB)
+VLLM_NON_TORCH_BYTES_TP = int(2.15 * GiB)
+VLLM_CUDA_GRAPH_ESTIMATE_BYTES = int(1.0 * GiB)
+
+
+@dataclass(frozen=True)
+class VLLMKVLayout:
+    """How vLLM pages one rank's KV cache.
+
+    ``groups`` lists (layer kind, layers) for each KV-cache group; every group
+    draws blocks from one pool, each block holding ``group_size`` layer pages of
+    ``page_bytes``.
+    """
+
+    block_tokens: int
+    page_bytes: int
+    group_size: int
+    groups: tuple[tuple[str, int], ...]
+    window_tokens: Mapping[str, int] = field(default_factory=dict)
+    padded_layers: int = 0
+
+    @property
+    def num_groups(self) -> int:
+        return len(self.groups)
+
+    @property
+    def bytes_per_block(self) -> int:
+        """Bytes one block index occupies across the layers of a group."""
+        return self.page_bytes * self.group_size
+
+    def num_blocks(self, available_bytes: int) -> int:
+        """⌊available ÷ (page × layers per group)⌋."""
+        return max(0, int(available_bytes) // self.bytes_per_block)
+
+    def tokens(self, available_bytes: int) -> int:
+        """The 'GPU KV cache size' vLLM prints: ⌊blocks ÷ groups⌋ × block size."""
+        return self.num_blocks(available_bytes) // self.num_groups * self.block_tokens
+
+    def blocks_per_request(self, context_tokens: int) -> int:
+        """Blocks one request of ``context_tokens`` holds across all groups."""
+        full = -(-context_tokens // self.block_tokens)
+        n = 0
+        for kind, _ in self.groups:
+            if kind == "state":
+                n += 1
+            elif kind in self.window_tokens:
+                n += min(full, -(-(self.window_tokens[kind] - 1) // self.block_tokens) + 1)
+            else:
+                n += full
+        return n
+
+    def bytes_for(self, *, context_tokens: int, batch: int) -> int:
+        """KV memory ``batch`` requests of ``context_tokens`` need on this rank."""
+        return batch * self.blocks_per_request(context_tokens) * self.bytes_per_block
+
+
+def _vllm_tokens_bytes_per_layer(g: AttentionGroup, *, tp: int, kv_b: float, mla_fp8_ds: bool) -> float:
+    if g.kind in ("full", "sliding"):
+        kvh = max(1, g.kv_heads // tp)
+        return kvh * (g.head_dim + (g.v_head_dim or g.head_dim)) * kv_b
+    if g.kind == "mla":
+        return 656.0 if mla_fp8_ds else (g.kv_lora_rank + g.qk_rope_head_dim) * kv_b
+    return 0.0
+
+
+def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto", dtype_bytes: int = 2,
+                   block_tokens: int = VLLM_BLOCK_TOKENS, state_bytes_per_element: float | None = None,
+                   mla_fp8_ds: bool = False) -> VLLMKVLayout:
+    """vLLM 0.19's paging of one rank's KV cache (see the profile's rules).
+
+    >>> lay = vllm_kv_layout("gemma-3-27b")            # 52 sliding + 10 full layers
+    >>> lay.group_size, lay.num_groups, lay.page_bytes  # 7 groups of 10 layers, 16 × 8,192 B pages
+    (10, 7, 131072)
+    """
+    arch, _ = _resolve_model(model)
+    kv_b = _kv_bytes_per_element(kv_dtype, dtype_bytes)
+    state_b = float(state_bytes_per_element if state_bytes_per_element is not None else dtype_bytes)
+    kinds: list[tuple[str, int, float]] = []        # (kind label, layers, bytes per token per layer)
+    windows: dict[str, int] = {}
+    state_bytes = 0.0
+    for g in arch.attention:
+        if g.kind in LINEAR_KINDS:
+            per_layer = (g.recurrent_state_elements_per_layer + g.conv_state_elements_per_layer) / tp * state_b
+            state_bytes = max(state_bytes, per_layer)
+            kinds.append(("state", g.count, 0.0))
+            continue
+        label = g.kind if g.kind != "sliding" else f"sliding:{g.window_tokens}"
+        if g.kind == "sliding":
+            windows[label] = g.window_tokens
+        kinds.append((label, g.count, _vllm_tokens_bytes_per_layer(g, tp=tp, kv_b=kv_b, mla_fp8_ds=mla_fp8_ds)))
+    # merge repeated kinds
+    merged: dict[str, list] = {}
+    for label, count, per_tok in kinds:
+        if label in merged:
+            merged[label][0] += count
+        else:
+            merged[label] = [count, per_tok]
+    attn_per_tok = max((v[1] for k, v in merged.items() if k != "state"), default=0.0)
+    if attn_per_tok <= 0 and state_bytes <= 0:
+        raise K3InputError("model", f"{arch.id} has no layer that caches anything")
+    block = block_tokens
+    if state_bytes and attn_per_tok:
+        # attention block grows until one page holds a layer's state (vLLM: HybridAttentionMambaModelConfig)
+        block = block_tokens * math.ceil(state_bytes / (block_tokens * attn_per_tok))
+    page = int(math.ceil(block * attn_per_tok)) if attn_per_tok else int(math.ceil(state_bytes))
+    counts = [v[0] for v in merged.values()]
+    if len(counts) == 1:
+        group_size = counts[0]
+        groups = ((next(iter(merged)), counts[0]),)
+        padded = 0
+    else:
+        lo, hi = min(counts), max(counts)
+        group_size = hi if hi < lo * 1.25 else lo
+        out: list[tuple[str, int]] = []
+        padded = 0
+        for label, (count, _) in merged.items():
+            n = -(-count // group_size)
+            padded += n * group_size - count
+            base, extra = divmod(count, n)
+            out.extend((label, base + (1 if i < extra else 0)) for i in range(n))
+        groups = tuple(out)
+    return VLLMKVLayout(block_tokens=block, page_bytes=page, group_size=group_size, groups=groups,
+                        window_tokens=windows, padded_layers=padded)
+
+
+def vllm_kv_cache_tokens(model: Any, *, available_bytes: int, tp: int = 1, kv_dtype: "str | float" = "auto",
+                         dtype_bytes: int = 2, **layout_options) -> int:
+    """Tokens vLLM prints as 'GPU KV cache size' for ``available_bytes`` of KV memory per rank."""
+    return vllm_kv_layout(model, tp=tp, kv_dtype=kv_dtype, dtype_bytes=dtype_bytes, **layout_options).tokens(
+        available_bytes)
+
+
+def vllm_kv_tokens_interval(model: Any, *, printed_gib: float, tp: int = 1, kv_dtype: "str | float" = "auto",
+                            dtype_bytes: int = 2, **layout_options) -> tuple[int, int]:
+    """The token counts vLLM can have printed when it printed ``printed_gib`` of
+    available KV memory (rounded to 0.01 GiB, so the truth is within ±0.005 GiB).
+
+    >>> vllm_kv_tokens_interval("llama-3.1-8b", printed_gib=58.11)    # vLLM printed 476,016
+    (475984, 476064)
+    """
+    lay = vllm_kv_layout(model, tp=tp, kv_dtype=kv_dtype, dtype_bytes=dtype_bytes, **layout_options)
+    return (lay.tokens(int(printed_gib * GiB - PRINTED_ROUNDING_BYTES)),
+            lay.tokens(int(printed_gib * GiB + PRINTED_ROUNDING_BYTES)))
+
+
+_SHARDED = ("embedding", "lm_head", "attention", "dense_mlp", "shared_experts", "routed_experts", "vision")
+
+
+def _group_params_per_rank(arch: Architecture, tp: int) -> dict[str, float]:
+    """Parameters per TP rank for each group, as vLLM shards them."""
+    d = arch.hidden_size
+    vocab = _round_up(arch.vocab_size, VLLM_VOCAB_PADDING)
+    groups = arch.param_groups()
+    attn = 0.0
+    for g in arch.attention:
+        if g.kind in LINEAR_KINDS:
+            attn += g.count * g.params_per_layer(d) / tp
+            continue
+        heads = max(1, g.num_heads // tp)
+        local = dataclasses.replace(g, num_heads=heads, kv_heads=max(1, g.kv_heads // tp) if g.kv_heads else 0,
+                                    linear_value_heads=0)
+        attn += g.count * local.params_per_layer(d)
+    return {
+        "embedding": vocab * d / tp,
+        "lm_head": 0 if arch.tie_word_embeddings else vocab * d / tp,
+        "attention": attn,
+        "dense_mlp": groups["dense_mlp"] / tp,
+        "shared_experts": groups["shared_experts"] / tp,
+        "routed_experts": groups["routed_experts"] / tp,
+        "moe_other": groups["moe_other"],
+        "norms": groups["norms"],
+    }
+
+
+def _mxfp4_expert_bytes_per_rank(arch: Architecture, tp: int) -> int:
+    """MXFP4 experts as vLLM's Marlin MoE kernel stores them on one rank: intermediate
+    per rank padded to 128, hidden to 256; E8M0 scales per 32; BF16 biases."""
+    m = arch.mlp
+    inter = _round_up(-(-m.moe_intermediate // tp), 128)
+    hidden = _round_up(m.latent_dim or arch.hidden_size, 256)
+    per_expert = (2 * inter * hidden // 2 + 2 * inter * hidden // 32          # w13 weight + scales
+                  + hidden * inter // 2 + hidden * inter // 32)               # w2 weight + scales
+    if m.expert_bias:
+        per_expert += (2 * inter + hidden) * 2
+    return m.moe_layers * m.n_routed_experts * per_expert
+
+
+def vllm_weights_bytes_per_rank(model: Any, *, tp: int = 1, weights: str = "native",
+                                dtype_bytes: int | None = None) -> dict[str, int]:
+    """Bytes vLLM loads on each TP rank, by group, plus ``rope_cache`` and ``total``.
+
+    A weight file's exact bytes are split the same way (sharded groups ÷ TP).
+    ``dtype_bytes`` overrides the unquantized dtype (``--dtype float32`` → 4).
+    """
+    from k3lib.core.memory import weight_bits_by_group
+
+    arch, loaded = _resolve_model(model)
+    base_b = dtype_bytes or (loaded.dtype_bytes if loaded is not None else 2)
+    out: dict[str, int] = {}
+    if loaded is not None and loaded.exact and weights == "native":
+        for g, b in loaded.weights_bytes_by_group.items():
+            if g == "mtp":
+                continue                              # MTP layers load only for speculative decoding
+            out[g] = int(math.ceil(b / tp)) if g in _SHARDED else b
+    else:
+        bits = weight_bits_by_group(arch, weights)
+        params = _group_params_per_rank(arch, tp)
+        for g, n in params.items():
+            b = bits.get(g, bits.get("*", 16))
+            if dtype_bytes and b == 16:
+                b = 8 * dtype_bytes
+            out[g] = int(math.ceil(n * b / 8))
+        if bits.get("routed_experts") == _format_bits("mxfp4") and arch.mlp.moe_layers:
+            out["routed_experts"] = _mxfp4_expert_bytes_per_rank(arch, tp)
+        if loaded is not None and loaded.vision_params:
+            out["vision"] = int(math.ceil(loaded.vision_params * base_b / tp))
+    ropes = loaded.rope_caches if loaded is not None and loaded.rope_caches else _default_rope_caches(arch)
+    out["rope_cache"] = sum(pos * rot for pos, rot in ropes) * base_b
+    out["total"] = sum(out.values())
+    return out
+
+
+def _format_bits(fmt: str) -> float:
+    from k3lib.core.precisions import get_weight_format
+    return get_weight_format(fmt).bits_per_weight
+
+
+def _default_rope_caches(arch: Architecture) -> tuple[tuple[int, int], ...]:
+    rot = 0
+    for g in arch.attention:
+        if g.kind == "mla":
+            rot = g.qk_rope_head_dim
+            break
+        if g.kind in ("full", "sliding"):
+            rot = g.head_dim
+            break
+    return ((arch.max_context_tokens, rot),) if rot else ()
+
+
+def vllm_activation_peak_bytes(model: Any, *, tp: int = 1, dtype_bytes: int = 2,
+                               max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS,
+                               max_num_seqs: int = VLLM_MAX_NUM_SEQS) -> int:
+    """The activation peak vLLM 0.19's profiling run records (TP-invariant in the sweep).
+
+    $A = A_0 + c_s·S·V + c_h·T·D·b + T·k·(\\max(2I_e/TP, D) + I_e/TP)·2 + A_{mm}$:
+    a base ($A_0$ = 0.05 GiB), the sampler's fp32 logits over $S$ = max_num_seqs
+    sequences and $V$ vocabulary entries ($c_s$ = 14.2 B, about 3.5 fp32 copies),
+    $c_h$ = 1.65 hidden-state copies of the $T$-token batch at $b$ bytes, the
+    fused-MoE workspace for $k$ routed experts of width $I_e$, and 0.2 GiB for a
+    multimodal encoder pass when the model has a vision tower. The constants are a
+    least-squares fit to the 29 runs of the 0.19 sweep (activation + non-torch =
+    budget − printed weights − printed KV memory): RMS residual 0.10 GiB, worst
+    0.33 GiB (gpt-oss-20b).
+
+    >>> round(vllm_activation_peak_bytes("llama-3.1-8b") / 2**30, 2)   # vLLM's log: 1.89 GiB
+    1.89
+    """
+    arch, loaded = _resolve_model(model)
+    m = arch.mlp
+    a = VLLM_ACTIVATION_BASE_BYTES
+    a += VLLM_SAMPLER_BYTES_PER_SEQ_VOCAB * max_num_seqs * arch.vocab_size
+    a += VLLM_ACTIVATION_HIDDEN_COPIES * max_num_batched_tokens * arch.hidden_size * dtype_bytes
+    if m.moe_layers:
+        ie = -(-m.moe_intermediate // tp)
+        a += max_num_batched_tokens * m.experts_per_token * (max(2 * ie, arch.hidden_size) + ie) * 2
+    if loaded is not None and loaded.vision_params:
+        a += VLLM_MULTIMODAL_ACTIVATION_BYTES
+    return int(a)
+
+
+def vllm_non_torch_bytes(*, tp: int = 1) -> int:
+    """CUDA context, NCCL and all-reduce buffers outside PyTorch's allocator (0.19 on H100)."""
+    return VLLM_NON_TORCH_BYTES_TP1 if tp == 1 else VLLM_NON_TORCH_BYTES_TP
+
+
