@@ -269,28 +269,48 @@ def _add_report_parser(sub) -> None:
                                    "and export it to one self-contained HTML file (no code, charts as inline SVG, "
                                    "no CDN). With --scenarios, one report per scenario of a YAML file and an "
                                    "index.html comparing them; exit code 1 if any scenario failed (its row in the "
-                                   "index says why).")
+                                   "index says why). Every plan flag is passed on to the report.")
     _add_plan_args(p)
     p.add_argument("--scenario", default="", help="scenario name: the report's title (default: the configuration)")
     if not any("--engine" in a.option_strings for a in p._actions):   # other commands may define it already
         p.add_argument("--engine", default=None, help="engine for the launch commands: vllm, llama.cpp, sglang, "
                        "transformers, generic (default vllm)")
+    if not any("--gpu-memory-utilization" in a.option_strings for a in p._actions):
+        p.add_argument("--gpu-memory-utilization", type=float, default=None, metavar="F",
+                       help="with --engine vllm: the fraction of GPU memory vLLM may use (vLLM's default 0.9)")
     p.add_argument("--offload", default="auto", choices=("auto", "none", "experts"),
                    help="offload section: auto (when the plan does not fit), none, experts (guide 004's mode)")
     p.add_argument("--ram", default=None, help="host RAM for offload, e.g. 1536GB (default: as needed)")
     p.add_argument("--ram-bandwidth", default="70GB/s", help="host RAM bandwidth for offload, default 70GB/s")
     p.add_argument("--scenarios", default=None, metavar="YAML",
-                   help="run every scenario of a YAML file (see examples/scenarios.yaml); -o is then a folder")
+                   help="run every scenario of a YAML file (see examples/scenarios.yaml); -o is then a folder; "
+                        "plan flags then belong in the file (its defaults:), not on the command line")
     p.add_argument("-o", "--output", default=None, help="output HTML file (default reports/<scenario>.html); "
                    "with --scenarios, the output folder (default reports/)")
-    p.set_defaults(func=_cmd_report)
+    # Every flag's default, so that _cmd_report can tell which ones the user gave.
+    p.set_defaults(func=_cmd_report, report_flag_defaults={a.dest: a.default for a in p._actions
+                                                           if a.option_strings and a.dest != "help"})
+
+
+#: `k3plan report` flags that are not report parameters: where the output goes and how it is printed.
+_REPORT_OUTPUT_FLAGS = ("scenarios", "output", "json")
 
 
 def _report_parameters(args: argparse.Namespace) -> dict:
-    """The report notebook's parameters from `k3plan report` flags ("" / 0: the model's rule, automatic)."""
+    """The report notebook's parameters from `k3plan report` flags ("" / 0: the model's rule, automatic).
+    Every plan flag maps onto a report parameter; the flags that do not apply to a report
+    raise K3InputError (no flag is accepted and ignored)."""
+    for name in ("config", "gguf", "safetensors"):   # model files are not wired into reports
+        if getattr(args, name, None):
+            raise K3InputError(name, "is not supported by `k3plan report`", "--model with a built-in model")
+    if getattr(args, "unit", "GiB") != "GiB":
+        raise K3InputError("unit", "does not apply to `k3plan report` (reports label GiB and GB themselves)",
+                           "leave --unit out")
+    util = getattr(args, "gpu_memory_utilization", None)
     return {"scenario": args.scenario, "model": args.model, "weights": args.weights or "", "kv_dtype": args.kv_dtype,
             "context": args.context, "batch": args.batch, "gpu": args.gpu, "gpus": args.gpus, "nodes": args.nodes or 0,
             "tp": args.tp or 0, "pp": args.pp or 0, "engine": getattr(args, "engine", None) or "vllm",
+            "gpu_memory_utilization": util if util is not None else 0.0,
             "offload": args.offload, "ram": args.ram or "", "ram_bandwidth": args.ram_bandwidth or "",
             "activation": args.activation or "", "overhead_per_gpu": args.overhead_per_gpu or "",
             "overhead_total": args.overhead_total or "", "memory_basis": args.memory_basis or ""}
@@ -304,10 +324,12 @@ def _cmd_report(args) -> int:
 
     skip_slow_iri_checker()   # ~3 s of import time this command never needs
 
-    for name in ("config", "gguf", "safetensors"):   # model-file flags of `estimate`, not wired into reports
-        if getattr(args, name, None):
-            raise K3InputError(name, "is not supported by `k3plan report` yet", "--model with a built-in model")
     if args.scenarios:
+        defaults = getattr(args, "report_flag_defaults", {})
+        given = [d for d, v in defaults.items() if d not in _REPORT_OUTPUT_FLAGS and getattr(args, d, v) != v]
+        if given:
+            raise K3InputError(given[0], "cannot be combined with --scenarios (it would be ignored)",
+                               "put it under defaults: in the scenario file")
         out_dir = Path(args.output or "reports")
         if out_dir.suffix.lower() in (".html", ".htm"):
             raise K3InputError("output", f"{out_dir} is a file name; with --scenarios, -o names a folder")
@@ -322,9 +344,9 @@ def _cmd_report(args) -> int:
         return 0 if all(r.ok for r in results) else 1
     params = _report_parameters(args)
     try:
-        cfg = configure(**params)
+        cfg = configure(**params)                   # validated once here; the notebook's kernel validates its own
         out = Path(args.output or Path("reports") / f"{safe_filename(cfg.title)}.html")
-        result = run_report(params, out)
+        result = run_report(params, out, config=cfg)
     except ParameterError as exc:
         print(f"k3plan: error: {exc}", file=sys.stderr)
         return 2

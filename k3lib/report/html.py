@@ -97,3 +97,9 @@ def notes_list(notes: Iterable[str]) -> str:
     """``<ul>`` of escaped notes, or nothing."""
     items = "".join(f"<li>{esc(n)}</li>" for n in notes)
     return f"<ul>{items}</ul>" if items else ""
+
+
+def no_math(body: str) -> str:
+    """``body`` inside a block that MathJax 2 (``tex2jax_ignore``) and 3 (``mathjax_ignore``)
+    skip, so a notebook front end does not typeset ``$180,000 (6 × $30,000, …)`` as math."""
+    return f'<div class="tex2jax_ignore mathjax_ignore">{body}</div>'

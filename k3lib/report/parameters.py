@@ -76,9 +76,10 @@ def parameters_source() -> str:
     return "\n".join(p.literal() for p in PARAMETERS)
 
 
-def coerce_parameter(p: Parameter, value: Any) -> Any:
+def coerce_parameter(p: Parameter, value: Any, field: str | None = None) -> Any:
     """``value`` as ``p.type``: ASCII digits for ints (``"8"`` → 8), a finite number for floats,
-    any scalar as text for strings; anything else raises :class:`K3InputError` naming ``p``.
+    any scalar as text for strings; anything else raises :class:`K3InputError` naming
+    ``field`` (default: the parameter's name).
 
     >>> coerce_parameter(PARAMETERS_BY_NAME["gpus"], "16")
     16
@@ -87,17 +88,18 @@ def coerce_parameter(p: Parameter, value: Any) -> Any:
     ...
     k3lib.core.errors.K3InputError: gpus: [8] is not a whole number (allowed: an integer such as 8)
     """
+    name = field or p.name
     if value is None:
         value = ""
     if p.type is int:
         if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise K3InputError(p.name, f"{value!r} is not a whole number", "an integer such as 8")
+            raise K3InputError(name, f"{value!r} is not a whole number", "an integer such as 8")
         if isinstance(value, str):
             text = value.strip()
             if text == "":
                 return p.cli_default
             if not (text.isascii() and text.isdigit()) or len(text) > 18:
-                raise K3InputError(p.name, f"{value!r} is not a whole number", "ASCII digits such as 8")
+                raise K3InputError(name, f"{value!r} is not a whole number", "ASCII digits such as 8")
             return int(text)
         return value
     if p.type is float:
@@ -110,12 +112,12 @@ def coerce_parameter(p: Parameter, value: Any) -> Any:
                     raise ValueError
                 value = float(text)
             except ValueError:
-                raise K3InputError(p.name, f"{value!r} is not a number", "a decimal such as 0.9") from None
+                raise K3InputError(name, f"{value!r} is not a number", "a decimal such as 0.9") from None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise K3InputError(p.name, f"{value!r} is not a number", "a decimal such as 0.9")
+            raise K3InputError(name, f"{value!r} is not a number", "a decimal such as 0.9")
         return float(value)
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise K3InputError(p.name, f"{value!r} is not text", "a string")
+        raise K3InputError(name, f"{value!r} is not text", "a string")
     return value if isinstance(value, str) else str(value)
 
 

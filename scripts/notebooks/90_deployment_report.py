@@ -53,10 +53,11 @@ The defaults below are guide 000's worked example: Q4 weights, FP8 KV cache, 256
 from IPython.display import HTML, display
 from k3lib import report
 report.setup()  # notebook.setup()'s offline Altair renderer (SVG through vl-convert, no CDN), imported faster
-cfg = report.configure({validate_args})
+cfg = report.configure({validate_args})  # validated once: the ONE plan every section reads
 plan = cfg.plan
 figures = report.key_figures(cfg)
 """),
+    skip_in_report(code("report.publish_figures(figures)  # read back by `k3plan report` for the index")),
     code("HTML(report.summary_html(cfg, figures))"),
     md("""
 ## The four-component budget
@@ -68,7 +69,7 @@ Weights, KV cache, activation and runtime overhead, over all GPUs and on one GPU
     md("""
 ## Per-GPU breakdown
 
-What each GPU holds: the even split of the plan, and the layout rules of tensor and pipeline parallelism (replicated pieces, whole layers per stage), fullest GPU first to run out.
+What one GPU of each pipeline stage holds, read from the plan itself: whole layers per stage, sharded and replicated weights, the KV cache of the stage's layers. The fullest GPU decides the verdict.
 """),
     code("""
 per_gpu_table, per_gpu_chart = report.per_gpu_section(plan)
@@ -97,7 +98,7 @@ Routed experts in system RAM and everything else on the GPU (guide 004's mode), 
     md("""
 ## Engine commands
 
-Command lines to copy; nothing here is executed.
+Command lines to copy; nothing here is executed. Then the memory of the fullest GPU as the engine itself would count it (its own rules and the lines it prints), or one line saying why no engine view applies.
 """),
     code("HTML(report.engine_commands_html(cfg))"),
     md("""
