@@ -208,6 +208,10 @@ class EngineEstimate:
     reason: str
     printed: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    pp: int = 1
+    #: per pipeline stage (PP > 1): {"stage", "layers", "weights_bytes", "activation_bytes", "runtime_bytes",
+    #: "kv_available_bytes", "kv_needed_bytes"}; the estimate's own figures are the binding stage's
+    stages: tuple[Mapping[str, int], ...] = ()
 
     @property
     def headroom_bytes(self) -> int:
@@ -223,6 +227,7 @@ class EngineEstimate:
         d = dataclasses.asdict(self)
         d["printed"] = dict(self.printed)
         d["notes"] = list(self.notes)
+        d["stages"] = [dict(x) for x in self.stages]
         d["headroom_bytes"] = self.headroom_bytes
         return d
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from k3lib.core.errors import K3InputError
+from k3lib.core.layout import check_tp
 from k3lib.core.units import GiB, MiB
 from k3lib.engines.base import ENGINES, EngineEstimate, EngineProfile, _gib, _hardware, _resolve_model, get_engine
 from k3lib.engines.llamacpp import llamacpp_compute_buffer_bytes, llamacpp_kv_cache_bytes, llamacpp_weights_bytes
@@ -18,11 +19,13 @@ from k3lib.engines.vllm import (VLLM_BLOCK_TOKENS, VLLM_CUDA_GRAPH_ESTIMATE_BYTE
 def estimate_for_engine(engine: "str | EngineProfile", *, model: Any = "kimi-k3", gpu: Any = "h100-sxm",
                         gpus: int = 1, tp: int | None = None, context: object = 8192, batch: object = 1,
                         kv_dtype: str = "auto", weights: str = "native", gpu_memory_utilization: float | None = None,
-                        dtype_bytes: int | None = None, **options: Any) -> EngineEstimate:
+                        dtype_bytes: int | None = None, pp: int = 1, **options: Any) -> EngineEstimate:
     """Estimate one GPU's memory for ``model`` on ``gpus`` GPUs under ``engine``'s rules.
 
-    ``tp`` defaults to ``gpus`` (vLLM, SGLang), and for llama.cpp the GPUs share
-    the layers. Options: vLLM ``estimate_cuda_graphs``, ``max_num_seqs``,
+    ``tp`` defaults to ``gpus ÷ pp`` (vLLM, SGLang), and for llama.cpp and transformers
+    the GPUs share the layers (``pp`` is then implied). With ``pp`` > 1 (vLLM, SGLang) every
+    stage is costed (:mod:`k3lib.engines.pipeline`) and the estimate is the binding stage's,
+    with all stages in ``stages``. Options: vLLM ``estimate_cuda_graphs``, ``max_num_seqs``,
     ``max_num_batched_tokens``; llama.cpp ``flash_attn``, ``type_k``, ``type_v``,
     ``n_ubatch``, ``swa_full``, ``kv_unified``; SGLang ``mem_fraction_static``.
     """
@@ -32,19 +35,30 @@ def estimate_for_engine(engine: "str | EngineProfile", *, model: Any = "kimi-k3"
     ctx = parse_context_tokens(context, "context")
     n_batch = parse_positive_int(batch, "batch")
     n_gpus = parse_positive_int(gpus, "gpus")
-    tp_i = parse_positive_int(tp, "tp") if tp is not None else n_gpus
+    pp_i = parse_positive_int(pp, "pp")
+    if n_gpus % pp_i:
+        raise K3InputError("pp", f"{pp_i} pipeline stages do not divide {n_gpus} GPUs", "a divisor of --gpus")
+    tp_i = parse_positive_int(tp, "tp") if tp is not None else n_gpus // pp_i
+    if prof.id in ("vllm", "sglang") and n_gpus % (tp_i * pp_i):
+        raise K3InputError("tp", f"TP={tp_i} × PP={pp_i} does not divide {n_gpus} GPUs",
+                           "TP × PP = the GPU count (or a divisor of it, the rest as data parallelism)")
     hw = _hardware(gpu)
     if prof.id == "generic":
         return _generic_estimate(model, hw, n_gpus, tp_i, ctx, n_batch, kv_dtype, weights)
     arch, loaded = _resolve_model(model)
     base_b = dtype_bytes or (loaded.dtype_bytes if loaded is not None else 2)
-    for head in arch.head_counts():
-        if prof.id in ("vllm", "sglang") and head % tp_i:
-            raise K3InputError("tp", f"{arch.name} has {head} heads, which {tp_i}-way tensor parallelism cannot split",
-                               "a divisor of the head counts")
+    if prof.id in ("vllm", "sglang"):
+        check_tp(arch, tp_i)                         # the core's rule (KV heads replicated when TP > K)
+        if pp_i > 1:
+            from k3lib.engines.estimate_pp import pipeline_estimate
+            return pipeline_estimate(prof, model, hw, n_gpus=n_gpus, tp=tp_i, pp=pp_i, ctx=ctx, batch=n_batch,
+                                     kv_dtype=kv_dtype, weights=weights, util=gpu_memory_utilization,
+                                     dtype_bytes=dtype_bytes, options=options)
     total = hw.memory_bytes("usable")
     kv_label = str(kv_dtype)
     notes: list[str] = []
+    if pp_i > 1:
+        notes.append(f"{prof.name} splits the layers over all {n_gpus} GPUs itself; PP={pp_i} is implied")
     cg = 0
     if prof.id == "vllm":
         util = 0.9 if gpu_memory_utilization is None else float(gpu_memory_utilization)
