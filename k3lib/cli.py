@@ -150,7 +150,8 @@ def render_engine_table(est, unit: str = "GiB") -> str:
     prof = get_engine(est.engine)
     head = (f"{est.model_id} · engine {prof.name} {prof.version} · KV {est.kv_dtype} · "
             f"context {est.context_tokens:,} tokens · batch {est.batch}\n"
-            f"{est.gpus}× {est.gpu_id} · TP={est.tp} · {est.memory_bytes / div:,.2f} {unit} per GPU, "
+            f"{est.gpus}× {est.gpu_id} · TP={est.tp}{f' PP={est.pp}' if getattr(est, 'pp', 1) > 1 else ''} · "
+            f"{est.memory_bytes / div:,.2f} {unit} per GPU, "
             f"engine budget {est.budget_bytes / div:,.2f} {unit}\n")
     rows = [("weights", est.weights_bytes), ("activation", est.activation_bytes), ("runtime", est.runtime_bytes),
             ("CUDA graphs", est.cuda_graph_bytes), ("KV available", est.kv_available_bytes),
@@ -185,22 +186,35 @@ def _cmd_estimate(args) -> int:
 
 
 def _cmd_estimate_engine(args, prof) -> int:
-    from k3lib.engines import estimate_for_engine
+    from k3lib.core.hardware import get_gpu
+    from k3lib.core.layout import DEFAULT_GPUS_PER_NODE, choose_layout
+    from k3lib.core.models import get_model
     from k3lib.core.units import parse_positive_int
+    from k3lib.engines import estimate_for_engine
 
-    if args.pp is not None or (args.nodes is not None and parse_positive_int(args.nodes, "nodes") > 1):
-        raise K3InputError("engine", f"the {prof.name} profile models one node with tensor parallelism",
-                           "--tp and --gpus, without --pp or --nodes")
     loaded = _loaded_from_args(args)
-    est = estimate_for_engine(prof, model=loaded if loaded is not None else args.model, gpu=args.gpu,
-                              gpus=args.gpus, tp=args.tp, context=args.context, batch=args.batch,
-                              kv_dtype=args.kv_dtype, weights=args.weights or "native",
+    model = loaded if loaded is not None else args.model
+    tp, pp = args.tp, 1
+    if prof.id in ("vllm", "sglang"):   # the plan's layout: whole nodes, TP inside a node, PP across
+        spec = loaded.require_architecture() if loaded is not None else get_model(args.model)
+        hw = get_gpu(args.gpu)
+        layout = choose_layout(spec, gpus=parse_positive_int(args.gpus, "gpus"),
+                               nodes=parse_positive_int(args.nodes, "nodes") if args.nodes is not None else None,
+                               tp=parse_positive_int(args.tp, "tp") if args.tp is not None else None,
+                               pp=parse_positive_int(args.pp, "pp") if args.pp is not None else None,
+                               gpus_per_node=getattr(hw, "gpus_per_node", None) or DEFAULT_GPUS_PER_NODE)
+        tp, pp = layout.tp, layout.pp
+    elif args.pp is not None:
+        raise K3InputError("pp", f"the {prof.name} profile splits layers over the GPUs itself",
+                           "--gpus (and --tp for transformers), without --pp")
+    est = estimate_for_engine(prof, model=model, gpu=args.gpu, gpus=args.gpus, tp=tp, pp=pp, context=args.context,
+                              batch=args.batch, kv_dtype=args.kv_dtype, weights=args.weights or "native",
                               gpu_memory_utilization=args.gpu_memory_utilization)
     if args.json:
         print(json.dumps(est.to_dict(), indent=2))
     else:
         print(render_engine_table(est, args.unit))
-    return 0
+    return 0 if est.fits else 3
 
 
 def _cmd_models(args) -> int:
