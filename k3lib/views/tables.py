@@ -465,10 +465,11 @@ def kv_per_token_table(models: Sequence[str] = KV_COMPARISON_MODELS, *, kv_dtype
             layers = f"{growing} of {spec.num_layers}"
             state = spec.state_elements_per_sequence() * 4
         else:
-            layers, state = "—", float("nan")  # a profile publishes no state
+            layers, state = "—", None  # a profile publishes no state (shown as "—", not NaN)
         rows.append({"model": spec.id, "attention": _attention_kind(spec), "growing_layers": layers,
                      "formula": _kv_formula(spec, kvd.bytes_per_element), "kv_B_per_token": tok,
-                     "kv_KiB_per_token": round(tok / 1024, 2), "state_MiB_per_seq": round(state / 2**20, 1),
+                     "kv_KiB_per_token": round(tok / 1024, 2),
+                     "state_MiB_per_seq": "—" if state is None else round(state / 2**20, 1),
                      f"kv_cache_{unit}_{context_label(ctx)}": _size(
                          kv_cache_bytes(spec, context_tokens=ctx, batch=1, kv_dtype=kvd), unit)})
     return pd.DataFrame(rows)

@@ -1,12 +1,17 @@
 """ipywidgets explorers for notebooks 03 and 04 — a thin layer: every redraw calls a
 plain, tested function (:func:`k3lib.views.explorers.layout_figure`,
 :func:`k3lib.views.explorers.offload_figure`) and shows its chart; bad input shows the one-line
-error instead.
+error instead, and the next change redraws (an explorer never stays on an error).
+
+The layout explorer offers only consistent choices (:func:`layout_choices`): GPUs are
+nodes × the GPU's ``gpus_per_node``, TP divides a node and the model's heads, PP divides
+GPUs ÷ TP, EP is 1 or TP × DP; when one control changes, the others are fixed up.
 
 ipywidgets is imported lazily, so importing k3lib never needs it.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from k3lib.core.errors import K3InputError
@@ -20,15 +25,83 @@ OFFLOAD_GPUS = ("rtx-4090-48gb", "rtx-4090", "rtx-5090", "rtx-pro-6000", "a100-p
                 "m3-ultra-512gb", "ryzen-ai-max-395-128gb")
 
 
-def _redraw(out, figure: Callable[..., Any], values: dict[str, Any]) -> None:
+NODES = (1, 2, 3, 4, 6, 8)
+WIDE = {"description_width": "initial"}   # labels shown whole ("expert layers on GPU"), not "expert lay…"
+
+
+@dataclass(frozen=True)
+class LayoutChoices:
+    """One consistent layout and the choices that stay consistent around it.
+
+    $G = nodes · n_{node}$ GPUs, $G = TP · PP · DP$; TP divides $n_{node}$ (TP stays
+    inside a node) and every head count of the model; EP is 1 or $TP · DP$.
+    """
+
+    gpus_per_node: int
+    gpus: int
+    nodes: int
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    tp_options: tuple[int, ...]
+    pp_options: tuple[int, ...]
+    ep_options: tuple[int, ...]
+
+    def describe(self) -> str:
+        """``16 GPUs = 2 nodes × 8; TP 8 × PP 2 × DP 1``."""
+        return (f"{self.gpus} GPUs = {self.nodes} node{'s' if self.nodes > 1 else ''} × {self.gpus_per_node}; "
+                f"TP {self.tp} × PP {self.pp} × DP {self.dp}" + (f", EP {self.ep}" if self.ep > 1 else ""))
+
+
+def _divisors(n: int) -> tuple[int, ...]:
+    return tuple(d for d in range(1, n + 1) if n % d == 0)
+
+
+def layout_choices(*, model: str, gpu: str, nodes: int, tp: int, pp: int, ep: int = 1) -> LayoutChoices:
+    """The nearest consistent layout to the one asked for, and the options around it.
+
+    A ``tp`` the node or the model does not allow becomes the largest that is allowed; a ``pp``
+    that does not divide $G/TP$ becomes ``nodes`` (one stage per node) where it divides, else
+    the largest divisor below it; an ``ep`` other than 1 or $TP·DP$ becomes 1.
+    """
+    from k3lib.core.hardware import get_gpu
+    from k3lib.core.layout import valid_tp_sizes
+    from k3lib.core.models import get_model
+
+    per_node = get_gpu(gpu).gpus_per_node
+    spec = get_model(model)
+    moe = bool(getattr(getattr(spec, "mlp", None), "moe_layers", 0))
+    nodes = nodes if nodes in NODES else 1
+    gpus = nodes * per_node
+    tp_options = tuple(t for t in valid_tp_sizes(spec, per_node) if per_node % t == 0)
+    tp = tp if tp in tp_options else max(tp_options)
+    pp_options = _divisors(gpus // tp)
+    if pp not in pp_options:
+        pp = nodes if nodes in pp_options else max(p for p in pp_options if p <= nodes)
+    dp = gpus // (tp * pp)
+    ep_options = tuple(sorted({1, tp * dp})) if moe else (1,)   # a dense model has no experts to spread
+    ep = ep if ep in ep_options else 1
+    return LayoutChoices(gpus_per_node=per_node, gpus=gpus, nodes=nodes, tp=tp, pp=pp, dp=dp, ep=ep,
+                         tp_options=tp_options, pp_options=pp_options, ep_options=ep_options)
+
+
+def _redraw(out, figure: Callable[..., Any], values: dict[str, Any]) -> str | None:
+    """Replace the output with the figure, or with one line saying what is wrong; any error
+    is caught, so the next change draws again. Returns that line, or None when it drew."""
     from IPython.display import display
 
     with out:
         out.clear_output(wait=True)
         try:
             display(figure(**values))
+            return None
         except K3InputError as exc:
-            print(exc)
+            message = str(exc)
+        except Exception as exc:  # noqa: BLE001 — an explorer must not stay stuck on an error
+            message = f"cannot draw this configuration: {type(exc).__name__}: {exc}"
+        print(message)
+        return message
 
 
 def _explorer(controls: dict[str, Any], figure: Callable[..., Any]):
@@ -46,27 +119,61 @@ def _explorer(controls: dict[str, Any], figure: Callable[..., Any]):
 
 
 def layout_explorer(**initial: Any):
-    """Model, GPU, count, nodes, TP, PP, EP, precision, KV dtype, context → the per-GPU
-    stacked bar of :func:`k3lib.views.explorers.layout_figure`."""
+    """Model, GPU, nodes, TP, PP, EP, precision, KV dtype, context → the per-GPU stacked bar
+    of :func:`k3lib.views.explorers.layout_figure`. GPUs follow from nodes × GPUs per node;
+    TP, PP and EP offer only the values :func:`layout_choices` allows."""
     import ipywidgets as w
 
     from k3lib.views.explorers import layout_figure
 
-    v = {"model": "kimi-k3", "gpu": "h200-sxm", "gpus": 16, "nodes": 2, "tp": 8, "pp": 2, "ep": 1,
+    v = {"model": "kimi-k3", "gpu": "h200-sxm", "nodes": 2, "tp": 8, "pp": 2, "ep": 1,
          "weights": "native", "kv_dtype": "bf16", "context": "256K"} | initial
+    c = layout_choices(model=v["model"], gpu=v["gpu"], nodes=v["nodes"], tp=v["tp"], pp=v["pp"], ep=v["ep"])
     controls = {
         "model": w.Dropdown(options=LAYOUT_MODELS, value=v["model"], description="model"),
         "gpu": w.Dropdown(options=LAYOUT_GPUS, value=v["gpu"], description="GPU"),
-        "gpus": w.Dropdown(options=(1, 2, 4, 8, 16, 24, 32, 48, 64), value=v["gpus"], description="GPUs"),
-        "nodes": w.Dropdown(options=(1, 2, 3, 4, 6, 8), value=v["nodes"], description="nodes"),
-        "tp": w.Dropdown(options=(1, 2, 4, 8, 16), value=v["tp"], description="TP"),
-        "pp": w.Dropdown(options=(1, 2, 3, 4, 6, 8), value=v["pp"], description="PP"),
-        "ep": w.Dropdown(options=(1, 8, 16, 32, 64), value=v["ep"], description="EP"),
+        "nodes": w.Dropdown(options=NODES, value=c.nodes, description="nodes"),
+        "tp": w.Dropdown(options=c.tp_options, value=c.tp, description="TP (in a node)", style=WIDE),
+        "pp": w.Dropdown(options=c.pp_options, value=c.pp, description="PP"),
+        "ep": w.Dropdown(options=c.ep_options, value=c.ep, description="EP"),
         "weights": w.Dropdown(options=WEIGHTS, value=v["weights"], description="weights"),
         "kv_dtype": w.Dropdown(options=KV_DTYPES, value=v["kv_dtype"], description="KV dtype"),
         "context": w.Dropdown(options=CONTEXTS, value=v["context"], description="context"),
     }
-    return _explorer(controls, layout_figure)
+    summary = w.Label(value=c.describe())
+    out = w.Output()
+    busy = [False]
+
+    def update(_change=None):
+        if busy[0]:
+            return
+        busy[0] = True
+        try:
+            now = layout_choices(model=controls["model"].value, gpu=controls["gpu"].value,
+                                 nodes=controls["nodes"].value, tp=controls["tp"].value,
+                                 pp=controls["pp"].value, ep=controls["ep"].value)
+            for name, options, value in (("tp", now.tp_options, now.tp), ("pp", now.pp_options, now.pp),
+                                         ("ep", now.ep_options, now.ep)):
+                if tuple(controls[name].options) != options:
+                    controls[name].options = options
+                controls[name].value = value
+            summary.value = now.describe()
+            values = {k: ctl.value for k, ctl in controls.items()} | {"gpus": now.gpus}
+        except Exception as exc:  # noqa: BLE001 — say it and stay usable
+            summary.value = f"cannot build a layout: {exc}"
+            return
+        finally:
+            busy[0] = False
+        box.last_message = _redraw(out, layout_figure, values)
+
+    box = w.VBox()
+    for ctl in controls.values():
+        ctl.observe(update, names="value")
+    update()
+    names = list(controls)
+    box.children = [w.HBox([controls[n] for n in names[i:i + 3]]) for i in range(0, len(names), 3)] + [summary, out]
+    box.controls, box.summary, box.output = controls, summary, out
+    return box
 
 
 def offload_explorer(**initial: Any):
@@ -83,7 +190,7 @@ def offload_explorer(**initial: Any):
                           description="RAM"),
         "ram_bandwidth": w.Dropdown(options=("70GB/s", "140GB/s", "307GB/s", "461GB/s", "576GB/s"),
                                     value=v["ram_bandwidth"], description="RAM BW"),
-        "expert_layers_on_gpu": w.IntSlider(min=0, max=92, value=v["expert_layers_on_gpu"],
+        "expert_layers_on_gpu": w.IntSlider(min=0, max=92, value=v["expert_layers_on_gpu"], style=WIDE,
                                             description="expert layers on GPU", continuous_update=False),
     }
     return _explorer(controls, offload_figure)
