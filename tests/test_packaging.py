@@ -1,180 +1,124 @@
-"""The packaging files agree with each other: one dependency list, one test command.
+"""Packaging (issue 17): a NON-editable wheel carries every subpackage and the data tables,
+installs into a fresh venv, and `k3plan estimate` works from an empty folder; the editable
+install that scripts/setup-env.sh makes still maps k3lib.data onto the checkout's data/.
 
-pyproject.toml holds the only dependency list; environment.yml must install the project
-from it rather than repeat it, and CI (.ci/run) must run the test command README.md gives.
+The sources are copied to a temporary folder first, so the build leaves nothing in the
+checkout. The fresh venvs get no pip and no downloads: the wheel is installed with this
+venv's pip (``pip --python``) and its dependencies (numpy, pandas …) come from this venv's
+site-packages through a ``.pth`` line. Building the wheel needs setuptools>=69 and wheel,
+which pip fetches into an isolated build environment (cached after the first run); the
+test is skipped, saying so, only when they cannot be fetched (offline, empty cache).
+About 10–20 s.
 """
-from __future__ import annotations
-
-import re
-import shlex
-import tomllib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
-import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-
-# Conda packages that environment.yml may name without pyproject.toml listing them:
-# the interpreter and the installer themselves.
-CONDA_TOOLING = {"python", "pip"}
-
-
-def _canonical(name: str) -> str:
-    """PEP 503 normalised project name: `PyYAML`, `jupyterlab_widgets` -> `pyyaml`, `jupyterlab-widgets`."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+ROOT = Path(__file__).resolve().parents[1]
+GiB = 2**30
+# Guide 000's worked example: 325 + 32 + 10 + 48 = 415 GiB over 6× H100 (the guide's own sum).
+ESTIMATE = ["estimate", "--model", "kimi-k3@guide-000", "--weights", "q4", "--kv-dtype", "fp8", "--gpus", "6",
+            "--activation", "10GiB", "--overhead-total", "48GiB", "--json"]
+PROBE = ("import json, importlib.util, k3lib, k3lib.core.data as d; from k3lib.core.hardware import get_gpu; "
+         "spec = importlib.util.find_spec('k3lib.data'); "
+         "print(json.dumps({'k3lib': k3lib.__file__, 'data': str(d.DATA_DIR), 'h200': get_gpu('h200').name, "
+         "'package': list(spec.submodule_search_locations) if spec else None}))")
 
 
-def _requirement_name(requirement: str) -> str:
-    """The project name at the start of a requirement string (`altair>=5.0` -> `altair`)."""
-    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
-    assert match, f"cannot read a project name from requirement {requirement!r}"
-    return _canonical(match.group(1))
+def _copy_sources(dest: Path) -> Path:
+    src = dest / "src"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("k3lib", "data"):
+        shutil.copytree(ROOT / name, src / name, ignore=ignore)
+    shutil.copy2(ROOT / "pyproject.toml", src / "pyproject.toml")
+    return src
+
+
+def _fresh_venv(path: Path) -> Path:
+    """A venv without pip whose dependencies resolve from this venv's site-packages."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    python = path / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    Path(site, "outer-venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
+
+
+def _pip_install(python: Path, *args: str) -> None:
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
+                    "--no-index", *args], check=True, capture_output=True, text=True, timeout=120)
+
+
+def _clean_env() -> dict:
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
 
 
 @pytest.fixture(scope="module")
-def pyproject() -> dict:
-    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+def wheel(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("wheel")
+    src = _copy_sources(tmp)
+    res = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--quiet", "-w",
+                          str(tmp / "dist")], capture_output=True, text=True, timeout=300)
+    if res.returncode != 0:
+        if any(s in res.stderr for s in ("No matching distribution", "Could not find a version",
+                                         "NewConnectionError", "Temporary failure in name resolution")):
+            pytest.skip("cannot build a wheel offline: pip could not fetch the build requirements "
+                        f"(setuptools>=69, wheel): {res.stderr.strip().splitlines()[-1]}")
+        pytest.fail(f"pip wheel failed:\n{res.stderr}")
+    return next((tmp / "dist").glob("k3lib-*.whl"))
 
 
-@pytest.fixture(scope="module")
-def environment() -> dict:
-    return yaml.safe_load((ROOT / "environment.yml").read_text(encoding="utf-8"))
+def test_wheel_carries_every_subpackage_and_the_data(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for pkg in sorted(p.parent.relative_to(ROOT) for p in (ROOT / "k3lib").rglob("__init__.py")
+                      if "__pycache__" not in p.parts):
+        assert f"{pkg.as_posix()}/__init__.py" in names, pkg
+    data_files = sorted(p.relative_to(ROOT / "data").as_posix() for p in (ROOT / "data").rglob("*")
+                        if p.is_file() and "__pycache__" not in p.parts)
+    missing = [f for f in data_files if f"k3lib/data/{f}" not in names]
+    assert not missing and len(data_files) > 50
 
 
-@pytest.fixture(scope="module")
-def declared_names(pyproject) -> set[str]:
-    project = pyproject["project"]
-    names = {_requirement_name(r) for r in project["dependencies"]}
-    for extra in project.get("optional-dependencies", {}).values():
-        names |= {_requirement_name(r) for r in extra}
-    return names
+def test_wheel_installs_and_k3plan_estimate_runs_in_an_empty_folder(wheel, tmp_path):
+    python = _fresh_venv(tmp_path / "venv")
+    _pip_install(python, str(wheel))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = _clean_env()
+    probe = json.loads(subprocess.run([str(python), "-c", PROBE], cwd=empty, env=env, check=True,
+                                      capture_output=True, text=True).stdout)
+    venv = (tmp_path / "venv").resolve()
+    assert Path(probe["k3lib"]).resolve().is_relative_to(venv)             # the wheel, not the checkout
+    assert Path(probe["data"]).resolve().is_relative_to(venv) and probe["h200"].startswith("NVIDIA H200")
+    assert probe["package"] and Path(probe["package"][0]).resolve().is_relative_to(venv)
+    res = subprocess.run([str(tmp_path / "venv" / "bin" / "k3plan"), *ESTIMATE], cwd=empty, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["total_bytes"] == 415 * GiB and doc["headroom_bytes"] == 65 * GiB
+    assert list(empty.iterdir()) == []                                      # it wrote nothing
 
 
-def _conda_deps(environment: dict) -> list[str]:
-    return [d for d in environment["dependencies"] if isinstance(d, str)]
-
-
-def _pip_section(environment: dict) -> list[str]:
-    sections = [d["pip"] for d in environment["dependencies"] if isinstance(d, dict) and "pip" in d]
-    assert len(sections) == 1, "environment.yml needs exactly one `pip:` section"
-    return sections[0]
-
-
-def test_environment_uses_conda_forge(environment):
-    assert "conda-forge" in environment.get("channels", [])
-
-
-def test_environment_lists_python_311_and_pip(environment):
-    conda = _conda_deps(environment)
-    assert any(re.fullmatch(r"python\s*=?=\s*3\.11(\.\*|\.\d+)?", d.strip()) for d in conda), (
-        f"environment.yml should pin python=3.11, found {conda}"
-    )
-    # A `pip:` section without pip itself listed makes conda warn and may use another pip.
-    assert any(_requirement_name(d.split("=")[0]) == "pip" for d in conda), "environment.yml must list pip"
-
-
-def test_environment_installs_the_package_from_pip_metadata(environment, pyproject):
-    entries = [e.strip() for e in _pip_section(environment)]
-    local = [e for e in entries if re.fullmatch(r"(-e\s+|--editable\s+)?\.(\[[\w,\s-]+\])?", e)]
-    assert local, f"environment.yml's pip section must install the project itself (`-e .[test]`), found {entries}"
-    assert any(e.startswith(("-e", "--editable")) for e in local), (
-        "install the project editable: k3lib finds data/ next to its source folder"
-    )
-    extras_known = set(pyproject["project"].get("optional-dependencies", {}))
-    for entry in local:
-        extras = re.search(r"\[(.*)\]", entry)
-        for extra in extras.group(1).split(",") if extras else []:
-            assert extra.strip() in extras_known, f"environment.yml asks for extra {extra!r}, pyproject has {extras_known}"
-
-
-def test_environment_names_no_dependency_pyproject_lacks(environment, declared_names):
-    """The dependency list lives in pyproject.toml; environment.yml may repeat, never add."""
-    named = {_requirement_name(re.split(r"[=<>!~ ]", d, maxsplit=1)[0]) for d in _conda_deps(environment)}
-    named |= {
-        _requirement_name(e)
-        for e in _pip_section(environment)
-        if not e.strip().startswith(("-", ".", "/"))
-    }
-    extra = named - declared_names - CONDA_TOOLING
-    assert not extra, f"environment.yml names {sorted(extra)}, which pyproject.toml does not declare"
-
-
-def test_pyproject_requires_python_311(pyproject):
-    spec = pyproject["project"]["requires-python"]
-    assert ">=3.11" in spec.replace(" ", ""), spec
-
-
-def test_dependencies_have_lower_bounds_only(pyproject, declared_names):
-    project = pyproject["project"]
-    requirements = list(project["dependencies"])
-    for extra in project.get("optional-dependencies", {}).values():
-        requirements += extra
-    for requirement in requirements:
-        spec = requirement.split(";")[0]
-        assert ">=" in spec, f"{requirement!r}: give a lower bound"
-        assert not re.search(r"<|==|~=|!=", spec), f"{requirement!r}: no upper pins"
-    for needed in ("altair", "vl-convert-python", "ipywidgets", "jupyterlab", "jupyterlab-widgets",
-                   "papermill", "gguf", "pyyaml", "pytest", "nbval"):
-        assert needed in declared_names, f"pyproject.toml should declare {needed}"
-
-
-def test_k3plan_console_script(pyproject):
-    assert pyproject["project"]["scripts"]["k3plan"] == "k3lib.cli:main"
-
-
-def test_k3plan_entry_point_installed():
-    """When k3lib is installed (scripts/setup-env.sh), its metadata carries the same entry point."""
-    from importlib import metadata
-
-    try:
-        metadata.distribution("k3lib")
-    except metadata.PackageNotFoundError:
-        pytest.skip("k3lib is not installed; run scripts/setup-env.sh")
-    points = {e.name: e.value for e in metadata.entry_points(group="console_scripts")}
-    assert points.get("k3plan") == "k3lib.cli:main"
-
-
-def test_pytest_does_not_force_nbval(pyproject):
-    options = pyproject["tool"]["pytest"]["ini_options"]
-    assert options["testpaths"] == ["tests"]
-    assert "--nbval" not in options.get("addopts", ""), "scripts/test.sh asks for --nbval explicitly"
-    assert any(m.split(":")[0].strip() == "browser" for m in options.get("markers", []))
-
-
-def _readme_test_command() -> str:
-    readme = ROOT / "README.md"
-    assert readme.is_file(), "README.md is missing: it must give the test command (`bash scripts/test.sh`)"
-    for line in readme.read_text(encoding="utf-8").splitlines():
-        if "scripts/test.sh" not in line:
-            continue
-        # Prefer the command inside backticks; otherwise the code-block line without a `$ ` prompt.
-        quoted = [q for q in re.findall(r"`([^`]+)`", line) if "scripts/test.sh" in q]
-        command = quoted[0] if quoted else re.sub(r"^\s*\$\s*", "", line)
-        return command.strip()
-    raise AssertionError("README.md has no line with the test command `bash scripts/test.sh`")
-
-
-def _ci_commands() -> list[str]:
-    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    return [ln.strip() for ln in ci.splitlines() if ln.strip() and not ln.strip().startswith("#")]
-
-
-def test_ci_runs_the_readme_test_command():
-    readme_command = _readme_test_command()
-    assert "scripts/test.sh" in readme_command
-    ci = _ci_commands()
-    assert any("scripts/test.sh" in c for c in ci), ".ci/run must call scripts/test.sh"
-    assert shlex.split(readme_command, comments=True) in [shlex.split(c, comments=True) for c in ci], (
-        f"README.md gives `{readme_command}`, .ci/run runs {ci}: they must be the same command"
-    )
-
-
-def test_readme_names_scripts_that_exist():
-    readme = ROOT / "README.md"
-    assert readme.is_file(), "README.md is missing"
-    text = readme.read_text(encoding="utf-8")
-    for script in ("scripts/open-workbook.sh", "scripts/test.sh"):
-        assert script in text, f"README.md should give `bash {script}`"
-    for named in set(re.findall(r"scripts/[\w.-]+\.sh", text)):
-        assert (ROOT / named).is_file(), f"README.md names {named}, which does not exist"
+def test_editable_install_maps_k3lib_data_onto_the_checkout_folder(tmp_path):
+    """What scripts/setup-env.sh does (`pip install -e .`), on a copy of the sources."""
+    src = _copy_sources(tmp_path)
+    python = _fresh_venv(tmp_path / "venv")
+    res = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
+                          "-e", str(src)], capture_output=True, text=True, timeout=300)
+    if res.returncode != 0 and "NewConnectionError" in res.stderr:
+        pytest.skip("cannot build the editable install offline (build requirements not fetchable)")
+    assert res.returncode == 0, res.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    probe = json.loads(subprocess.run([str(python), "-c", PROBE], cwd=empty, env=_clean_env(), check=True,
+                                      capture_output=True, text=True).stdout)
+    assert Path(probe["k3lib"]).resolve().is_relative_to(src.resolve())
+    assert Path(probe["data"]).resolve() == (src / "data").resolve()
+    assert [Path(p).resolve() for p in probe["package"]] == [(src / "data").resolve()]   # k3lib.data → data/

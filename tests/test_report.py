@@ -10,6 +10,9 @@ import html
 import io
 import json
 import re
+import time
+from pathlib import Path
+
 import nbformat
 import papermill
 import pytest
@@ -18,10 +21,12 @@ import yaml
 from k3lib import report
 from k3lib.cli import main
 from k3lib.core.models import get_model
+from k3lib.core.errors import K3InputError
 from k3lib.views.notebook import ParameterError
 from k3lib.core.plan import Assumptions, make_plan
 
 GiB = 2**30
+ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = "<script>alert(1)</script>"
 WORKED = dict(model="kimi-k3@guide-000", weights="q4", kv_dtype="fp8", context="256K", gpu="h100-sxm", gpus=6,
               activation="10GiB", overhead_total="48GiB")
@@ -62,15 +67,23 @@ def worked(tmp_path_factory):
 
 
 def test_worked_example_report_shows_verdict_and_figures(worked):
-    figures, text, _ = worked
+    figures, text, nb = worked
     assert figures["fits"] and figures["verdict"] == "fits"
     assert figures["total_bytes"] == 415 * GiB and figures["headroom_bytes"] == 65 * GiB
     assert "FITS" in text and "DOES NOT FIT" not in text
     assert "415.0 GiB of 480.0 GiB" in text                # needed / available over all GPUs
     assert "65.0 GiB" in text                              # headroom
     assert "69.2 GiB of 80.0 GiB" in text                  # per GPU
-    assert "794,623 tokens" in text                        # max context: 97 GiB / 131,072 B
-    assert "$180,000" in text                              # 6 × $30,000
+    assert "793,600 tokens (775K)" in text                 # max context: 97 GiB / 131,072 B = 794,624 less the
+                                                           # ceil per GPU → the 1K grid point below, 775K
+    assert "$180,000 (6 × $30,000, catalogue price)" in text
+    # …and MathJax never typesets "$180,000 (6 × $30,000" as math: in the notebook the summary is
+    # inside a block MathJax 2 and 3 skip (its dollars also written as &#36;); the HTML loads no MathJax
+    summary = [o["data"]["text/html"] for c in nb.cells for o in c.get("outputs", [])
+               if "GPU cost" in str(o.get("data", {}).get("text/html", ""))]
+    assert len(summary) == 1 and summary[0].startswith('<div class="tex2jax_ignore mathjax_ignore">')
+    assert "&#36;180,000 (6 × &#36;30,000" in summary[0] and "$" not in summary[0]
+    assert "mathjax" not in re.sub(r'class="tex2jax_ignore mathjax_ignore"', "", text).lower()
     assert html.escape(report.NOTEBOOK_DEFAULTS["scenario"]) in text
     for heading in ("The four-component budget", "Per-GPU breakdown", "The checklist", "Alternatives",
                     "Offload option", "Engine commands", "Assumptions and their sources"):
@@ -126,7 +139,7 @@ def test_batch_keeps_going_past_a_bad_scenario(batch):
     assert "2 of 3 scenarios reported" in index
     assert 'href="script-alert-1-script.html"' in index and 'href="worked-example-on-5x-h100.html"' in index
     row_5x = index[index.index("Worked example on 5x H100"):]
-    assert "DOES NOT FIT" in row_5x[:2000] and "-15.0" in row_5x[:2000] and "$150,000" in row_5x[:2000]
+    assert "DOES NOT FIT" in row_5x[:2000] and "-15.0" in row_5x[:2000] and "&#36;150,000" in row_5x[:2000]
     assert_offline(index)
     five = (out / "worked-example-on-5x-h100.html").read_text(encoding="utf-8")
     assert "DOES NOT FIT" in five and "15.0 GiB over 5 GPUs" in five
@@ -182,7 +195,7 @@ def test_exactly_one_parameters_cell_and_validation_next():
     assert len(tagged) == 1
     cell = nb.cells[tagged[0]]
     assert cell.source == report.parameters_source()
-    assert all(re.fullmatch(r"\w+: (str|int) = .+  # .+", line) for line in cell.source.splitlines())
+    assert all(re.fullmatch(r"\w+: (str|int|float) = .+  # .+", line) for line in cell.source.splitlines())
     assert "report.configure(" in nb.cells[tagged[0] + 1].source
     assert nb.metadata.kernelspec.name == "python3"
     assert not any("ipywidgets" in c.source or "widgets" in c.source for c in nb.cells if c.cell_type == "code")
@@ -216,7 +229,7 @@ def test_configure_rejects_bad_values_with_one_line(params, field):
 
 
 def test_shipped_scenarios_all_configure():
-    scenarios = report.load_scenarios(report.ROOT / "examples" / "scenarios.yaml")
+    scenarios = report.load_scenarios(ROOT / "examples" / "scenarios.yaml")
     assert len(scenarios) == 6
     figures = {}
     for s in scenarios:
@@ -228,8 +241,13 @@ def test_shipped_scenarios_all_configure():
     assert figures["Guide 000 minimum: 4x H100, Q2 + FP8 KV, 64K"]["headroom_bytes"] == 29 * GiB
     real = figures["Real K3 (native MXFP4) on 16x H200, 2 nodes, FP8 KV, 256K"]
     assert real["fits"] and (real["tp"], real["pp"]) == (8, 2)
-    offload = figures["Guide 004 offload mode: K3 Q4_K_M on one RTX 4090 48GB + 1.5 TB RAM"]
-    assert not offload["fits"] and "VRAM 32.9 GB" in offload["offload_verdict"] and offload["tokens_per_s"] > 1
+    offload = figures["Guide 004 offload mode: K3 Q4_K_M on one RTX 4090 48GB + 2 TB RAM"]
+    assert not offload["fits"] and offload["verdict"] == "fits with offload"
+    assert "VRAM 32.9 GB" in offload["offload_verdict"] and offload["tokens_per_s"] > 1
+    short = dict(scenarios[-1], ram="1536GB")                # the guide's 1.5 TB host: RAM too small
+    short.pop("name")
+    f = report.key_figures(report.configure(**short))
+    assert f["verdict"] == "does not fit" and f["tokens_per_s"] is None      # no speed for what cannot load
 
 
 # ---------------------------------------------------------------- pieces
@@ -254,7 +272,7 @@ def test_alternatives_to_a_plan_that_fits_are_cheaper():
     alts = report.alternatives(plan)
     assert alts and all(a.cost_usd < report.cost_usd(plan) for a in alts)
     real = report.configure(model="kimi-k3", weights="native", kv_dtype="fp8", gpu="h200", gpus=16, nodes=2).plan
-    assert report.node_groups(real)[1:] == [((16,), 2), ((24,), 3), ((32,), 4)]   # whole 8-GPU nodes
+    assert report.search_counts(real) == (1, 2, 3, 4, 5, 6, 7, 8, 16, 24, 32)   # one node, then whole 8-GPU nodes
 
 
 def test_max_context_is_the_largest_that_fits():
@@ -262,7 +280,7 @@ def test_max_context_is_the_largest_that_fits():
     n = report.max_context_tokens(plan)
     at = lambda t: make_plan(model=plan.model, gpu=plan.gpu, gpus=6, weights="q4", kv_dtype="fp8", context=t,
                              assumptions=plan.assumptions).fits  # noqa: E731
-    assert at(n) and not at(n + 1)
+    assert n % 1024 == 0 and at(n) and not at(n + 1024)     # the largest point of the 1K grid
 
 
 def test_engine_names_match_the_engine_profiles():
@@ -306,3 +324,208 @@ def test_cli_flags_map_to_report_parameters():
     assert set(params) == set(report.PARAMETER_NAMES) and params["gpus"] == 6 and params["tp"] == 0
     assert report.configure(**params).plan.total.total_bytes == 415 * GiB
     assert report.cli_command(params).startswith("k3plan report --scenario x --model kimi-k3@guide-000")
+
+
+# ---------------------------------------------------------------- every plan flag reaches the report
+
+
+def _report_args(*flags):
+    from k3lib.cli import _report_parameters, build_parser
+
+    return _report_parameters(build_parser().parse_args(["report", *flags]))
+
+
+def test_every_plan_flag_reaches_the_report_parameters():
+    params = _report_args("--model", "kimi-k3", "--gpu", "h200", "--gpus", "16", "--nodes", "2", "--tp", "8",
+                          "--pp", "2", "--engine", "vllm", "--gpu-memory-utilization", "0.85", "--memory-basis",
+                          "usable", "--batch", "2", "--context", "128K", "--kv-dtype", "fp8", "--weights", "native",
+                          "--activation", "3GiB", "--overhead-per-gpu", "4GiB")
+    cfg = report.configure(**params)
+    assert (cfg.plan.nodes, cfg.plan.tp, cfg.plan.pp, cfg.plan.batch) == (2, 8, 2, 2)
+    assert cfg.gpu_memory_utilization == 0.85 and cfg.plan.memory_basis == "usable"
+    assert cfg.plan.context_tokens == 128 * 1024 and cfg.plan.per_gpu.overhead_bytes == 4 * GiB
+    assert "--gpu-memory-utilization 0.85" in report.cli_command(cfg.parameters)
+
+
+def test_gpu_memory_utilization_reaches_the_vllm_command_and_engine_view():
+    base = dict(model="llama-3.1-8b", weights="bf16", kv_dtype="bf16", context="8K", gpu="h100-sxm", gpus=1)
+    lo = report.configure(**base, gpu_memory_utilization=0.5)
+    hi = report.configure(**base, gpu_memory_utilization=0.9)
+    assert "--gpu-memory-utilization 0.50" in report.engine_commands_html(lo)
+    from k3lib.engines import estimate_for_engine
+
+    est = {u: estimate_for_engine("vllm", model=c.plan.model, gpu="h100-sxm", gpus=1, context="8K",
+                                  gpu_memory_utilization=u) for u, c in ((0.5, lo), (0.9, hi))}
+    # vLLM's budget is util × total memory: 0.4 × 79.19 GiB apart (the GPU's usable memory)
+    assert est[0.9].budget_bytes - est[0.5].budget_bytes == pytest.approx(0.4 * est[0.9].memory_bytes, abs=2)
+    assert est[0.5].printed["Available KV cache memory"] in report.engine_view_html(lo)
+    assert est[0.9].printed["Available KV cache memory"] in report.engine_view_html(hi)
+
+
+@pytest.mark.parametrize("flags, field", [
+    (["--gpu-memory-utilization", "2"], "gpu_memory_utilization"),
+    (["--gpu-memory-utilization", "0.8", "--engine", "llama.cpp"], "gpu_memory_utilization"),
+    (["--unit", "GB"], "unit"),
+    (["--gpus", "٨"], "gpus"),                                   # Arabic-Indic digit: ASCII digits only
+])
+def test_report_flags_that_cannot_apply_are_refused(flags, field, tmp_path, capsys):
+    assert main(["report", *flags, "-o", str(tmp_path / "x.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"k3plan: error: parameter {field}") or err.startswith(f"k3plan: error: {field}"), err
+    assert err.count("\n") == 1 and not (tmp_path / "x.html").exists()
+
+
+def test_plan_flags_with_scenarios_are_refused_not_ignored(tmp_path, capsys):
+    assert main(["report", "--scenarios", str(ROOT / "examples" / "scenarios.yaml"), "--gpus", "4",
+                 "-o", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("k3plan: error: gpus: cannot be combined with --scenarios")
+    assert not any(tmp_path.iterdir())
+
+
+# ---------------------------------------------------------------- one plan per report
+
+
+def test_the_report_reads_one_plan(monkeypatch):
+    """configure builds the one plan; the sections and the alternatives read it (no make_plan of
+    their own; max context and alternatives are three sweeps); only step 6's tokens/s and the
+    checklist (whose content is other plans) build plans."""
+    import k3lib.core.plan as core_plan
+    import k3lib.core.sweep as core_sweep
+
+    calls = {"make_plan": 0, "sweep": 0}
+
+    def counted(name, fn):
+        def wrapper(*a, **k):
+            calls[name] += 1
+            return fn(*a, **k)
+        return wrapper
+
+    import k3lib.studies.steps as steps
+    monkeypatch.setattr(core_plan, "make_plan", counted("make_plan", core_plan.make_plan))
+    monkeypatch.setattr(steps, "make_plan", counted("make_plan", steps.make_plan))
+    import k3lib.core.search as core_search
+    monkeypatch.setattr(core_search, "sweep", counted("sweep", core_search.sweep))
+    monkeypatch.setattr(core_sweep, "sweep", counted("sweep", core_sweep.sweep))
+    cfg = report.configure(model="kimi-k3", weights="native", kv_dtype="fp8", gpu="h200", gpus=16)
+    assert calls == {"make_plan": 1, "sweep": 0}
+    plan = cfg.plan
+    for section in (lambda: report.summary_html(cfg), lambda: report.budget_table_html(plan),
+                    lambda: report.per_gpu_section(plan), lambda: report.engine_commands_html(cfg),
+                    lambda: report.assumptions_html(plan), lambda: report.parameters_html(cfg)):
+        section()
+    assert calls["make_plan"] == 1 + 1                      # + step 6's tokens/s inside summary's key figures
+    before = calls["sweep"]
+    report.alternatives(plan)
+    assert calls["sweep"] - before == 2 and calls["make_plan"] == 2
+
+
+def test_per_gpu_section_is_the_plans_fullest_gpu():
+    cfg = report.configure(model="kimi-k3", weights="native", kv_dtype="fp8", gpu="h200", gpus=16)
+    text, chart = report.per_gpu_section(cfg.plan)
+    fullest = max(cfg.plan.shares, key=lambda s: s.total_bytes)
+    assert f"{fullest.total_bytes / GiB:,.2f}" in text and chart is not None
+    assert f"{cfg.plan.per_gpu.total_bytes / GiB:,.1f} GiB of" in report.summary_html(cfg)
+
+
+# ---------------------------------------------------------------- engine view
+
+
+def test_engine_view_for_a_guide_profile_is_one_line_why():
+    cfg = report.configure(**report.NOTEBOOK_DEFAULTS)
+    text = report.engine_view_html(cfg)
+    assert "No engine view" in text and "published profile" in text and "kimi-k3" in text
+    assert text.count("<p>") == 2                            # the title and one sentence
+
+
+def test_engine_view_for_a_real_architecture():
+    one_stage = report.configure(model="kimi-k3", weights="native", kv_dtype="fp8", context="128K", gpu="h200",
+                                 gpus=8)
+    text = report.engine_view_html(one_stage)
+    assert "No engine view" not in text and "Available KV cache memory" in text
+    two_nodes = report.configure(model="kimi-k3", weights="native", kv_dtype="fp8", gpu="h200", gpus=16)
+    assert two_nodes.plan.pp == 2
+    text = report.engine_view_html(two_nodes)
+    # the engine's own view, or the engine's own refusal, never "guide profile" or silence
+    assert "Memory as vllm sees it" in text and "No engine view" not in text
+    assert "Available KV cache memory" in text or "not available" in text
+
+
+# ---------------------------------------------------------------- scenario files (issue 14)
+
+
+def billion_laughs(levels: int = 9, width: int = 9) -> str:
+    """The classic alias bomb: each level a list of ``width`` aliases to the one before,
+    ``width ** levels`` leaves once expanded (9**9 ≈ 3.9·10^8)."""
+    lines = ['a0: &a0 ["lol"]']
+    for i in range(1, levels + 1):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * width) + "]")
+    lines.append(f"scenarios: [{{name: bomb, model: *a{levels}}}]")
+    return "\n".join(lines) + "\n"
+
+
+def test_yaml_alias_bomb_fails_fast_with_a_named_error(tmp_path):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(billion_laughs(), encoding="utf-8")
+    t0 = time.perf_counter()
+    with pytest.raises(report.ScenarioFileError) as err:
+        report.run_batch(path, tmp_path / "out", progress=False)
+    assert time.perf_counter() - t0 < 1.0
+    assert "aliases" in str(err.value) and str(err.value).startswith("scenarios:")
+    assert not (tmp_path / "out").exists()
+
+
+def test_yaml_alias_expansion_is_bounded_below_the_alias_count(tmp_path):
+    """Few aliases, wide lists: 5 levels × 6 aliases = 30 aliases (under the bound) but
+    1,000 × 6^5 ≈ 7.8 million nodes once expanded — refused on the expanded size."""
+    lines = ["a0: &a0 [" + ", ".join(["x"] * 1000) + "]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 6) + "]" for i in range(1, 6)]
+    with pytest.raises(report.ScenarioFileError, match="expands to"):
+        report.safe_load_bounded("\n".join(lines) + "\nscenarios: []\n")
+
+
+def test_yaml_deep_nesting_and_size_are_bounded(tmp_path):
+    with pytest.raises(report.ScenarioFileError, match="nests deeper"):
+        report.safe_load_bounded("scenarios: " + "[" * 10_000 + "]" * 10_000 + "\n")
+    big = tmp_path / "big.yaml"
+    big.write_text("scenarios: []\n#" + "x" * 1_000_001, encoding="utf-8")
+    with pytest.raises(report.ScenarioFileError, match="larger than 1,000,000 bytes"):
+        report.load_scenarios(big)
+
+
+def test_yaml_merge_keys_within_the_bound_still_work(tmp_path):
+    path = tmp_path / "merge.yaml"
+    path.write_text("base: &base {model: kimi-k3@guide-000, weights: q4, kv_dtype: fp8}\n"
+                    "scenarios:\n  - {<<: *base, name: six, gpus: 6}\n  - {<<: *base, name: five, gpus: 5}\n",
+                    encoding="utf-8")
+    with pytest.raises(report.ScenarioFileError, match="base"):      # only scenarios and defaults at the top
+        report.load_scenarios(path)
+    path.write_text("defaults: &base {model: kimi-k3@guide-000, weights: q4}\n"
+                    "scenarios:\n  - {<<: *base, name: six, gpus: 6}\n  - {<<: *base, name: five, gpus: '5'}\n",
+                    encoding="utf-8")
+    got = report.load_scenarios(path)
+    assert [(s["name"], s["model"], s["gpus"]) for s in got] == [("six", "kimi-k3@guide-000", 6),
+                                                                   ("five", "kimi-k3@guide-000", 5)]
+
+
+@pytest.mark.parametrize("field_yaml, field", [
+    ("gpus: [8]", "scenarios[1].gpus"), ("gpus: 8.5", "scenarios[1].gpus"), ("nodes: yes", "scenarios[1].nodes"),
+    ("gpus: '١٦'", "scenarios[1].gpus"), ("gpu_memory_utilization: .nan", "scenarios[1].gpu_memory_utilization"),
+    ("model: {a: 1}", "scenarios[1].model"), ("colour: red", "scenarios[1].colour"),
+    ("name: [x]", "scenarios[1].name"), ("1: x", "scenarios[1]"),
+])
+def test_every_scenario_field_is_type_checked(field_yaml, field, tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"scenarios:\n  - {{{field_yaml}}}\n", encoding="utf-8")
+    with pytest.raises(K3InputError) as err:
+        report.load_scenarios(path)
+    assert str(err.value).startswith(field + ":")
+    calls = []
+    results = report.run_batch(path, tmp_path / "out", progress=False, runner=lambda *a, **k: calls.append(a))
+    assert not calls and results[0].error.startswith(field + ":")        # the batch reports it, runs nothing
+
+
+def test_scenario_defaults_are_type_checked(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("defaults: {batch: [1]}\nscenarios: [{name: a}]\n", encoding="utf-8")
+    with pytest.raises(K3InputError, match=r"^defaults\.batch:"):
+        report.load_scenarios(path)

@@ -1,18 +1,66 @@
-"""Locating and reading the project's ``data/`` folder (no import-time I/O)."""
+"""Reading the project's data tables (no import-time I/O).
+
+The tables live in the repository's top-level ``data/`` folder, which ``pyproject.toml``
+installs as the package ``k3lib.data`` (setuptools ``package-dir``), so a wheel carries
+them and an editable install maps the package onto the checkout's folder. Files are read
+through :mod:`importlib.resources` (:func:`data_file`); :data:`DATA_DIR` is the folder on
+disk for code that globs or writes it (a wheel unpacked in site-packages, or the checkout).
+"""
 from __future__ import annotations
 
 import csv
+import io
 from functools import lru_cache
+from importlib import resources
+from importlib.abc import Traversable
 from pathlib import Path
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+DATA_PACKAGE = "k3lib.data"
+#: The checkout's ``data/`` folder: used only when ``k3lib.data`` is not importable
+#: (an editable install made before ``data/`` became a package).
+CHECKOUT_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+
+
+@lru_cache(maxsize=1)
+def data_root() -> Traversable:
+    """The data tables as an :mod:`importlib.resources` traversable: the installed
+    package ``k3lib.data``, else the checkout's ``data/`` folder."""
+    try:
+        return resources.files(DATA_PACKAGE)
+    except ModuleNotFoundError:
+        return CHECKOUT_DATA_DIR
+
+
+def data_file(*parts: str) -> Traversable:
+    """One data file, e.g. ``data_file("models", "kimi-k3.json")``."""
+    node = data_root()
+    for part in parts:
+        node = node.joinpath(part)
+    return node
+
+
+def read_data_text(*parts: str) -> str:
+    """A data file's text (UTF-8)."""
+    return data_file(*parts).read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=None)
 def read_csv_rows(name: str) -> tuple[dict[str, str], ...]:
     """Rows of ``data/<name>`` as dicts of stripped strings (cached)."""
-    with open(DATA_DIR / name, newline="", encoding="utf-8") as fh:
+    with io.StringIO(read_data_text(*name.split("/")), newline="") as fh:
         return tuple({k: (v or "").strip() for k, v in row.items()} for row in csv.DictReader(fh))
+
+
+def _data_dir() -> Path:
+    """The data folder on disk (a wheel installs it as a plain folder in site-packages)."""
+    root = data_root()
+    return root if isinstance(root, Path) else Path(str(root))
+
+
+def __getattr__(name: str):   # DATA_DIR is resolved on first use, not at import
+    if name == "DATA_DIR":
+        return _data_dir()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def normalise_name(name: str) -> str:

@@ -201,6 +201,13 @@ def engine_view_html(cfg: ReportConfig) -> str:
     except K3InputError as exc:
         return no_math(title + not_available("engine profile", f"{cfg.engine} refuses this plan: {exc}"))
     printed = html_table([{"the engine prints": k, "value": v} for k, v in est.printed.items()]) if est.printed else ""
+    stages = getattr(est, "stages", ()) or ()
+    if stages:   # PP > 1: one row per pipeline stage; the estimate's own figures are the binding stage's
+        printed += html_table([{"stage": s.get("stage"), "layers": s.get("layers"),
+                                **{f"{k.removesuffix('_bytes').replace('_', ' ')} (GiB)": f"{s[k] / GiB:,.2f}"
+                                   for k in ("weights_bytes", "activation_bytes", "runtime_bytes",
+                                             "kv_available_bytes", "kv_needed_bytes") if k in s}}
+                               for s in stages])
     return no_math(title + f"<p>{esc(est.engine)} {esc(est.version)}: {esc(est.reason)}</p>" + printed
                    + notes_list(est.notes))
 
