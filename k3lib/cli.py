@@ -541,6 +541,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report_parser(sub)  # issue 6
     _add_checklist_parsers(sub)  # issue 5
     _add_offload_parser(sub)  # issue 4
+    from k3lib.engines.logcheck import add_check_log_parser
+    add_check_log_parser(sub)
     return parser
 
 

@@ -32,7 +32,10 @@ def _llamacpp_row_bytes(cache_type: str, n: int) -> float:
 def llamacpp_kv_cache_bytes(model: Any, *, context_tokens: int, n_seq: int = 1, flash_attn: bool = True,
                             type_k: str = "f16", type_v: str = "f16", n_ubatch: int = 512, swa_full: bool = False,
                             kv_unified: bool = False) -> dict[str, int]:
-    """llama.cpp's KV and recurrent-state buffers for ``n_seq`` sequences of ``context_tokens``.
+    """llama.cpp's KV and recurrent-state buffers for ``n_seq`` sequences of ``context_tokens``:
+    ``k`` and ``v`` (as its 'K (f16): … MiB, V (f16): … MiB' line), ``full``/``sliding`` by
+    layer kind, ``state`` (recurrent), ``total``; K bytes = layers × cells × streams × K row bytes
+    (src/llama-kv-cache.cpp, ggml-org/llama.cpp).
 
     >>> kv = llamacpp_kv_cache_bytes("llama-3.1-8b", context_tokens=8000)    # padded to 8,192 cells
     >>> kv["cells"], kv["total"] // 2**20                                     # MiB, as llama.cpp prints
@@ -45,7 +48,7 @@ def llamacpp_kv_cache_bytes(model: Any, *, context_tokens: int, n_seq: int = 1, 
     streams = 1 if kv_unified else n_seq
     ctx_per_stream = context_tokens * n_seq if kv_unified else context_tokens
     cells = _round_up(ctx_per_stream, pad)
-    out = {"cells": cells, "streams": streams, "full": 0, "sliding": 0, "state": 0}
+    out = {"cells": cells, "streams": streams, "full": 0, "sliding": 0, "state": 0, "k": 0, "v": 0}
     for g in arch.attention:
         if g.kind in LINEAR_KINDS:
             out["state"] += int(g.count * (g.recurrent_state_elements_per_layer + g.conv_state_elements_per_layer)
@@ -61,6 +64,8 @@ def llamacpp_kv_cache_bytes(model: Any, *, context_tokens: int, n_seq: int = 1, 
         if g.kind == "sliding" and not swa_full:
             n_cells = min(cells, _round_up(g.window_tokens * (n_seq if kv_unified else 1) + n_ubatch, pad))
         size = int(g.count * n_cells * streams * (k_row + v_row))
+        out["k"] += int(g.count * n_cells * streams * k_row)      # llama.cpp prints K and V separately
+        out["v"] += int(g.count * n_cells * streams * v_row)
         out["sliding" if g.kind == "sliding" else "full"] += size
         if g.kind == "sliding":
             out["swa_cells"] = n_cells

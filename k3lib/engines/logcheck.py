@@ -1,0 +1,573 @@
+"""``k3plan check-log LOG``: read a vLLM, SGLang, llama.cpp or Ollama log, take its
+configuration and every memory line, predict the same quantities with the engine's
+profile, and show logged vs predicted per component with the error and the rule.
+
+Lines that look like memory figures but match no known pattern are listed, never
+guessed. A quantity the log does not let us predict (the model is not named, a
+setting is missing) is listed with what is missing.
+
+Units as the engines print them: llama.cpp/Ollama "MiB" are 2^20 B; vLLM "GiB" are
+2^30 B, and vLLM ≤ 0.6 printed "GB" meaning GiB (``Loading model weights took 14.9888 GB``);
+SGLang "GB" are 2^30 B (it divides by 1 << 30).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from k3lib.core.errors import K3InputError
+from k3lib.core.units import GiB, MiB
+
+ENGINES_READ = ("vllm", "sglang", "llama.cpp", "ollama")
+#: tolerances of the engine rules (issue 16): KV 0.5 %, weights 3 %
+KV_TOLERANCE_PCT = 0.5
+WEIGHTS_TOLERANCE_PCT = 3.0
+
+_NUM = r"([\d][\d,]*(?:\.\d+)?)"
+_MEMORY_HINT = re.compile(r"(MiB|GiB|\bGB\b|\bMB\b|KV cache|KV self|buffer size|#tokens|GPU blocks|memory)", re.I)
+
+
+@dataclass(frozen=True)
+class Logged:
+    """One figure read from the log: ``quantity`` in ``unit`` (bytes for memory)."""
+
+    quantity: str
+    value: float
+    unit: str
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """Logged vs predicted for one component."""
+
+    component: str
+    logged: float
+    predicted: float
+    unit: str
+    error_pct: float
+    tolerance_pct: float
+    within: bool
+    rule: str
+
+
+@dataclass(frozen=True)
+class LogCheck:
+    engine: str
+    config: dict[str, Any]
+    figures: tuple[Logged, ...]
+    rows: tuple[CheckRow, ...]
+    not_predicted: tuple[str, ...]
+    unknown_lines: tuple[str, ...]
+    model_id: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def within_count(self) -> int:
+        return sum(r.within for r in self.rows)
+
+
+# ----------------------------------------------------------------------------- reading
+
+def detect_engine(text: str) -> str:
+    """'ollama', 'llama.cpp', 'sglang' or 'vllm' from tell-tale lines; K3InputError otherwise."""
+    if re.search(r"ollama\[\d+\]|source=server\.go|level=INFO source=|ollama-\d", text):
+        return "ollama"
+    if re.search(r"llama_kv_cache|llama_new_context_with_model|llama_init_from_model|llama_context:|load_tensors:", text):
+        return "llama.cpp"
+    if re.search(r"KV Cache is allocated|Load weight end|sglang|mem_fraction_static", text):
+        return "sglang"
+    if re.search(r"Model loading took|Loading model weights took|GPU KV cache size|GPU blocks|vllm", text, re.I):
+        return "vllm"
+    raise K3InputError("LOG", "no vLLM, SGLang, llama.cpp or Ollama memory line found",
+                       "a log printed by one of " + ", ".join(ENGINES_READ))
+
+
+def _f(s: str) -> float:
+    return float(s.replace(",", ""))
+
+
+# (engine family, compiled pattern, handler(match, config, figures, line_no, text)) -------------
+Handler = Callable[[re.Match, dict, list, int, str], None]
+_PATTERNS: list[tuple[str, re.Pattern, Handler]] = []
+
+
+def _rule(family: str, pattern: str):
+    def deco(fn: Handler) -> Handler:
+        _PATTERNS.append((family, re.compile(pattern), fn))
+        return fn
+    return deco
+
+
+def _add(figs, q, v, unit, n, t):
+    figs.append(Logged(q, v, unit, n, t.strip()))
+
+
+# llama.cpp and Ollama (Ollama's runner is llama.cpp)
+@_rule("gguf", r"\bn_ctx\s*=\s*(\d+)")
+def _n_ctx(m, cfg, figs, n, t):
+    cfg.setdefault("n_ctx", int(m.group(1)))
+
+
+@_rule("gguf", r"\bn_seq_max\s*=\s*(\d+)")
+def _n_seq(m, cfg, figs, n, t):
+    cfg["n_seq_max"] = int(m.group(1))
+
+
+@_rule("gguf", r"\bflash_attn\s*=\s*(\w+)")
+def _fa(m, cfg, figs, n, t):
+    cfg["flash_attn"] = m.group(1).lower() in ("1", "true", "enabled", "on")
+
+
+@_rule("gguf", r"\bn_ubatch\s*=\s*(\d+)")
+def _ubatch(m, cfg, figs, n, t):
+    cfg["n_ubatch"] = int(m.group(1))
+
+
+@_rule("gguf", r"layer\s+(\d+): n_embd_k_gqa = (\d+), n_embd_v_gqa = (\d+)")
+def _layer_dims(m, cfg, figs, n, t):
+    cfg.setdefault("layer_dims", {})[int(m.group(1))] = (int(m.group(2)), int(m.group(3)))
+
+
+@_rule("gguf", r"(?:print_info|llm_load_print_meta): (n_layer|n_embd_k_gqa|n_embd_v_gqa|n_head_kv)\s*=\s*(\d+)\s*$")
+def _meta(m, cfg, figs, n, t):
+    cfg[m.group(1)] = int(m.group(2))
+
+
+@_rule("gguf", r"general\.name\s*=\s*(.+?)\s*$")
+def _gname(m, cfg, figs, n, t):
+    cfg.setdefault("model_name", m.group(1))
+
+
+@_rule("gguf", r"(\w+) KV buffer size\s*=\s*" + _NUM + r" MiB")
+def _kv_buf(m, cfg, figs, n, t):
+    _add(figs, f"KV buffer ({m.group(1)})", _f(m.group(2)) * MiB, "B", n, t)
+
+
+@_rule("gguf", r"KV self size\s*=\s*" + _NUM + r" MiB, K \((\w+)\):\s*" + _NUM + r" MiB, V \((\w+)\):\s*" + _NUM + " MiB")
+def _kv_self(m, cfg, figs, n, t):
+    cfg["type_k"], cfg["type_v"] = m.group(2), m.group(4)
+    _add(figs, "KV total", _f(m.group(1)) * MiB, "B", n, t)
+    _add(figs, "K", _f(m.group(3)) * MiB, "B", n, t)
+    _add(figs, "V", _f(m.group(5)) * MiB, "B", n, t)
+
+
+@_rule("gguf", r"size =\s*" + _NUM + r" MiB \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+)/\s*(\d+) seqs\), K \((\w+)\):\s*"
+       + _NUM + r" MiB, V \((\w+)\):\s*" + _NUM + " MiB")
+def _kv_size(m, cfg, figs, n, t):
+    cfg["cells"], cfg["kv_layers"], cfg["n_seq_max"] = int(m.group(2)), int(m.group(3)), int(m.group(5))
+    cfg["type_k"], cfg["type_v"] = m.group(6), m.group(8)
+    _add(figs, "KV total", _f(m.group(1)) * MiB, "B", n, t)
+    _add(figs, "K", _f(m.group(7)) * MiB, "B", n, t)
+    _add(figs, "V", _f(m.group(9)) * MiB, "B", n, t)
+
+
+@_rule("gguf", r"(\w+)\s+compute buffer size\s*=\s*" + _NUM + " MiB")
+def _compute(m, cfg, figs, n, t):
+    _add(figs, f"compute buffer ({m.group(1)})", _f(m.group(2)) * MiB, "B", n, t)
+
+
+@_rule("gguf", r"(\w+)\s+output buffer size\s*=\s*" + _NUM + " MiB")
+def _output(m, cfg, figs, n, t):
+    _add(figs, f"output buffer ({m.group(1)})", _f(m.group(2)) * MiB, "B", n, t)
+
+
+@_rule("gguf", r"(\w+)\s+input buffer size\s*=\s*" + _NUM + " MiB")
+def _input(m, cfg, figs, n, t):
+    _add(figs, f"input buffer ({m.group(1)})", _f(m.group(2)) * MiB, "B", n, t)
+
+
+@_rule("gguf", r"(?:load_tensors|llm_load_tensors):\s+(\w+)(?: model)? buffer size\s*=\s*" + _NUM + " MiB")
+def _model_buf(m, cfg, figs, n, t):
+    _add(figs, f"model buffer ({m.group(1)})", _f(m.group(2)) * MiB, "B", n, t)
+
+
+@_rule("gguf", r"offloaded (\d+)/(\d+) layers to GPU")
+def _offload(m, cfg, figs, n, t):
+    cfg["n_gpu_layers"], cfg["n_layer_total"] = int(m.group(1)), int(m.group(2))
+
+
+# vLLM
+@_rule("vllm", r"(?:Model loading took|Loading model weights took)\s+" + _NUM + r"\s*(GiB|GB)")
+def _v_weights(m, cfg, figs, n, t):
+    _add(figs, "weights", _f(m.group(1)) * GiB, "B", n, t)        # vLLM's "GB" is GiB (divides by 2^30)
+
+
+@_rule("vllm", r"Available KV cache memory:\s*" + _NUM + r"\s*GiB")
+def _v_avail(m, cfg, figs, n, t):
+    _add(figs, "available KV memory", _f(m.group(1)) * GiB, "B", n, t)
+
+
+@_rule("vllm", r"kv_cache_size=" + _NUM + r"GiB")
+def _v_avail0(m, cfg, figs, n, t):
+    _add(figs, "available KV memory", _f(m.group(1)) * GiB, "B", n, t)
+
+
+@_rule("vllm", r"GPU KV cache size:\s*" + _NUM + r" tokens")
+def _v_tokens(m, cfg, figs, n, t):
+    _add(figs, "KV cache tokens", _f(m.group(1)), "tokens", n, t)
+
+
+@_rule("vllm", r"GPU blocks:\s*(\d+)")
+def _v_blocks(m, cfg, figs, n, t):
+    _add(figs, "KV cache blocks", _f(m.group(1)), "blocks", n, t)
+
+
+@_rule("vllm", r"Maximum concurrency for " + _NUM + r" tokens per request:\s*" + _NUM + "x")
+def _v_conc(m, cfg, figs, n, t):
+    cfg["max_model_len"] = int(_f(m.group(1)))
+    _add(figs, "maximum concurrency", _f(m.group(2)), "x", n, t)
+
+
+@_rule("vllm", r"(?:total_gpu_memory)=" + _NUM + "GiB")
+def _v_total(m, cfg, figs, n, t):
+    cfg["total_gpu_memory_bytes"] = _f(m.group(1)) * GiB
+
+
+@_rule("vllm", r"(?:non_torch_memory|peak_torch_memory|initial_memory_usage|memory_usage_post_profile)=" + _NUM + "GiB")
+def _v_profile(m, cfg, figs, n, t):
+    for k, v in re.findall(r"(non_torch_memory|peak_torch_memory)=([\d.]+)GiB", t):
+        cfg[k + "_bytes"] = float(v) * GiB
+
+
+@_rule("vllm", r"gpu_memory_utilization[=:'\" ]+([\d.]+)")
+def _v_util(m, cfg, figs, n, t):
+    cfg["gpu_memory_utilization"] = float(m.group(1))
+
+
+@_rule("vllm", r"(?:tensor_parallel_size[=:'\" ]+|--tensor-parallel-size\s+|--tp(?:-size)?\s+|tp_size=)(\d+)")
+def _v_tp(m, cfg, figs, n, t):
+    cfg["tp"] = int(m.group(1))
+
+
+@_rule("vllm", r"(?:pipeline_parallel_size[=:'\" ]+|--pipeline-parallel-size\s+)(\d+)")
+def _v_pp(m, cfg, figs, n, t):
+    cfg["pp"] = int(m.group(1))
+
+
+@_rule("vllm", r"kv_cache_dtype[=:'\" ]+(\w+)")
+def _v_kvd(m, cfg, figs, n, t):
+    cfg["kv_cache_dtype"] = m.group(1)
+
+
+@_rule("vllm", r"(?:\bmodel=|'model': |--model(?:-path)? |vllm serve |MODEL: )'?\"?([\w./\-]+)")
+def _v_model(m, cfg, figs, n, t):
+    cfg.setdefault("model_name", m.group(1).rstrip("'\","))
+
+
+# SGLang
+@_rule("sglang", r"Load weight end\..*?avail mem=" + _NUM + r" GB, mem usage=" + _NUM + " GB")
+def _s_weights(m, cfg, figs, n, t):
+    cfg["avail_after_load_bytes"] = _f(m.group(1)) * GiB
+    _add(figs, "weights", _f(m.group(2)) * GiB, "B", n, t)
+
+
+@_rule("sglang", r"KV Cache is allocated\.(?: dtype: ([\w.]+),)? #tokens: (\d+), K size: " + _NUM + " GB, V size: "
+       + _NUM + " GB")
+def _s_kv(m, cfg, figs, n, t):
+    if m.group(1):
+        cfg["kv_cache_dtype"] = m.group(1).replace("torch.", "")
+    cfg["pool_tokens"] = int(m.group(2))
+    _add(figs, "pool tokens", float(m.group(2)), "tokens", n, t)
+    _add(figs, "K", _f(m.group(3)) * GiB, "B", n, t)
+    _add(figs, "V", _f(m.group(4)) * GiB, "B", n, t)
+
+
+@_rule("sglang", r"Memory pool end\. avail mem=" + _NUM + " GB")
+def _s_pool_end(m, cfg, figs, n, t):
+    _add(figs, "free after pool", _f(m.group(1)) * GiB, "B", n, t)
+
+
+@_rule("sglang", r"mem[_-]fraction[_-]static[= ]+([\d.]+)")
+def _s_frac(m, cfg, figs, n, t):
+    cfg["mem_fraction_static"] = float(m.group(1))
+
+
+_FAMILY = {"ollama": ("gguf",), "llama.cpp": ("gguf",), "vllm": ("vllm",), "sglang": ("sglang", "vllm")}
+
+
+def parse_log(text: str, engine: str | None = None) -> tuple[str, dict[str, Any], list[Logged], list[str]]:
+    """(engine, configuration, memory figures, unknown memory-looking lines) from a log's text."""
+    eng = engine or detect_engine(text)
+    if eng not in ENGINES_READ:
+        raise K3InputError("engine", f"{engine!r} is not an engine check-log reads", ", ".join(ENGINES_READ))
+    fams = _FAMILY[eng]
+    cfg: dict[str, Any] = {}
+    figs: list[Logged] = []
+    unknown: list[str] = []
+    header = True
+    for n, line in enumerate(text.splitlines(), 1):
+        if header and line.startswith("#"):
+            continue                                   # a leading comment block (fixtures: the source)
+        header = False
+        hit = False
+        for fam, pat, fn in _PATTERNS:
+            if fam not in fams:
+                continue
+            m = pat.search(line)
+            if m:
+                fn(m, cfg, figs, n, line)
+                hit = True
+        if not hit and _MEMORY_HINT.search(line) and re.search(r"\d", line):
+            unknown.append(f"{n}: {line.strip()[:160]}")
+    return eng, cfg, figs, unknown
+
+
+# ----------------------------------------------------------------------------- predicting
+
+def _row(component: str, logged: float, predicted: float, unit: str, tol: float, rule: str) -> CheckRow:
+    err = 100.0 * (predicted - logged) / logged if logged else 0.0
+    return CheckRow(component, logged, predicted, unit, round(err, 3), tol, abs(err) <= tol, rule)
+
+
+def _resolve(name: str | None, given: Any):
+    """An architecture from ``given`` (id, path or LoadedModel) or the log's model name; None if unknown."""
+    from k3lib.core.models import get_model
+    from k3lib.engines.base import _resolve_model
+
+    if given is not None:
+        if isinstance(given, (str, Path)) and Path(str(given)).suffix == ".json" and Path(str(given)).exists():
+            from k3lib.loaders import load_config
+            return load_config(given)
+        return _resolve_model(given)[0] if not isinstance(given, str) else get_model(given)
+    if not name:
+        return None
+    base = name.rstrip("/").split("/")[-1]
+    for cand in (name, base, re.sub(r"^Meta-", "", base), re.sub(r"-(Instruct|Chat|it)$", "", base, flags=re.I),
+                 re.sub(r"-(Instruct|Chat|it)$", "", re.sub(r"^Meta-", "", base), flags=re.I)):
+        try:
+            return get_model(cand)
+        except K3InputError:
+            continue
+    return None
+
+
+def _fig(figs: list[Logged], q: str) -> list[Logged]:
+    return [f for f in figs if f.quantity == q]
+
+
+def _check_gguf(cfg, figs, arch, rows, missing, notes):
+    from k3lib.engines.llamacpp import _llamacpp_row_bytes
+
+    bufs = [f for f in figs if f.quantity.startswith("KV buffer (")]
+    for f in _fig(figs, "KV total"):
+        if bufs:
+            rows.append(_row("KV buffers summed over devices", f.value, sum(b.value for b in bufs), "B",
+                             KV_TOLERANCE_PCT, "llama.cpp allocates each layer's K and V on the device of its "
+                             "layer (-ngl / partial offload), so the per-device KV buffers add up to the total"))
+    for f in figs:
+        if f.quantity.startswith(("compute buffer", "output buffer", "input buffer", "model buffer")):
+            missing.append(f"{f.quantity} = {f.value / MiB:,.2f} MiB: not predicted from a log (the compute graph "
+                           "and the GGUF's tensor types are not in it)")
+    cells = cfg.get("cells") or cfg.get("n_ctx")
+    tk, tv = (cfg.get("type_k") or "f16").lower(), (cfg.get("type_v") or "f16").lower()
+    dims = cfg.get("layer_dims")
+    if dims:
+        k_rows = [d[0] for d in dims.values()]
+        v_rows = [d[1] for d in dims.values()]
+        n_layers = max(dims) + 1
+        if len(dims) < n_layers:                       # an excerpt: the layers shown repeat one shape
+            k_rows = [k_rows[0]] * n_layers
+            v_rows = [v_rows[0]] * n_layers
+            notes.append(f"{len(dims)} of {n_layers} per-layer lines in the log; the others taken as the same shape")
+        source = "the log's per-layer n_embd_k_gqa / n_embd_v_gqa"
+    elif cfg.get("n_layer") and cfg.get("n_embd_k_gqa"):
+        n_layers = cfg["n_layer"]
+        k_rows = [cfg["n_embd_k_gqa"]] * n_layers
+        v_rows = [cfg.get("n_embd_v_gqa", cfg["n_embd_k_gqa"])] * n_layers
+        source = "the log's n_layer × n_embd_k_gqa"
+    elif arch is not None:
+        k_rows, v_rows = [], []
+        for g in arch.attention:
+            if g.kind in ("full", "sliding"):
+                k_rows += [g.kv_heads * g.head_dim] * g.count
+                v_rows += [g.kv_heads * (g.v_head_dim or g.head_dim)] * g.count
+            elif g.kind == "mla":
+                k_rows += [g.kv_lora_rank + g.qk_rope_head_dim] * g.count
+                v_rows += [g.kv_lora_rank] * g.count
+        if any(g.kind == "sliding" for g in arch.attention):
+            notes.append("sliding-window layers costed at the full context here (iSWA logs print two caches)")
+        source = f"{arch.id}'s architecture"
+    else:
+        missing.append("K and V: the log names no layer shapes and no known model (pass --model)")
+        return
+    if not cells:
+        missing.append("K and V: the log has no n_ctx or cell count")
+        return
+    k_pred = sum(cells * _llamacpp_row_bytes(tk, r) for r in k_rows)
+    v_pred = sum(cells * _llamacpp_row_bytes(tv, r) for r in v_rows)
+    rule = (f"llama.cpp src/llama-kv-cache.cpp: cells ({cells:,}) × Σ layers row bytes of {{}} ({{}}), rows from "
+            f"{source}")
+    for q, pred, t in (("K", k_pred, tk), ("V", v_pred, tv)):
+        for f in _fig(figs, q):
+            rows.append(_row(f"{q} cache", f.value, pred, "B", KV_TOLERANCE_PCT, rule.format(q, t)))
+    for f in _fig(figs, "KV total"):
+        rows.append(_row("KV total", f.value, k_pred + v_pred, "B", KV_TOLERANCE_PCT, "K + V"))
+
+
+def _check_vllm(cfg, figs, arch, rows, missing, notes):
+    from k3lib.engines.vllm import vllm_kv_layout, vllm_kv_tokens_interval, vllm_weights_bytes_per_rank
+
+    if arch is None:
+        missing.append(f"every figure: model {cfg.get('model_name')!r} is not a built-in model (pass --model)")
+        return
+    tp = cfg.get("tp", 1)
+    kv = cfg.get("kv_cache_dtype", "auto")
+    kv = "auto" if kv in ("auto", "bfloat16", "float16") else kv
+    for f in _fig(figs, "weights"):
+        w = vllm_weights_bytes_per_rank(arch, tp=tp)["total"]
+        rows.append(_row("weights per rank", f.value, w, "B", WEIGHTS_TOLERANCE_PCT,
+                         f"vLLM weights rule (vocab padded to 64, sharded ÷ TP={tp}, replicated parts whole)"))
+    avail = _fig(figs, "available KV memory")
+    if not avail:
+        missing.append("KV tokens/blocks: the log prints no available KV memory")
+        return
+    a = avail[-1].value
+    lay = vllm_kv_layout(arch, tp=tp, kv_dtype=kv)
+    lo, hi = vllm_kv_tokens_interval(arch, printed_gib=a / GiB, tp=tp, kv_dtype=kv)
+    for f in _fig(figs, "KV cache tokens"):
+        pred = lay.tokens(int(a))
+        r = _row("KV cache tokens", f.value, pred, "tokens", KV_TOLERANCE_PCT,
+                 f"⌊available ÷ ({lay.page_bytes:,} B page × {lay.group_size} layers)⌋ ÷ {lay.num_groups} group(s) "
+                 f"× {lay.block_tokens}; the printed GiB (2 decimals) allows {lo:,}–{hi:,}")
+        rows.append(r if r.within or not (lo <= f.value <= hi) else dataclasses.replace(r, within=True))
+    for f in _fig(figs, "KV cache blocks"):
+        pred = lay.num_blocks(int(a))
+        blo, bhi = lay.num_blocks(int(a - 0.005 * GiB)), lay.num_blocks(int(a + 0.005 * GiB))
+        r = _row("KV cache blocks", f.value, pred, "blocks", KV_TOLERANCE_PCT,
+                 f"⌊available ÷ ({lay.page_bytes:,} B × {lay.group_size} layers)⌋ (vLLM V0 prints blocks); "
+                 f"the printed GiB allows {blo:,}–{bhi:,}")
+        rows.append(r if r.within or not (blo <= f.value <= bhi) else dataclasses.replace(r, within=True))
+
+
+def _check_sglang(cfg, figs, arch, rows, missing, notes):
+    if arch is None:
+        missing.append(f"every figure: model {cfg.get('model_name')!r} is not a built-in model (pass --model)")
+        return
+    from k3lib.engines.base import _kv_bytes_per_element
+
+    tp = cfg.get("tp", 1)
+    kvd = cfg.get("kv_cache_dtype", "auto")
+    kv_b = 1.0 if "float8" in kvd or kvd.startswith("fp8") else _kv_bytes_per_element("auto", 2)
+    tokens = cfg.get("pool_tokens")
+    k_cell = v_cell = 0.0
+    for g in arch.attention:
+        if g.kind == "mla":
+            k_cell += g.count * (g.kv_lora_rank + g.qk_rope_head_dim) * kv_b
+        elif g.kind in ("full", "sliding"):
+            h = max(1, g.kv_heads // tp)
+            k_cell += g.count * h * g.head_dim * kv_b
+            v_cell += g.count * h * (g.v_head_dim or g.head_dim) * kv_b
+    rule = (f"SGLang srt/mem_cache/memory_pool.py: #tokens ({tokens:,}) × layers × max(1, KV heads ÷ TP={tp}) × head "
+            f"dim × {kv_b:g} B" if tokens else "")
+    for q, cell in (("K", k_cell), ("V", v_cell)):
+        for f in _fig(figs, q):
+            rows.append(_row(f"{q} pool", f.value, tokens * cell, "B", KV_TOLERANCE_PCT, rule))
+    for f in _fig(figs, "weights"):
+        from k3lib.engines.vllm import vllm_weights_bytes_per_rank
+        w = vllm_weights_bytes_per_rank(arch, tp=tp)["total"]
+        rows.append(_row("weights per rank", f.value, w, "B", WEIGHTS_TOLERANCE_PCT,
+                         "weights sharded ÷ TP like vLLM (SGLang's mem usage also holds the CUDA context)"))
+    for q in ("pool tokens", "free after pool"):
+        for f in _fig(figs, q):
+            missing.append(f"{q} = {f.value:,.0f}{' B' if f.unit == 'B' else ''}: needs the GPU's free memory "
+                           "before loading, which the log does not print")
+
+
+def check_log(text: str, *, engine: str | None = None, model: Any = None, **overrides: Any) -> LogCheck:
+    """Read ``text`` (an engine log) and compare every memory figure with the profile's prediction.
+
+    ``model`` names the model when the log does not (a built-in id, a config.json path);
+    ``overrides`` replace configuration read from the log (``tp``, ``n_ctx``, ``type_k``…).
+    """
+    eng, cfg, figs, unknown = parse_log(text, engine)
+    cfg.update({k: v for k, v in overrides.items() if v is not None})
+    if not figs:
+        raise K3InputError("LOG", f"the {eng} log has no memory line check-log knows",
+                           "a log with its model-loading and KV-cache lines")
+    arch = _resolve(cfg.get("model_name"), model)
+    if arch is not None and hasattr(arch, "require_architecture"):
+        arch = arch.require_architecture()
+    rows: list[CheckRow] = []
+    missing: list[str] = []
+    notes: list[str] = []
+    {"ollama": _check_gguf, "llama.cpp": _check_gguf, "vllm": _check_vllm, "sglang": _check_sglang}[eng](
+        cfg, figs, arch, rows, missing, notes)
+    cfg_out = {k: v for k, v in cfg.items() if k != "layer_dims"}
+    if "layer_dims" in cfg:
+        cfg_out["layers_in_log"] = len(cfg["layer_dims"])
+    return LogCheck(eng, cfg_out, tuple(figs), tuple(rows), tuple(missing), tuple(unknown),
+                    getattr(arch, "id", None), tuple(notes))
+
+
+# ----------------------------------------------------------------------------- showing
+
+def _fmt(v: float, unit: str) -> str:
+    return f"{v / MiB:,.2f} MiB" if unit == "B" else f"{v:,.0f} {unit}"
+
+
+def render_log_check(chk: LogCheck, *, max_unknown: int = 20) -> str:
+    """Plain-text report: configuration, logged vs predicted per component, what was not predicted, unknown lines."""
+    out = [f"engine: {chk.engine}   model: {chk.model_id or 'not identified'}",
+           "configuration read: " + (", ".join(f"{k}={v}" for k, v in chk.config.items()) or "none")]
+    if chk.rows:
+        out.append(f"{'component':<32}{'logged':>18}{'predicted':>18}{'error':>9}  within")
+        for r in chk.rows:
+            out.append(f"{r.component:<32}{_fmt(r.logged, r.unit):>18}{_fmt(r.predicted, r.unit):>18}"
+                       f"{r.error_pct:>8.2f}%  {'yes' if r.within else 'NO'} (±{r.tolerance_pct:g} %)")
+            out.append(f"    rule: {r.rule}")
+        out.append(f"{chk.within_count} of {len(chk.rows)} figures within tolerance")
+    for n in chk.notes:
+        out.append(f"note: {n}")
+    for m in chk.not_predicted:
+        out.append(f"not predicted: {m}")
+    if chk.unknown_lines:
+        out.append(f"{len(chk.unknown_lines)} memory-looking line(s) not understood (listed, not guessed):")
+        out.extend("    " + u for u in chk.unknown_lines[:max_unknown])
+        if len(chk.unknown_lines) > max_unknown:
+            out.append(f"    … {len(chk.unknown_lines) - max_unknown} more")
+    return "\n".join(out)
+
+
+def add_check_log_parser(sub) -> None:
+    """Register ``k3plan check-log LOG`` on an argparse subparsers object (cli.build_parser)."""
+    p = sub.add_parser("check-log", help="read an engine log and compare its memory lines with the prediction",
+                       description="Read a vLLM, SGLang, llama.cpp or Ollama log: its configuration and every "
+                                   "memory line, predicted vs logged per component with the error and the rule. "
+                                   "Lines not understood are listed, not guessed.")
+    p.add_argument("log", metavar="LOG", help="the log file ('-' for standard input)")
+    p.add_argument("--engine", default=None, help="vllm, sglang, llama.cpp or ollama (default: detected)")
+    p.add_argument("--model", default=None, help="the model when the log does not name it (a built-in id)")
+    p.add_argument("--tp", type=int, default=None, help="tensor-parallel size when the log does not say")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_check_log)
+
+
+def cmd_check_log(args: argparse.Namespace) -> int:
+    import json
+    import sys
+
+    if args.log == "-":
+        text = sys.stdin.read()
+    else:
+        path = Path(args.log)
+        if not path.is_file():
+            raise K3InputError("LOG", f"{args.log!r} is not a readable file", "a path to an engine log, or -")
+        text = path.read_text(encoding="utf-8", errors="replace")
+    chk = check_log(text, engine=args.engine, model=args.model, tp=args.tp)
+    if args.json:
+        print(json.dumps({"engine": chk.engine, "model": chk.model_id, "config": chk.config,
+                          "rows": [dataclasses.asdict(r) for r in chk.rows], "not_predicted": list(chk.not_predicted),
+                          "unknown_lines": list(chk.unknown_lines), "notes": list(chk.notes)}, indent=2, default=str))
+    else:
+        print(render_log_check(chk))
+    return 0
+
+
+__all__ = ["check_log", "parse_log", "detect_engine", "render_log_check", "add_check_log_parser", "cmd_check_log",
+           "LogCheck", "CheckRow", "Logged", "KV_TOLERANCE_PCT", "WEIGHTS_TOLERANCE_PCT"]
