@@ -133,7 +133,7 @@ def layout_explorer(**initial: Any):
         "model": w.Dropdown(options=LAYOUT_MODELS, value=v["model"], description="model"),
         "gpu": w.Dropdown(options=LAYOUT_GPUS, value=v["gpu"], description="GPU"),
         "nodes": w.Dropdown(options=NODES, value=c.nodes, description="nodes"),
-        "tp": w.Dropdown(options=c.tp_options, value=c.tp, description="TP (in a node)", style=WIDE),
+        "tp": w.Dropdown(options=c.tp_options, value=c.tp, description="TP"),
         "pp": w.Dropdown(options=c.pp_options, value=c.pp, description="PP"),
         "ep": w.Dropdown(options=c.ep_options, value=c.ep, description="EP"),
         "weights": w.Dropdown(options=WEIGHTS, value=v["weights"], description="weights"),
@@ -171,7 +171,7 @@ def layout_explorer(**initial: Any):
         ctl.observe(update, names="value")
     update()
     names = list(controls)
-    box.children = [w.HBox([controls[n] for n in names[i:i + 3]]) for i in range(0, len(names), 3)] + [summary, out]
+    box.children = [w.HBox([controls[n] for n in names[i:i + 3]]) for i in range(0, len(names), 3)] + [w.HBox([summary]), out]
     box.controls, box.summary, box.output = controls, summary, out
     return box
 
