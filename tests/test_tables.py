@@ -269,3 +269,17 @@ def test_budget_frame_long_form():
     assert set(df["available_GiB"]) == {80.0}
     with pytest.raises(K3InputError, match="per"):
         tables.budget_frame(plan, per="node")
+
+
+def test_plan_table_says_when_the_kv_total_sums_tp_copies():
+    from k3lib.core.plan import make_plan
+
+    real = make_plan(model="kimi-k3", gpu="h200", gpus=16, nodes=2, weights="native", kv_dtype="bf16", context="1M")
+    df = tables.plan_table(real)
+    assert "KV cache" not in df.index and "KV cache, copies summed" in df.index
+    # one copy of the MLA latent: 24 layers × (512 + 64) × 2 B × 2^20 tokens = 27.0 GiB; TP 8 holds 8 copies
+    one_copy_mla_gib = 24 * (512 + 64) * 2 * 2**20 / 2**30
+    assert one_copy_mla_gib == 27.0
+    assert df.loc["KV cache, copies summed", "total_GiB"] >= 8 * one_copy_mla_gib
+    guide = tables.plan_table(tables.guide_000_plan(gpus=6))      # a guide profile splits its KV evenly
+    assert guide.loc["KV cache", "total_GiB"] == 32.0

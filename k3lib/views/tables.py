@@ -114,9 +114,18 @@ def guide_000_plan(*, gpus: int = 6, assumptions: Assumptions | None = GUIDE_000
 
 
 def plan_table(plan: Plan, *, unit: str = "GiB") -> pd.DataFrame:
-    """The plan's budget: one row per component, over all GPUs and on one GPU."""
+    """The plan's budget: one row per component, over all GPUs and on one GPU.
+
+    Where tensor parallelism cannot split the cache (MLA's latent: every TP rank holds it
+    whole), the all-GPU KV figure counts each copy, and the row says so
+    ("KV cache, copies summed"); one copy is :func:`kv_cache_bytes`.
+    """
     t, g = plan.total, plan.per_gpu
-    rows = [("weights", t.weights_bytes, g.weights_bytes), ("KV cache", t.kv_cache_bytes, g.kv_cache_bytes),
+    one_copy = kv_cache_bytes(plan.model, context_tokens=plan.context_tokens, batch=plan.batch,
+                              kv_dtype=get_kv_dtype(plan.kv_dtype),
+                              state_bytes_per_element=plan.assumptions.state_bytes_per_element)
+    kv_label = "KV cache, copies summed" if t.kv_cache_bytes > one_copy else "KV cache"
+    rows = [("weights", t.weights_bytes, g.weights_bytes), (kv_label, t.kv_cache_bytes, g.kv_cache_bytes),
             ("activation", t.activation_bytes, g.activation_bytes),
             ("overhead", t.overhead_bytes, g.overhead_bytes), ("total", t.total_bytes, g.total_bytes),
             ("available", t.available_bytes, g.available_bytes), ("headroom", t.headroom_bytes, g.headroom_bytes)]
