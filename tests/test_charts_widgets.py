@@ -223,3 +223,13 @@ def test_layout_explorer_fixes_the_others_and_never_stays_on_an_error():
     for nodes in (1, 2, 6, 1):
         ctl["nodes"].value = nodes
         assert box.last_message is None, box.last_message     # every change draws a chart
+
+
+def test_kv_vs_tp_legend_draws_line_styles_not_black_dots():
+    from k3lib.studies.parallel import kv_per_gpu_vs_tp
+    from k3lib.views.charts_parallel import kv_vs_tp_chart
+
+    spec = kv_vs_tp_chart(kv_per_gpu_vs_tp(["kimi-k3", "llama-3.1-70b"], tps=[1, 2, 4, 8])).to_dict()
+    legend = spec["encoding"]["strokeDash"]["legend"]
+    assert legend["symbolType"] == "stroke" and legend["symbolFillColor"] == "transparent"
+    assert spec["encoding"]["x"]["axis"]["values"] == [1, 2, 4, 8]     # ticks at the TP sizes, not 1.5, 2.5…

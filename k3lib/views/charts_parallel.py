@@ -58,10 +58,14 @@ def kv_vs_tp_chart(df, *, unit: str = "GiB", title: str = "KV cache per GPU agai
     rule = f"guide rule: total ÷ TP ({unit})"
     long = df.melt(id_vars=["model", "TP"], value_vars=[actual, rule], var_name="how", value_name=unit)
     return alt.Chart(long).mark_line(point=True).encode(
-        x=alt.X("TP:Q", scale=alt.Scale(type="log", base=2), title="tensor-parallel size (TP)"),
+        x=alt.X("TP:Q", scale=alt.Scale(type="log", base=2), title="tensor-parallel size (TP)",
+                axis=alt.Axis(values=sorted(set(long["TP"])), format="d")),
         y=alt.Y(f"{unit}:Q", title=f"KV cache per GPU ({unit})"),
-        color=alt.Color("model:N"),
-        strokeDash=alt.StrokeDash("how:N", title=None),
+        color=alt.Color("model:N", legend=alt.Legend(labelLimit=0)),
+        # the legend draws each line style as a dashed or solid stroke (not the points' black dot)
+        strokeDash=alt.StrokeDash("how:N", title=None, legend=alt.Legend(
+            symbolType="stroke", symbolStrokeColor="#555", symbolFillColor="transparent", symbolStrokeWidth=2,
+            symbolSize=400, labelLimit=0)),
         tooltip=["model:N", "TP:Q", "how:N", alt.Tooltip(f"{unit}:Q", format=",.2f")],
     ).properties(title=title, width=420)
 
