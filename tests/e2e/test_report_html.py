@@ -1,8 +1,8 @@
-"""A generated HTML report, opened from a file:// URL with networking off: its charts render.
+"""A generated HTML report, opened from a file:// URL with networking off: its charts render,
+and its dollar amounts show as text (no MathJax turns "$180,000 … $30,000" into math).
 
-The report comes from :func:`k3lib.report.run_report` (issue 6) with the report notebook's own
-defaults. Where that is not available yet, notebook 00 (else the e2e fixture notebook) is run
-and exported with nbconvert, inputs excluded: the same kind of page.
+The report comes from :func:`k3lib.report.run_report` with the report notebook's own defaults
+(guide 000's worked example).
 
 Networking off: the browser context is offline and routes every request; anything that is not
 file:, data: or blob: is logged, aborted, and fails the test.
@@ -18,21 +18,9 @@ from pathlib import Path
 import pytest
 
 from .checks import check_chart_html, check_page_charts
-from .conftest import ARTIFACTS, ROOT, missing_browser_reason
+from .conftest import ARTIFACTS, missing_browser_reason
 
 pytestmark = pytest.mark.browser
-
-
-def _export_notebook(nb_path: Path, out_html: Path) -> None:
-    """Run ``nb_path`` (in a temporary copy of its folder) and export it to HTML, no inputs."""
-    import nbformat
-    from nbconvert import HTMLExporter
-    from nbconvert.preprocessors import ExecutePreprocessor
-
-    nb = nbformat.read(nb_path, as_version=4)
-    ExecutePreprocessor(timeout=300, kernel_name="python3").preprocess(nb, {"metadata": {"path": str(nb_path.parent)}})
-    body, _ = HTMLExporter(exclude_input=True).from_notebook_node(nb)
-    out_html.write_text(body, encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -41,33 +29,13 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     reason = missing_browser_reason()
     if reason:  # skip before spending the time to generate it
         pytest.skip(reason)
-    folder = tmp_path_factory.mktemp("report")
-    out = folder / "report.html"
-    try:
-        from k3lib import report as k3report
-        run_report = k3report.run_report
-        defaults = dict(k3report.NOTEBOOK_DEFAULTS)
-        available = Path(k3report.REPORT_NOTEBOOK).exists()
-    except (ImportError, AttributeError):
-        available = False
-    if available:
-        run_report(defaults, out)
-        how = "k3lib.report.run_report(NOTEBOOK_DEFAULTS)"
-    else:
-        from .fixture_notebook import write_fixture_notebook
+    from k3lib import report as k3report
 
-        nb00 = ROOT / "notebooks" / "00-vram-anatomy.ipynb"
-        work = folder / "notebooks"
-        if nb00.exists():
-            shutil.copytree(ROOT / "notebooks", work)
-            src, how = work / nb00.name, "nbconvert --execute --no-input notebooks/00-vram-anatomy.ipynb"
-        else:
-            work.mkdir()
-            src, how = write_fixture_notebook(work), "nbconvert --execute --no-input (e2e fixture notebook)"
-        _export_notebook(src, out)
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    k3report.run_report(dict(k3report.NOTEBOOK_DEFAULTS), out)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shutil.copy(out, ARTIFACTS / "report.html")
-    return out, how
+    return out, "k3lib.report.run_report(NOTEBOOK_DEFAULTS)"
 
 
 def test_report_charts_render_offline(report, offline_page, artifacts):
@@ -88,6 +56,9 @@ def test_report_charts_render_offline(report, offline_page, artifacts):
     # Networking off: nothing but file:/data:/blob: was even attempted.
     assert net.outside() == [], f"{how}: requests left the file: {net.outside()}"
     assert net.blocked == []
+    # 6 × $30,000 (data/hardware.csv's H100 price) = $180,000, shown as text, not typeset as math
+    assert "$180,000 (6 × $30,000, catalogue price)" in page.inner_text("body")
+    assert page.locator("mjx-container, .MathJax, math").count() == 0
     print(f"{how}: {verdict.drawn} charts drawn, {len(net.requests)} requests, all file:/data:")
 
 
