@@ -9,8 +9,8 @@ The guides are articles we quote, not ours to copy:
 SHA-256 of each of its lines (whitespace-normalised), and the SHA-256 of every quote, section
 and device name in ``data/`` that was found in the text when the fixture was last written.
 
-* With the guide texts at hand (``K3_SEEDS_DIR``, or ``../shared/seeds`` beside the checkout,
-  as in our CI) a check reads the text itself, and also checks the text is the one the
+* With the guide texts at hand (``K3_SEEDS_DIR``, or the seeds folder our CI keeps beside the checkout)
+  a check reads the text itself, and also checks the text is the one the
   fixture was written from.
 * Without them (a fresh clone) a check compares hashes: a quote edited since it was checked
   against the guide, or a new one never checked, fails.
