@@ -474,6 +474,14 @@ def test_yaml_alias_bomb_fails_fast_with_a_named_error(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_cli_alias_bomb_is_exit_2_with_one_line(tmp_path, capsys):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(billion_laughs(), encoding="utf-8")
+    assert main(["report", "--scenarios", str(path), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("k3plan: error: scenarios:") and "aliases" in err and err.count("\n") == 1
+
+
 def test_yaml_alias_expansion_is_bounded_below_the_alias_count(tmp_path):
     """Few aliases, wide lists: 5 levels × 6 aliases = 30 aliases (under the bound) but
     1,000 × 6^5 ≈ 7.8 million nodes once expanded — refused on the expanded size."""

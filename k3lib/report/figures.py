@@ -23,8 +23,8 @@ def max_context_tokens(plan) -> int:
     >>> from k3lib.core.plan import make_plan, Assumptions
     >>> p = make_plan(model="kimi-k3@guide-000", weights="q4", kv_dtype="fp8", context="256K", gpus=6,
     ...               assumptions=Assumptions(activation_bytes=10 * 2**30, overhead_total_bytes=48 * 2**30))
-    >>> max_context_tokens(p)  # (480 - 325 - 10 - 48) GiB / 131,072 B per token = 794,624 = 776K
-    794624
+    >>> max_context_tokens(p)  # (480 - 325 - 10 - 48) GiB / 131,072 B = 794,624 = 776K; ceil per GPU → 775K
+    793600
     """
     from k3lib.core.search import max_context_tokens as search_max_context
 
