@@ -47,3 +47,44 @@ def test_gb_vs_gib():
 def test_positive_int(bad):
     with pytest.raises(K3InputError, match="^gpus:"):
         parse_positive_int(bad, "gpus")
+
+
+# --- hostile and careless input (issue 14): ASCII digits only, physical upper bounds ---------------
+
+@pytest.mark.parametrize("bad", ["٨", "٨٨٨", "８", "१२", "1e6", "1E3", "0x10", "inf", "nan", "9" * 65])
+def test_counts_take_ascii_decimal_digits_only(bad):
+    with pytest.raises(K3InputError, match="^batch:"):
+        parse_positive_int(bad, "batch")
+
+
+@pytest.mark.parametrize("field, bound", [("gpus", 4096), ("tp", 4096), ("pp", 4096), ("nodes", 4096),
+                                          ("max_gpus", 4096), ("batch", 2**20)])
+def test_counts_have_a_physical_upper_bound(field, bound):
+    assert parse_positive_int(str(bound), field) == bound
+    with pytest.raises(K3InputError, match=f"^{field}: .*more than"):
+        parse_positive_int(str(bound + 1), field)
+    with pytest.raises(K3InputError, match=f"^{field}:"):
+        parse_positive_int("99999999999999999999999", field)
+    with pytest.raises(K3InputError, match=f"^{field}:"):
+        parse_positive_int(10**30, field)
+
+
+def test_context_bound_is_16m_tokens_and_exact():
+    assert parse_context_tokens("16M") == 16 * 1024**2 == 2**24
+    for bad in ["999999999999999999999", "17M", 2**24 + 1, 1e300, "١٢٨K"]:
+        with pytest.raises(K3InputError, match="^context:"):
+            parse_context_tokens(bad)
+
+
+def test_sizes_are_bounded_and_ascii():
+    assert parse_size_bytes("10000TB") == 10**16
+    for bad in ["10001TB", "1e30GB", "٨GB", 1e300, float("inf")]:
+        with pytest.raises(K3InputError, match="^ram:"):
+            parse_size_bytes(bad, "ram")
+
+
+def test_numpy_integers_still_parse():
+    np = pytest.importorskip("numpy")
+    assert parse_positive_int(np.int64(8), "gpus") == 8
+    assert parse_context_tokens(np.int64(4096)) == 4096
+    assert parse_positive_int(8.0, "gpus") == 8

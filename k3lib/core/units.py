@@ -13,7 +13,9 @@ tokens, so ``256K`` is 262,144 tokens.
 from __future__ import annotations
 
 import math
+import operator
 import re
+from fractions import Fraction
 
 from k3lib.core.errors import K3InputError
 
@@ -51,79 +53,143 @@ def gib_to_bytes(gib: float) -> int:
     return int(round(gib * GiB))
 
 
+# Physical upper bounds.  A value past these is a typo or hostile input, not a plan: it is
+# refused with a named error before any loop or array depends on it.
+#
+# * GPUs (and tp, pp, dp, ep, nodes): 4,096.  One model replica served over more GPUs than
+#   that is beyond any published inference deployment (DeepSeek-V3's decode instances use 320
+#   GPUs; the largest NVLink domain announced is 576 GPUs), and per-GPU numbers stop changing
+#   long before it; loops over layouts stay cheap.
+# * context: 2^24 = 16,777,216 tokens (16M).  The longest published context window is 10M
+#   tokens (Llama 4 Scout); 16M leaves headroom while keeping T·layers·width far from int64.
+# * batch: 2^20 = 1,048,576 concurrent sequences.  Engines default to 256–1,024 (vLLM's
+#   max_num_seqs) and none schedules a million sequences at once.
+# * sizes: 10^16 bytes (10 PB), more than the memory of 4,096 GPUs of 288 GB plus their hosts.
+# * any other count: 2^31 − 1.
+MAX_GPUS = 4096
+MAX_CONTEXT_TOKENS = 2**24
+MAX_BATCH = 2**20
+MAX_SIZE_BYTES = 10**16
+MAX_COUNT = 2**31 - 1
+_COUNT_BOUNDS = {"gpus": MAX_GPUS, "max_gpus": MAX_GPUS, "tp": MAX_GPUS, "pp": MAX_GPUS, "dp": MAX_GPUS,
+                 "ep": MAX_GPUS, "nodes": MAX_GPUS, "batch": MAX_BATCH}
+_MAX_TEXT = 64  # characters: no legitimate number is longer, so nothing longer is converted
+
+_DECIMAL = re.compile(r"([+-]?[0-9]+(?:\.[0-9]+)?)", re.ASCII)
+
+
+def count_bound(field: str) -> int:
+    """The largest value :func:`parse_positive_int` accepts for ``field`` (see the bounds above)."""
+    return _COUNT_BOUNDS.get(field.replace("-", "_").lower(), MAX_COUNT)
+
+
+def _clean_text(value: str, field: str, what: str, allowed: str) -> str:
+    """Strip separators; refuse non-ASCII (e.g. Arabic-Indic digits) and over-long text."""
+    if len(value) > _MAX_TEXT:
+        raise K3InputError(field, f"{value[:20]!r}… ({len(value)} characters) is not {what}", allowed)
+    if not value.isascii():
+        raise K3InputError(field, f"{value!r} is not {what}: only ASCII digits 0-9 are read", allowed)
+    return value.strip().replace(",", "").replace("_", "")
+
+
 def parse_context_tokens(value: object, field: str = "context") -> int:
     """Parse a context length: ``128K``, ``256k``, ``1M``, ``1048576`` or an int.
 
-    ``K`` means 1,024 tokens (256K = 262,144), ``M`` means 1,048,576.
-    Zero, negative, fractional-token and non-numeric values raise
-    :class:`K3InputError` naming ``field``.
+    ``K`` means 1,024 tokens (256K = 262,144), ``M`` means 1,048,576.  Tokens =
+    number × suffix, computed exactly (``Fraction``), must be a whole number in
+    1 … ``MAX_CONTEXT_TOKENS`` (2^24).  Zero, negative, fractional-token, non-ASCII,
+    too-large and non-numeric values raise :class:`K3InputError` naming ``field``.
     """
-    allowed = "a positive whole number of tokens, e.g. 131072, 128K, 256k, 1M"
+    allowed = f"a whole number of tokens from 1 to {MAX_CONTEXT_TOKENS:,} (16M), e.g. 131072, 128K, 256k, 1M"
     if isinstance(value, bool):
         raise K3InputError(field, f"{value!r} is not a context length", allowed)
-    if isinstance(value, int):
-        tokens = value
-    elif isinstance(value, float):
-        if not math.isfinite(value) or value != int(value):
-            raise K3InputError(field, f"{value!r} is not a whole number of tokens", allowed)
-        tokens = int(value)
-    elif isinstance(value, str):
-        text = value.strip().replace(",", "").replace("_", "")
-        m = re.fullmatch(r"([+-]?\d+(?:\.\d+)?)\s*([kKmM]?)", text)
+    if isinstance(value, str):
+        text = _clean_text(value, field, "a context length", allowed)
+        m = re.fullmatch(_DECIMAL.pattern + r"\s*([kKmM]?)", text, re.ASCII)
         if not m:
             raise K3InputError(field, f"{value!r} is not a context length", allowed)
-        number = float(m.group(1)) * _CONTEXT_SUFFIX[m.group(2).upper()]
-        if number != int(number):
-            raise K3InputError(field, f"{value!r} is not a whole number of tokens", allowed)
-        tokens = int(number)
+        number = Fraction(m.group(1)) * _CONTEXT_SUFFIX[m.group(2).upper()]
     else:
-        raise K3InputError(field, f"{value!r} is not a context length", allowed)
-    if tokens <= 0:
+        number = _exact_number(value)
+        if number is None:
+            raise K3InputError(field, f"{value!r} is not a context length", allowed)
+    if number.denominator != 1:
+        raise K3InputError(field, f"{value!r} is not a whole number of tokens", allowed)
+    if number <= 0:
         raise K3InputError(field, f"{value!r} must be greater than zero", allowed)
-    return tokens
+    if number > MAX_CONTEXT_TOKENS:
+        raise K3InputError(field, f"{value!r} is more than {MAX_CONTEXT_TOKENS:,} tokens", allowed)
+    return int(number)
+
+
+def _exact_number(value: object) -> Fraction | None:
+    """An int, integer-like (numpy) or finite float as an exact Fraction; None otherwise."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return Fraction(operator.index(value))  # type: ignore[arg-type]
+    except TypeError:
+        pass
+    if isinstance(value, (float, Fraction)) or type(value).__name__.startswith("float"):
+        try:
+            f = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return None
+        return Fraction(f) if math.isfinite(f) else None
+    return None
 
 
 def parse_size_bytes(value: object, field: str = "size") -> int:
     """Parse a memory size: ``8GB`` (8·10^9), ``8GiB`` (8·2^30), ``512MiB`` or bytes.
 
-    A bare number is bytes. Negative, non-finite and non-numeric values raise
+    A bare number is bytes; bytes = round(number × unit).  Negative, non-finite,
+    non-ASCII, non-numeric values and sizes over ``MAX_SIZE_BYTES`` (10^16) raise
     :class:`K3InputError` naming ``field``.
     """
-    allowed = "a size with a unit, e.g. 8GB (10^9 bytes), 8GiB (2^30 bytes), or a byte count"
+    allowed = "a size with a unit up to 10 PB, e.g. 8GB (10^9 bytes), 8GiB (2^30 bytes), or a byte count"
     if isinstance(value, bool):
         raise K3InputError(field, f"{value!r} is not a size", allowed)
-    if isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            raise K3InputError(field, f"{value!r} is not a size", allowed)
-        n = float(value)
-    elif isinstance(value, str):
-        text = value.strip().replace(",", "").replace("_", "")
-        m = re.fullmatch(r"([+-]?\d+(?:\.\d+)?)\s*([a-zA-Z]*)", text)
+    if isinstance(value, str):
+        text = _clean_text(value, field, "a size", allowed)
+        m = re.fullmatch(_DECIMAL.pattern + r"\s*([a-zA-Z]*)", text, re.ASCII)
         if not m or m.group(2).upper() not in _SIZE_SUFFIX and m.group(2) != "":
             raise K3InputError(field, f"{value!r} is not a size", allowed)
-        n = float(m.group(1)) * _SIZE_SUFFIX.get(m.group(2).upper() or "B")
+        n = Fraction(m.group(1)) * _SIZE_SUFFIX.get(m.group(2).upper() or "B")
     else:
-        raise K3InputError(field, f"{value!r} is not a size", allowed)
+        n = _exact_number(value)
+        if n is None:
+            raise K3InputError(field, f"{value!r} is not a size", allowed)
     if n < 0:
         raise K3InputError(field, f"{value!r} must not be negative", allowed)
+    if n > MAX_SIZE_BYTES:
+        raise K3InputError(field, f"{value!r} is more than 10 PB", allowed)
     return int(round(n))
 
 
 def parse_positive_int(value: object, field: str, allowed: str = "a whole number ≥ 1") -> int:
-    """Parse a count such as a GPU count or batch size (≥ 1)."""
+    """Parse a count such as a GPU count or batch size: a whole number in 1 … ``count_bound(field)``.
+
+    Strings must be ASCII decimal digits (``8``, ``8.0``, ``1,024``); ``1e6``, Unicode digits
+    and values over the field's physical bound (GPUs 4,096, batch 2^20, see the module
+    constants) raise :class:`K3InputError` naming ``field``.
+    """
+    bound = count_bound(field)
+    allowed = f"{allowed}, at most {bound:,}" if "at most" not in allowed else allowed
     if isinstance(value, bool):
         raise K3InputError(field, f"{value!r} is not a whole number", allowed)
-    try:
-        if isinstance(value, str):
-            value = value.strip()
-        f = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise K3InputError(field, f"{value!r} is not a whole number", allowed) from None
-    if not math.isfinite(f) or f != int(f):
+    if isinstance(value, str):
+        text = _clean_text(value, field, "a whole number", allowed)
+        m = _DECIMAL.fullmatch(text)
+        number = Fraction(m.group(1)) if m else None
+    else:
+        number = _exact_number(value)
+    if number is None or number.denominator != 1:
         raise K3InputError(field, f"{value!r} is not a whole number", allowed)
-    if f < 1:
+    if number < 1:
         raise K3InputError(field, f"{value!r} must be at least 1", allowed)
-    return int(f)
+    if number > bound:
+        raise K3InputError(field, f"{value!r} is more than {bound:,}", allowed)
+    return int(number)
 
 
 def format_bytes(n_bytes: float, unit: str = "GiB", digits: int = 1) -> str:
