@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Mapping, Union
 
-from k3lib.core.data import DATA_DIR, normalise_name
+from k3lib.core.data import data_file, normalise_name
 from k3lib.core.architecture import AttentionGroup, Architecture, MLPSpec
 from k3lib.core.errors import K3InputError, UnknownNameError
 from k3lib.core.units import GB, GiB
@@ -120,10 +120,11 @@ def _profile_from_dict(doc: Mapping[str, Any]) -> PublishedProfile:
 def builtin_models() -> dict[str, ModelSpec]:
     """Every built-in model keyed by id (architectures first, then profiles)."""
     out: dict[str, ModelSpec] = {}
-    for path in sorted((DATA_DIR / "models").glob("*.json")):
+    for path in sorted((p for p in data_file("models").iterdir() if p.name.endswith(".json")), key=lambda p: p.name):
         arch = architecture_from_dict(json.loads(path.read_text(encoding="utf-8")))
         out[arch.id] = arch
-    for path in sorted((DATA_DIR / "profiles").glob("*.json")):
+    for path in sorted((p for p in data_file("profiles").iterdir() if p.name.endswith(".json")),
+                       key=lambda p: p.name):
         prof = _profile_from_dict(json.loads(path.read_text(encoding="utf-8")))
         out[prof.id] = prof
     return out

@@ -505,10 +505,15 @@ def step6_throughput(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: ob
     216
     """
     a = _a(assumptions, _spec(model))
-    plan = make_plan(model=model, gpu=gpu, gpus=gpus, nodes=nodes, weights=weights, kv_dtype=kv_dtype,
-                     context=context, batch=batch, assumptions=a)
+    return throughput_for_plan(make_plan(model=model, gpu=gpu, gpus=gpus, nodes=nodes, weights=weights,
+                                         kv_dtype=kv_dtype, context=context, batch=batch, assumptions=a))
+
+
+def throughput_for_plan(plan) -> Throughput:
+    """Step 6 for a :class:`~k3lib.core.plan.Plan` already built (see :func:`step6_throughput`).
+    $KV_{read}$ is the cache summed over every GPU (replicated copies included)."""
     w_act = active_weight_bytes(plan.model, plan.weight_format)
-    kv_read = plan.per_gpu.kv_cache_bytes * plan.tp * plan.pp
+    kv_read = plan.total.kv_cache_bytes
     per_tok = w_act + kv_read
     bw = plan.tp * plan.gpu.memory_bw_bytes_per_s
     rate = plan.batch * bw / per_tok
