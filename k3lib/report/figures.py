@@ -57,8 +57,9 @@ def offload_plan(cfg: ReportConfig):
 def decode_tokens_per_s(cfg: ReportConfig, offloaded=None) -> tuple[float | None, str]:
     """(decode tokens/s, how it was computed): a bandwidth ceiling at the plan's batch —
     the offload plan's in offload mode, else step 6 of the checklist
-    (:func:`k3lib.studies.steps.step6_throughput`); (None, why) when it cannot load."""
-    from k3lib.studies.steps import step6_throughput
+    (:func:`k3lib.studies.steps.throughput_for_plan` on the report's one plan); (None, why) when
+    it cannot load."""
+    from k3lib.studies.steps import throughput_for_plan
 
     if cfg.offload == "experts" and offloaded is not None:
         if not (offloaded.fits_vram and offloaded.fits_ram is not False):
@@ -68,9 +69,7 @@ def decode_tokens_per_s(cfg: ReportConfig, offloaded=None) -> tuple[float | None
     if not plan.fits:
         return None, "the plan does not fit, so no speed is quoted"
     try:
-        t = step6_throughput(model=plan.model, gpu=plan.gpu, gpus=plan.gpus, nodes=plan.nodes,
-                             weights=plan.weight_format, kv_dtype=plan.kv_dtype, context=plan.context_tokens,
-                             batch=plan.batch, assumptions=plan.assumptions)
+        t = throughput_for_plan(plan)
     except K3InputError as exc:
         return None, f"not computed for this configuration ({exc})"
     return t.tokens_per_s, "bandwidth ceiling with every weight on the GPUs; real decode is lower"
