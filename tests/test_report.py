@@ -386,9 +386,9 @@ def test_plan_flags_with_scenarios_are_refused_not_ignored(tmp_path, capsys):
 
 
 def test_the_report_reads_one_plan(monkeypatch):
-    """configure builds the one plan; the sections and the alternatives read it (no make_plan of
-    their own; max context and alternatives are three sweeps); only step 6's tokens/s and the
-    checklist (whose content is other plans) build plans."""
+    """configure builds the one plan; the sections, tokens/s and the alternatives read it (no make_plan
+    of their own; max context and alternatives are three sweeps); only the checklist (whose content
+    is other plans) builds plans."""
     import k3lib.core.plan as core_plan
     import k3lib.core.sweep as core_sweep
 
@@ -413,7 +413,7 @@ def test_the_report_reads_one_plan(monkeypatch):
                     lambda: report.per_gpu_section(plan), lambda: report.engine_commands_html(cfg),
                     lambda: report.assumptions_html(plan), lambda: report.parameters_html(cfg)):
         section()
-    assert calls["make_plan"] == 1 + 1                      # + step 6's tokens/s inside summary's key figures
+    assert calls["make_plan"] == 1                          # tokens/s reads the same plan (throughput_for_plan)
     before = calls["sweep"]
     report.alternatives(plan)
     assert calls["sweep"] - before == 2 and calls["make_plan"] == 2
