@@ -38,6 +38,12 @@ from k3lib.views import charts as _charts  # noqa: F401  (importing it keeps jso
 from k3lib.core.data import DATA_DIR
 from k3lib.core.architecture import LINEAR_KINDS, Architecture
 from k3lib.core.errors import K3InputError
+from k3lib.views.calibration import (calibration_chart, calibration_summary_table, calibration_table,  # noqa: F401
+                                     calibration_worked_table)
+from k3lib.views.demo_gguf import DEMO_GGUF, write_demo_gguf  # noqa: F401
+from k3lib.views.engine_compare import (CHART_COMPONENTS, SIDE_BY_SIDE_ENGINES, _SIDE_ROWS,  # noqa: F401
+                                        engine_chart, engine_components_long, engine_estimates, engine_rules_table,
+                                        engine_side_by_side, printed_lines_table)
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt
@@ -50,7 +56,6 @@ GiB = 2**30
 #: public configs shipped with the repository (copies of shared/reference/configs)
 FIXTURE_CONFIGS_DIR = DATA_DIR.parent / "tests" / "fixtures" / "configs"
 #: the engines compared side by side
-SIDE_BY_SIDE_ENGINES = ("vllm", "llama.cpp", "sglang", "transformers")
 #: one config per attention design, for the KV comparison
 KV_COMPARISON_CONFIGS = ("llama-3.1-70b", "qwen3-235b-a22b-fp8", "deepseek-v3", "gemma-3-27b-it", "gpt-oss-120b",
                          "llama-4-scout-17b-16e-instruct", "qwen3-next-80b-a3b-instruct",
@@ -343,72 +348,6 @@ def layer_bytes_table(model: "str | os.PathLike[str] | LoadedModel") -> pd.DataF
     return pd.DataFrame(rows)
 
 
-# ---------------------------------------------------------------------------------- a tiny GGUF
-
-#: the demo GGUF's shapes: D = 256, 2 layers, 4 query heads and 2 KV heads of 64, 8 experts (2 active)
-#: of width 256, vocabulary 512; tensor types as a Q4_K_M file mixes them
-DEMO_GGUF = {"hidden": 256, "layers": 2, "heads": 4, "kv_heads": 2, "experts": 8, "experts_used": 2,
-             "expert_ffn": 256, "vocab": 512, "context": 32768}
-
-
-def write_demo_gguf(directory: "str | os.PathLike[str]", *, name: str = "tiny-moe.gguf") -> Path:
-    """Write a tiny Mixtral-style GGUF (:data:`DEMO_GGUF`; zero-filled tensors, 2,546,176
-    bytes of tensor data) into ``directory`` and return its path.
-
-    Tensor types: token_embd Q8_0 (34 B per 32), attention Q4_K (144 B per 256) except
-    attn_v Q6_K (210 B per 256), experts gate/up Q4_K and down Q6_K, norms and router F32,
-    output Q6_K.
-    """
-    import gguf
-    import numpy as np
-    from gguf import GGMLQuantizationType as Q
-
-    c = DEMO_GGUF
-    d, e, ie, vocab = c["hidden"], c["experts"], c["expert_ffn"], c["vocab"]
-    hd = d // c["heads"]
-    path = Path(directory) / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    w = gguf.GGUFWriter(str(path), "llama")
-    w.add_name("tiny-moe (demo)")
-    w.add_block_count(c["layers"])
-    w.add_embedding_length(d)
-    w.add_feed_forward_length(ie)
-    w.add_head_count(c["heads"])
-    w.add_head_count_kv(c["kv_heads"])
-    w.add_context_length(c["context"])
-    w.add_expert_count(e)
-    w.add_expert_used_count(c["experts_used"])
-    w.add_token_list([f"t{i}".encode() for i in range(vocab)])
-
-    def tensor(tname: str, ne: tuple[int, ...], qtype) -> None:
-        block, size = gguf.GGML_QUANT_SIZES[qtype]
-        shape = tuple(reversed(ne))
-        if qtype == Q.F32:
-            w.add_tensor(tname, np.zeros(shape, dtype=np.float32))
-        else:
-            w.add_tensor(tname, np.zeros(shape[:-1] + (shape[-1] // block * size,), dtype=np.uint8), raw_dtype=qtype)
-
-    tensor("token_embd.weight", (d, vocab), Q.Q8_0)
-    for i in range(c["layers"]):
-        tensor(f"blk.{i}.attn_norm.weight", (d,), Q.F32)
-        tensor(f"blk.{i}.attn_q.weight", (d, c["heads"] * hd), Q.Q4_K)
-        tensor(f"blk.{i}.attn_k.weight", (d, c["kv_heads"] * hd), Q.Q4_K)
-        tensor(f"blk.{i}.attn_v.weight", (d, c["kv_heads"] * hd), Q.Q6_K)
-        tensor(f"blk.{i}.attn_output.weight", (c["heads"] * hd, d), Q.Q4_K)
-        tensor(f"blk.{i}.ffn_norm.weight", (d,), Q.F32)
-        tensor(f"blk.{i}.ffn_gate_inp.weight", (d, e), Q.F32)
-        tensor(f"blk.{i}.ffn_gate_exps.weight", (d, ie, e), Q.Q4_K)
-        tensor(f"blk.{i}.ffn_up_exps.weight", (d, ie, e), Q.Q4_K)
-        tensor(f"blk.{i}.ffn_down_exps.weight", (ie, d, e), Q.Q6_K)
-    tensor("output_norm.weight", (d,), Q.F32)
-    tensor("output.weight", (d, vocab), Q.Q6_K)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
-
-
 # ---------------------------------------------------------------------------------- KV per token
 
 def naive_kv_bytes_per_token(config: Mapping[str, Any], *, bytes_per_element: float = 2) -> int:
@@ -504,234 +443,6 @@ def _context_label(tokens: int) -> str:
     return f"{tokens:,}"
 
 
-# ---------------------------------------------------------------------------------- engines
-
-def engine_estimates(model: "str | LoadedModel", *, engines: Sequence[str] = SIDE_BY_SIDE_ENGINES,
-                     gpu: str = "h100-sxm", gpus: int = 1, context: object = "32K",
-                     batch: int = 1) -> "dict[str, EngineEstimate]":
-    """{engine id: :class:`~k3lib.engines.EngineEstimate`} for one model and GPU set."""
-    from k3lib.engines import estimate_for_engine, get_engine
-
-    loaded = load_model(model)
-    return {get_engine(e).id: estimate_for_engine(e, model=loaded, gpu=gpu, gpus=gpus, context=context, batch=batch)
-            for e in engines}
-
-
-_SIDE_ROWS = (("GPU memory (GiB)", "memory_bytes"), ("budget the engine sizes from (GiB)", "budget_bytes"),
-              ("weights (GiB)", "weights_bytes"), ("activation / compute buffer (GiB)", "activation_bytes"),
-              ("runtime: CUDA context, NCCL (GiB)", "runtime_bytes"),
-              ("KV memory available (GiB)", "kv_available_bytes"), ("KV cache for the context (GiB)", "kv_needed_bytes"))
-
-
-def engine_side_by_side(model: "str | LoadedModel", *, engines: Sequence[str] = SIDE_BY_SIDE_ENGINES,
-                        gpu: str = "h100-sxm", gpus: int = 1, context: object = "32K", batch: int = 1) -> pd.DataFrame:
-    """Rows = what one GPU holds under each engine's rules, columns = engines.
-
-    ``KV bytes per token per GPU`` is the cache for the context ÷ ($T·B$); ``KV capacity``
-    is the tokens the available KV memory holds (vLLM: the 'GPU KV cache size' it prints).
-    """
-    from k3lib.engines import get_engine
-
-    ests = engine_estimates(model, engines=engines, gpu=gpu, gpus=gpus, context=context, batch=batch)
-    cols = {}
-    for eid, est in ests.items():
-        col: dict[str, object] = {label: round(getattr(est, attr) / GiB, 2) for label, attr in _SIDE_ROWS}
-        col["KV bytes per token per GPU (B)"] = int(round(est.kv_needed_bytes / (est.context_tokens * est.batch)))
-        col["KV capacity (tokens)"] = int(est.kv_capacity_tokens)
-        col["fits"] = bool(est.fits)
-        cols[get_engine(eid).name] = col
-    return pd.DataFrame(cols)
-
-
-_COMPONENTS = (("weights", "weights_bytes"), ("activation", "activation_bytes"), ("runtime", "runtime_bytes"),
-               ("KV cache for the context", "kv_needed_bytes"))
-#: the chart's stack, bottom to top
-CHART_COMPONENTS = tuple(c for c, _ in _COMPONENTS) + ("unused KV memory", "outside the budget")
-
-
-def engine_components_long(model: "str | LoadedModel", *, engines: Sequence[str] = SIDE_BY_SIDE_ENGINES,
-                           gpu: str = "h100-sxm", gpus: int = 1, context: object = "32K",
-                           batch: int = 1) -> pd.DataFrame:
-    """Long frame for :func:`engine_chart`: engine, component (:data:`CHART_COMPONENTS`), GiB per
-    GPU. ``unused KV memory`` is what the budget leaves after the cache; ``outside the budget``
-    is what the engine keeps back (vLLM: 1 − gpu_memory_utilization; SGLang: 1 − mem_fraction_static)."""
-    from k3lib.engines import get_engine
-
-    rows = []
-    for eid, est in engine_estimates(model, engines=engines, gpu=gpu, gpus=gpus, context=context,
-                                     batch=batch).items():
-        name = get_engine(eid).name
-        for label, attr in _COMPONENTS:
-            rows.append({"engine": name, "component": label, "GiB": round(getattr(est, attr) / GiB, 3)})
-        rows.append({"engine": name, "component": "unused KV memory",
-                     "GiB": round(max(0, est.kv_available_bytes - est.kv_needed_bytes) / GiB, 3)})
-        rows.append({"engine": name, "component": "outside the budget",
-                     "GiB": round((est.memory_bytes - est.budget_bytes) / GiB, 3)})
-    return pd.DataFrame(rows)
-
-
-def _kv_rule(eid: str, arch: Architecture, tp: int) -> str:
-    kinds = {g.kind for g in arch.attention}
-    parts = []
-    if kinds & {"full", "sliding"}:
-        g = next(g for g in arch.attention if g.kind in ("full", "sliding"))
-        if eid in ("vllm", "sglang"):
-            per = max(1, g.kv_heads // tp)
-            rep = " (replicated: TP > K)" if tp > g.kv_heads else ""
-            parts.append(f"GQA: {per} of {g.kv_heads} KV heads per rank{rep}")
-        else:
-            parts.append(f"GQA: all {g.kv_heads} KV heads, layers split over the GPUs")
-    if "mla" in kinds:
-        g = next(g for g in arch.attention if g.kind == "mla")
-        lat = g.kv_lora_rank + g.qk_rope_head_dim
-        parts.append({"vllm": f"MLA: the {lat}-element latent on every rank",
-                      "sglang": f"MLA: the {lat}-element latent on every rank",
-                      "llama.cpp": f"MLA: K row {lat}, V row {g.kv_lora_rank}, layers split",
-                      "transformers": f"MLA expanded: {g.num_heads}·({g.qk_nope_head_dim}+{g.qk_rope_head_dim}+"
-                                      f"{g.v_head_dim}) per layer"}.get(eid, ""))
-    if "sliding" in kinds:
-        parts.append({"vllm": "sliding: window blocks, layer groups padded",
-                      "sglang": "sliding: counted at the full context",
-                      "llama.cpp": "sliding: window + ubatch cells",
-                      "transformers": "sliding: the last window"}.get(eid, ""))
-    if kinds & set(LINEAR_KINDS):
-        parts.append({"vllm": "linear state: one block per sequence, block size raised to hold it",
-                      "sglang": "linear state: FP32 per sequence",
-                      "llama.cpp": "linear state: FP32 per sequence",
-                      "transformers": "linear state: conv at the dtype, recurrent in FP32"}.get(eid, ""))
-    return "; ".join(p for p in parts if p)
-
-
-def engine_rules_table(model: "str | LoadedModel", *, engines: Sequence[str] = SIDE_BY_SIDE_ENGINES,
-                       gpu: str = "h100-sxm", gpus: int = 1, context: object = "32K") -> pd.DataFrame:
-    """Why the engines differ, for this model: budget rule, weights rule, what the KV cache
-    holds, and the unit each engine prints."""
-    from k3lib.engines import get_engine
-
-    arch, _ = _arch(model)
-    ests = engine_estimates(model, engines=engines, gpu=gpu, gpus=gpus, context=context)
-    rows = []
-    for eid, est in ests.items():
-        prof = get_engine(eid)
-        mem = est.memory_bytes / GiB
-        budget = {"vllm": f"gpu_memory_utilization {est.budget_bytes / est.memory_bytes:.2f} × {mem:.2f} GiB",
-                  "sglang": f"mem_fraction_static {est.budget_bytes / est.memory_bytes:.3f} × {mem:.2f} GiB",
-                  }.get(eid, f"all {mem:.2f} GiB (nothing reserved up front)")
-        weights = {"vllm": f"sharded over TP {est.tp}; vocab padded to 64; rotary cache on every rank",
-                   "sglang": f"sharded over TP {est.tp}, as vLLM",
-                   "llama.cpp": f"layers split over {est.gpus} GPU(s); token_embd stays in host RAM",
-                   "transformers": f"every parameter at the model dtype; device_map='auto' over {est.gpus} GPU(s)",
-                   }.get(eid, "")
-        rows.append({"engine": prof.name, "version": prof.version, "budget": budget, "weights": weights,
-                     "KV cache holds": _kv_rule(eid, arch, est.tp), "prints": prof.printed_unit,
-                     "unit note": prof.unit_note})
-    return pd.DataFrame(rows)
-
-
-def printed_lines_table(model: "str | LoadedModel", *, engines: Sequence[str] = SIDE_BY_SIDE_ENGINES,
-                        gpu: str = "h100-sxm", gpus: int = 1, context: object = "32K") -> pd.DataFrame:
-    """The lines each engine would print at start-up (as its profile predicts them), with its unit."""
-    from k3lib.engines import get_engine
-
-    rows = []
-    for eid, est in engine_estimates(model, engines=engines, gpu=gpu, gpus=gpus, context=context).items():
-        prof = get_engine(eid)
-        if not est.printed:
-            rows.append({"engine": prof.name, "line": "(prints no memory figures)", "value": ""})
-        for line, value in est.printed.items():
-            rows.append({"engine": prof.name, "line": line, "value": value})
-    return pd.DataFrame(rows)
-
-
-# ---------------------------------------------------------------------------------- calibration
-
-_TOL_UNIT = {"weights_memory_per_gpu": "%", "kv_cache_memory_per_gpu": "GiB", "kv_cache_tokens": "tokens"}
-
-
-def calibration_table() -> pd.DataFrame:
-    """Every figure of the vLLM 0.19 H100 sweep (``data/measured``): measured, predicted, the
-    error (always predicted − measured: GiB, or tokens), the tolerance (weights: 3 %; available
-    KV memory: 0.5 GiB; tokens: the interval the printed rounding allows, ± one block), the
-    error in units of the tolerance, and whether the row is within.
-
-    >>> row = calibration_table().set_index("id").loc["H108"]      # Llama 3.1 8B, TP 1
-    >>> row["measured"], row["predicted"], row["error"], float(row["tolerance"]), bool(row["within"])
-    (476016, 476032, 16, 64.0, True)
-    """
-    from k3lib.engines import vllm_calibration
-
-    def num(x: float, unit: str) -> object:   # whole tokens as int, GiB to 4 decimals (an object column)
-        return int(round(x)) if unit == "tokens" else round(float(x), 4)
-
-    rows = []
-    for r in vllm_calibration():
-        sign = -1 if r.unit == "tokens" else 1    # vllm_calibration reports measured − predicted for tokens
-        err, pct = sign * r.error, sign * r.error_pct
-        scaled = (pct if r.quantity == "weights_memory_per_gpu" else err) / r.tolerance if r.tolerance else 0.0
-        rows.append({"id": r.id, "model": r.model.split("/")[-1], "tp": r.tp, "quantity": r.quantity, "kind": r.kind,
-                     "measured": num(r.measured, r.unit), "predicted": num(r.predicted, r.unit), "unit": r.unit,
-                     "error": num(err, r.unit), "error_pct": round(pct, 3), "tolerance": r.tolerance,
-                     "tolerance_unit": _TOL_UNIT[r.quantity], "error_in_tolerances": round(scaled, 3),
-                     "within": bool(r.within), "reason": r.reason})
-    df = pd.DataFrame(rows)
-    for col in ("measured", "predicted", "error"):    # keep ints as ints next to GiB floats
-        df[col] = pd.Series([row[col] for row in rows], dtype=object)
-    return df
-
-
-def calibration_summary_table(df: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per quantity: rows, rows within tolerance, the tolerance, and the worst |error| (its row id)."""
-    df = calibration_table() if df is None else df
-    rows = []
-    for quantity, g in df.groupby("quantity", sort=False):
-        worst = g.loc[g["error"].astype(float).abs().idxmax()]
-        tol_unit = g["tolerance_unit"].iloc[0]
-        rows.append({"quantity": quantity, "unit": g["unit"].iloc[0], "rows": len(g), "within": int(g["within"].sum()),
-                     "tolerance": (f"{g['tolerance'].max():g} {tol_unit}" if tol_unit != "tokens"
-                                   else "printed ±0.005 GiB, ± 1 block"),
-                     "worst_abs_error": abs(worst["error"]), "worst_row": worst["id"]})
-    total = {"quantity": "all", "unit": "", "rows": int(len(df)), "within": int(df["within"].sum()),
-             "tolerance": "", "worst_abs_error": "", "worst_row": ""}
-    return pd.DataFrame([*rows, total])
-
-
-def calibration_worked_table(row_id: str = "H108") -> pd.DataFrame:
-    """``param | formula | value`` for one ``kv_cache_tokens`` row of the sweep:
-    $T = ⌊A ÷ (\\text{page}·\\text{layers per group}) ÷ \\text{groups}⌋ × 16$, from the printed
-    available memory $A$.
-
-    >>> t = calibration_worked_table("H108").set_index("param")["value"]
-    >>> int(t["T_pred"]), int(t["T_vllm"])
-    (476032, 476016)
-    """
-    from k3lib.engines import (_row_dtypes, calibration_model, read_vllm_sweep, vllm_kv_layout,
-                          vllm_kv_tokens_interval)
-
-    rows = {r["id"]: r for r in read_vllm_sweep()}
-    if row_id not in rows or rows[row_id]["quantity"] != "kv_cache_tokens":
-        raise K3InputError("row_id", f"{row_id!r} is not a kv_cache_tokens row of the sweep")
-    r = rows[row_id]
-    avail_row = next(x for x in rows.values() if x["source"] == r["source"] and x["quantity"] == "kv_cache_memory_per_gpu")
-    model = calibration_model(r["model"])
-    tp = int(r["tp"])
-    dtype, kv_b, _ = _row_dtypes(r)
-    lay = vllm_kv_layout(model, tp=tp, kv_dtype=kv_b, dtype_bytes=dtype or model.dtype_bytes)
-    a = float(avail_row["value"])
-    blocks = lay.num_blocks(int(a * GiB))
-    lo, hi = vllm_kv_tokens_interval(model, printed_gib=a, tp=tp, kv_dtype=kv_b, dtype_bytes=dtype or model.dtype_bytes)
-    pred = lay.tokens(int(a * GiB))
-    out = [("model", f"{r['model']}, TP {tp}, KV {r['kv_dtype']}", r["model"].split("/")[-1]),
-           ("A", "available KV memory vLLM printed (GiB)", a),
-           ("page", f"block ({lay.block_tokens} tokens) × bytes per token per layer per rank (B)", lay.page_bytes),
-           ("group", f"layers per KV-cache group ({lay.num_groups} group(s))", lay.group_size),
-           ("blocks", "⌊A·2^30 ÷ (page × group)⌋", blocks),
-           ("T_pred", f"⌊blocks ÷ groups⌋ × {lay.block_tokens}", pred),
-           ("T_range", "the same for A ± 0.005 GiB (printing rounds to 0.01)", f"{lo:,} … {hi:,}"),
-           ("T_vllm", "the GPU KV cache size vLLM printed", int(float(r["value"]))),
-           ("error", "T_pred − T_vllm (tokens)", pred - int(float(r["value"])))]
-    return pd.DataFrame(out, columns=["param", "formula", "value"])
-
-
 # ---------------------------------------------------------------------------------- charts
 
 def kv_naive_chart(df: pd.DataFrame, *, title: str | None = None) -> "alt.LayerChart":
@@ -758,53 +469,6 @@ def kv_naive_chart(df: pd.DataFrame, *, title: str | None = None) -> "alt.LayerC
         tooltip=["model:N", "estimate:N", alt.Tooltip("B_per_token:Q", format=",.0f")])
     return alt.layer(line, dots).properties(
         title=title or "KV bytes per token of the growing layers: k3lib vs the shortcut", width=420)
-
-
-def engine_chart(df: pd.DataFrame, *, title: str | None = None) -> "alt.Chart":
-    """One stacked bar per engine: what one GPU holds (GiB = 2^30 bytes).
-
-    ``df``: :func:`engine_components_long`.
-    """
-    import altair as alt
-
-    for col in ("engine", "component", "GiB"):
-        if col not in df.columns:
-            raise K3InputError("data", f"missing column {col!r}", ", ".join(map(str, df.columns)))
-    order = list(CHART_COMPONENTS)
-    colors = ["#4c78a8", "#54a24b", "#9d9d9d", "#f58518", "#fdd0a2", "#e0e0e0"]
-    data = df.assign(order=df["component"].map({c: i for i, c in enumerate(order)}))
-    return alt.Chart(data).mark_bar().encode(
-        y=alt.Y("engine:N", sort=None, title=None),
-        x=alt.X("sum(GiB):Q", title="per GPU (GiB = 2^30 bytes)"),
-        color=alt.Color("component:N", sort=order, scale=alt.Scale(domain=order, range=colors),
-                        legend=alt.Legend(orient="bottom", columns=3, title=None)),
-        order=alt.Order("order:Q"),
-        tooltip=["engine:N", "component:N", alt.Tooltip("GiB:Q", format=",.2f")],
-    ).properties(title=title or "One GPU under each engine's rules", width=420)
-
-
-def calibration_chart(df: pd.DataFrame, *, title: str | None = None) -> "alt.LayerChart":
-    """Each calibration row's error in units of its tolerance (|x| ≤ 1 is within).
-
-    ``df``: :func:`calibration_table`.
-    """
-    import altair as alt
-
-    for col in ("id", "quantity", "error", "error_in_tolerances", "kind"):
-        if col not in df.columns:
-            raise K3InputError("data", f"missing column {col!r}", ", ".join(map(str, df.columns)))
-    data = df.assign(measured=df["measured"].astype(float), predicted=df["predicted"].astype(float),
-                     error=df["error"].astype(float))
-    points = alt.Chart(data).mark_circle(size=45, opacity=0.8).encode(
-        x=alt.X("error_in_tolerances:Q", scale=alt.Scale(domain=[-1.2, 1.2]),
-                title="error ÷ tolerance (within when between −1 and 1)"),
-        y=alt.Y("quantity:N", title=None),
-        yOffset=alt.YOffset("kind:N"),
-        color=alt.Color("kind:N", legend=alt.Legend(orient="bottom", title="model kind")),
-        tooltip=["id:N", "model:N", "tp:Q", "quantity:N", "measured:Q", "predicted:Q", "unit:N", "error:Q"])
-    rules = alt.Chart(pd.DataFrame({"x": [-1.0, 1.0]})).mark_rule(strokeDash=[4, 3], color="black").encode(x="x:Q")
-    return alt.layer(rules, points).properties(
-        title=title or f"vLLM 0.19 on H100: {len(df)} figures, predicted vs measured", width=420)
 
 
 # ---------------------------------------------------------------------------------- explorer
