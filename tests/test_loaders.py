@@ -626,7 +626,7 @@ def test_single_safetensors_file_without_config(tmp_path):
     (lambda b: b[:4], "truncated"),
     (lambda b: struct.pack("<Q", 10**12) + b[8:], "exceeds the format's limit"),
     (lambda b: struct.pack("<Q", 10**6) + b[8:], "truncated"),
-    (lambda b: b[:8] + b"{" * (len(b) - 8), "not valid JSON"),
+    (lambda b: b[:8] + b"{" * (len(b) - 8), "invalid JSON"),
     (lambda b: b[:-1], "truncated"),
 ])
 def test_damaged_safetensors_headers(tmp_path, damage, match):

@@ -5,6 +5,7 @@ which turns it into a :class:`~k3lib.core.plan.Plan` whose weights are those byt
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -252,3 +253,49 @@ def plan_for_loaded(loaded: LoadedModel, **make_plan_kwargs):
         return make_plan(model=arch, weights=weights, **make_plan_kwargs)
     return make_plan(model=arch, weights=weights, weights_total_bytes=exact,
                      extra_notes=notes + tuple(loaded.notes), **make_plan_kwargs)
+
+
+#: JSON nested deeper than this is refused (a config.json is 3–4 levels deep; a safetensors header 2)
+MAX_JSON_DEPTH = 64
+
+
+def json_depth_exceeds(doc: Any, max_depth: int = MAX_JSON_DEPTH) -> bool:
+    """True when ``doc`` nests lists/objects deeper than ``max_depth`` (walked without recursion)."""
+    stack = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > max_depth:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
+
+
+def parse_json_bounded(text: "str | bytes", field: str, source: object, *, max_bytes: int,
+                       max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads`` with a size cap checked before parsing and a nesting cap after it.
+
+    Text over ``max_bytes``, invalid JSON, nesting deeper than ``max_depth`` (or deep enough
+    to exhaust the parser's recursion: 10^5 brackets) raise :class:`K3InputError` naming
+    ``field`` and ``source``, never ``RecursionError``.
+    """
+    if len(text) > max_bytes:
+        raise K3InputError(field, f"{source}: {len(text):,} bytes of JSON", f"at most {max_bytes:,} bytes")
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise K3InputError(field, f"{source}: JSON nested too deep", f"at most {max_depth} levels") from None
+    except UnicodeDecodeError as exc:
+        raise K3InputError(field, f"{source}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise K3InputError(field, f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") \
+            from None
+    if json_depth_exceeds(doc, max_depth):
+        raise K3InputError(field, f"{source}: JSON nested deeper than {max_depth} levels",
+                           f"at most {max_depth} levels")
+    return doc

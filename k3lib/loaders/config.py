@@ -8,14 +8,13 @@ naming the field (``config.hidden_size``) and the file; an unknown
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Mapping
 
 from k3lib.core.errors import K3InputError
 from k3lib.loaders.hf_config import (architecture_from_hf_config, checkpoint_dtype_bytes, rope_caches, vision_tower_params)
-from k3lib.loaders._common import LoadedModel
+from k3lib.loaders._common import LoadedModel, parse_json_bounded
 
 #: refuse config files larger than this (a config is a few KiB; a tokenizer.json passed by mistake is MBs)
 MAX_CONFIG_BYTES = 16 * 2**20
@@ -41,10 +40,7 @@ def read_config_json(path: "str | os.PathLike[str]") -> tuple[dict[str, Any], Pa
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise K3InputError("config", f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise K3InputError("config", f"{p}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    cfg = parse_json_bounded(text, "config", p, max_bytes=MAX_CONFIG_BYTES)
     if not isinstance(cfg, dict):
         raise K3InputError("config", f"{p}: the top level must be a JSON object, not {type(cfg).__name__}")
     return cfg, p

@@ -1,9 +1,10 @@
 """A GGUF file → :class:`~k3lib.loaders.LoadedModel` whose weights are the file's
 exact tensor bytes.
 
-Only the header and tensor table are read; tensor data stays on disk. Before
-``gguf.GGUFReader`` maps the file, a bounds-checked scan of the header rejects
-what would make the reader loop or allocate without end: a wrong magic, an
+Only the header and tensor table are read, by k3lib's own bounds-checked scan
+(not ``gguf.GGUFReader``, which builds every field, the tokenizer's 152k strings
+included); tensor data stays on disk. Long arrays and strings stand as their
+length. The scan rejects what would loop or allocate without end: a wrong magic, an
 unknown version, a tensor or key count the file cannot hold (2^40 tensors in a
 1 KiB file), a string or array longer than the bytes left, more than 4
 dimensions, an unknown quantization type, or tensor data past the end of the
@@ -37,7 +38,14 @@ MAX_DIMS = 4
 # GGUFValueType → fixed byte size (strings = 8, arrays = 9 are walked)
 _SCALAR_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 _STRING, _ARRAY = 8, 9
+_SCALAR_FORMATS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 _MAX_ARRAY_DEPTH = 4
+#: arrays longer than this (the tokenizer's scores and types) are kept as their length only
+_MAX_ARRAY_VALUES = 4096
+#: string values longer than this (chat templates can be tens of KB) are kept as their length only
+_MAX_STRING_VALUE = 1 << 16
+#: no model has more layers than this (the deepest published LLMs have ~130); more is corrupt
+MAX_LAYERS = 10_000
 
 
 def _err(path: Path, message: str) -> K3InputError:
@@ -100,15 +108,26 @@ def scan_gguf_header(path: "str | os.PathLike[str]") -> dict[str, Any]:
             except UnicodeDecodeError:
                 raise _err(p, f"{what} is not UTF-8 at offset {pos - length:,}") from None
 
-        def skip_value(vtype: int, what: str, depth: int = 0) -> Any:
+        def read_value(vtype: int, what: str, depth: int = 0) -> Any:
+            """The value at ``pos`` (scalars, strings, short scalar arrays); long or string
+            arrays (the tokenizer) are skipped and stand as their length, never materialised."""
             nonlocal pos
             if vtype in _SCALAR_SIZES:
                 need(_SCALAR_SIZES[vtype], what)
+                (v,) = struct.unpack_from("<" + _SCALAR_FORMATS[vtype], mm, pos)
                 pos += _SCALAR_SIZES[vtype]
-                return None
+                return v
             if vtype == _STRING:
-                read_str(what)
-                return None
+                need(8, what)
+                (length,) = struct.unpack_from("<Q", mm, pos)
+                pos += 8
+                need(length, what)
+                if length > _MAX_STRING_VALUE:            # a chat template is kilobytes; keep its length only
+                    pos += length
+                    return _Length(length)
+                text = bytes(mm[pos:pos + length]).decode("utf-8", "replace")
+                pos += length
+                return text
             if vtype == _ARRAY:
                 if depth >= _MAX_ARRAY_DEPTH:
                     raise _err(p, f"{what}: arrays nested deeper than {_MAX_ARRAY_DEPTH}")
@@ -116,18 +135,35 @@ def scan_gguf_header(path: "str | os.PathLike[str]") -> dict[str, Any]:
                 itype, count = struct.unpack_from("<IQ", mm, pos)
                 pos += 12
                 if itype in _SCALAR_SIZES:
-                    need(count * _SCALAR_SIZES[itype], f"{what} ({count:,} elements)")
-                    pos += count * _SCALAR_SIZES[itype]
-                    return None
-                if itype not in (_STRING, _ARRAY):
+                    width = _SCALAR_SIZES[itype]
+                    need(count * width, f"{what} ({count:,} elements)")
+                    if count <= _MAX_ARRAY_VALUES:
+                        values = list(struct.unpack_from(f"<{count}{_SCALAR_FORMATS[itype]}", mm, pos))
+                        pos += count * width
+                        return values
+                    pos += count * width
+                    return _Length(count)
+                if itype == _STRING:
+                    need(count * 8, f"{what} ({count:,} elements)")   # every element has at least a length
+                    unpack, q = struct.unpack_from, pos
+                    for _ in range(count):                   # lengths only: 152k tokens in ~0.05 s
+                        if q + 8 > size:
+                            pos = q
+                            need(8, what)
+                        q += 8 + unpack("<Q", mm, q)[0]
+                    pos = q
+                    need(0, what)
+                    return _Length(count)
+                if itype != _ARRAY:
                     raise _err(p, f"{what}: unknown array element type {itype}")
-                need(count * 8, f"{what} ({count:,} elements)")   # every element has at least a length
+                need(count * 12, f"{what} ({count:,} elements)")
                 for _ in range(count):
-                    skip_value(itype, what, depth + 1)
-                return None
+                    read_value(itype, what, depth + 1)
+                return _Length(count)
             raise _err(p, f"{what}: unknown metadata value type {vtype}")
 
         alignment = 32
+        meta: dict[str, Any] = {}
         for i in range(n_kv):
             key = read_str(f"metadata key #{i}")
             need(4, key)
@@ -141,8 +177,9 @@ def scan_gguf_header(path: "str | os.PathLike[str]") -> dict[str, Any]:
                 if alignment == 0 or alignment & (alignment - 1):
                     raise _err(p, f"general.alignment {alignment} is not a power of two")
                 pos += 4
+                meta[key] = alignment
             else:
-                skip_value(vtype, key)
+                meta[key] = read_value(vtype, key)
         raw: list[_RawTensor] = []
         for i in range(n_tensors):
             name = read_str(f"tensor #{i} name")
@@ -176,28 +213,13 @@ def scan_gguf_header(path: "str | os.PathLike[str]") -> dict[str, Any]:
                               "(an incomplete download?)")
             tensor_bytes.append(nbytes)
     return {"version": version, "tensor_count": n_tensors, "kv_count": n_kv, "alignment": alignment,
-            "data_offset": data_start, "file_bytes": size, "tensors": raw, "tensor_bytes": tensor_bytes}
+            "data_offset": data_start, "file_bytes": size, "tensors": raw, "tensor_bytes": tensor_bytes,
+            "metadata": meta}
 
 
 # ---------------------------------------------------------------------------
 # metadata → Architecture
 # ---------------------------------------------------------------------------
-
-def _field_value(field) -> Any:
-    """A ReaderField's value: str, number, or list (string arrays by length only)."""
-    import gguf
-
-    types = field.types
-    if not types:
-        return None
-    if types[0] == gguf.GGUFValueType.ARRAY:
-        if (len(types) > 1 and types[1] == gguf.GGUFValueType.STRING) or len(field.data) > 4096:
-            return _Length(len(field.data))
-        return [field.parts[i].tolist()[0] for i in field.data]
-    if types[0] == gguf.GGUFValueType.STRING:
-        return bytes(field.parts[field.data[0]]).decode("utf-8", "replace")
-    return field.parts[field.data[0]].tolist()[0]
-
 
 class _Length(int):
     """The length of a long array (the tokenizer's token list) instead of its values."""
@@ -249,13 +271,33 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
 
     def req(key: str) -> int:
         v = _scalar(meta, f"{arch}.{key}")
-        if not isinstance(v, int) or v <= 0:
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
             raise K3InputError(f"gguf.{arch}.{key}", f"missing or not a positive integer in {source} (got {v!r})")
         return v
+
+    def ints(key: str, v: Any) -> None:
+        """Every architecture number is an int in 0 … 2^31 (a float or 2^64 here is corruption)."""
+        vals = v if isinstance(v, list) else [v]
+        for x in vals:
+            if x is None:
+                continue
+            if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < 2**31:
+                raise K3InputError(key, f"{x!r} in {source} is not a whole number from 0 to 2^31",
+                                   "the integer GGUF writers store")
+
+    for key, v in meta.items():
+        if key.startswith(f"{arch}.") and not isinstance(v, (str, float)) and not key.endswith(
+                ("epsilon", "freq_base", "scale", "factor", "softcapping", "_scale", "norm_rms_eps")):
+            if isinstance(v, list) and any(isinstance(x, float) for x in v):
+                continue
+            ints(f"gguf.{key}", v)
 
     shapes = {t.name: t.shape for t in tensors}
     d = req("embedding_length")
     n_layers = req("block_count")
+    if n_layers > MAX_LAYERS:
+        raise K3InputError(f"gguf.{arch}.block_count", f"{n_layers:,} layers in {source}",
+                           f"at most {MAX_LAYERS:,}")
     nextn = _scalar(meta, f"{arch}.nextn_predict_layers", 0) or 0
     n_layers_main = n_layers - nextn
     heads = req("attention.head_count")
@@ -366,30 +408,16 @@ def load_gguf(path: "str | os.PathLike[str]", *, id: str | None = None) -> Loade
 
     p = Path(path)
     scan = scan_gguf_header(p)
-    try:
-        reader = gguf.GGUFReader(str(p), "r")
-    except (ValueError, KeyError, IndexError, OverflowError, TypeError) as exc:
-        raise _err(p, f"the gguf reader rejected the file: {exc}") from None
-    meta: dict[str, Any] = {}
-    for key, fld in reader.fields.items():
-        if key.startswith("GGUF."):
-            continue
-        try:
-            meta[key] = _field_value(fld)
-        except (IndexError, ValueError, UnicodeDecodeError):
-            meta[key] = None
+    meta: dict[str, Any] = dict(scan["metadata"])
     arch_name = meta.get("general.architecture") or ""
     n_layers = _scalar(meta, f"{arch_name}.block_count") if arch_name else None
     nextn = (_scalar(meta, f"{arch_name}.nextn_predict_layers", 0) or 0) if arch_name else 0
-    main_layers = (n_layers - nextn) if isinstance(n_layers, int) else None
+    main_layers = (n_layers - nextn) if isinstance(n_layers, int) and isinstance(nextn, int) else None
     tensors: list[TensorInfo] = []
-    for t, nbytes in zip(reader.tensors, scan["tensor_bytes"]):
-        if int(t.n_bytes) != nbytes:
-            raise _err(p, f"tensor {t.name!r}: {t.n_bytes} bytes by the reader, {nbytes} by the header")
-        tensors.append(TensorInfo(name=t.name, dtype=t.tensor_type.name, shape=tuple(int(x) for x in t.shape),
+    for t, nbytes in zip(scan["tensors"], scan["tensor_bytes"]):
+        tensors.append(TensorInfo(name=t.name, dtype=gguf.GGMLQuantizationType(t.type_id).name, shape=t.dims,
                                   n_bytes=nbytes, group=tensor_group(t.name, num_layers=main_layers),
                                   layer=layer_index(t.name), is_expert="_exps" in t.name, file=p.name))
-    del reader
     mid = id or p.stem
     arch = architecture_from_gguf(meta, tensors, id=mid, source=str(p))
     by_group, by_dtype, by_layer = summarise_tensors(tensors)

@@ -19,7 +19,8 @@ from typing import Any
 
 from k3lib.core.errors import K3InputError
 from k3lib.loaders.hf_config import architecture_from_hf_config, checkpoint_dtype_bytes, rope_caches, vision_tower_params
-from k3lib.loaders._common import LoadedModel, TensorInfo, layer_index, summarise_tensors, tensor_group
+from k3lib.loaders._common import (LoadedModel, TensorInfo, layer_index, parse_json_bounded, summarise_tensors,
+                                  tensor_group)
 
 #: bits per element of each safetensors dtype
 DTYPE_BITS = {
@@ -29,6 +30,8 @@ DTYPE_BITS = {
 }
 #: the format's own limit on the header (safetensors refuses larger ones)
 MAX_HEADER_BYTES = 100_000_000
+#: an index maps every tensor name to a shard: ~100 bytes × ~100k tensors for the largest checkpoints
+MAX_INDEX_BYTES = 64 * 2**20
 
 
 def _err(path: Path, message: str) -> K3InputError:
@@ -52,9 +55,10 @@ def read_safetensors_header(path: "str | os.PathLike[str]") -> tuple[dict[str, d
             raise _err(p, f"truncated: the header says {n:,} bytes, the file has {size - 8:,} after the length")
         raw = fh.read(n)
     try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise _err(p, f"header is not valid JSON: {exc}") from None
+    doc = parse_json_bounded(text, "safetensors", f"{p}: header", max_bytes=MAX_HEADER_BYTES)
     if not isinstance(doc, dict):
         raise _err(p, "header is not a JSON object")
     meta = doc.pop("__metadata__", None) or {}
@@ -92,10 +96,10 @@ def _shards(p: Path) -> tuple[list[Path], dict[str, str] | None, dict[str, Any]]
         raise K3InputError("safetensors", f"{p}: no such file or folder", "a .safetensors file or a folder of shards")
     index = p / "model.safetensors.index.json"
     if index.is_file():
-        try:
-            doc = json.loads(index.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise K3InputError("safetensors", f"{index}: invalid JSON: {exc}") from None
+        if index.stat().st_size > MAX_INDEX_BYTES:
+            raise K3InputError("safetensors", f"{index}: {index.stat().st_size:,} bytes is too large for an index",
+                               f"at most {MAX_INDEX_BYTES:,} bytes")
+        doc = parse_json_bounded(index.read_bytes(), "safetensors", index, max_bytes=MAX_INDEX_BYTES)
         wm = doc.get("weight_map") if isinstance(doc, dict) else None
         if not isinstance(wm, dict) or not wm:
             raise K3InputError("safetensors.weight_map", f"{index}: missing or empty weight_map")
