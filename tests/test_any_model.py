@@ -410,7 +410,7 @@ def test_validate_good_parameters():
     ("engine", "vlm", "parameter engine: unknown engine 'vlm'"),
     ("gpu", "nosuch", "parameter gpu: unknown gpu 'nosuch'"),
     ("gpus", 0, "parameter gpus: 0 must be at least 1"),
-    ("gpus", 3, "parameter gpus: llama-3.1-70b has 64 heads"),       # TP 3 does not split the heads
+    ("gpus", 3, "parameter gpus: llama-3.1-70b cannot be split 3-way"),   # TP 3 does not split the 64 heads
     ("context", "zz", "parameter context: 'zz' is not a context length"),
 ])
 def test_validate_bad_parameter_is_one_line_naming_it(field, value, start):
