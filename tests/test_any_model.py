@@ -539,3 +539,23 @@ def test_papermill_a_config_path_and_another_engine(tmp_path):
     side = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith("any_model.engine_side_by_side(model"))
     table = "".join(o.get("data", {}).get("text/plain", "") for o in side.outputs)
     assert "70272" in table and "624640" in table
+
+
+def test_figures_reproduced_per_engine_counts_the_public_logs():
+    # hand count from tests/test_check_log.py: llama.cpp Mistral log K, V, total (3 predictions); SGLang K and V
+    # pools (2); vLLM: the 87 sweep rows + 2 weights + 2 V0 block counts + 1 V1 token count that misses (92, 91)
+    from k3lib.views.calibration import figures_reproduced_table
+
+    t = figures_reproduced_table().set_index("engine")
+    assert (t.loc["llama.cpp", "figures"], t.loc["llama.cpp", "reproduced"]) == (3, 3)
+    assert (t.loc["sglang", "figures"], t.loc["sglang", "reproduced"]) == (2, 2)
+    assert (t.loc["vllm", "figures"], t.loc["vllm", "reproduced"]) == (92, 91)
+    assert t.loc["ollama", "figures"] == 0 and t.loc["ollama", "log consistency checks passed"] == 1
+
+
+def test_check_log_table_in_mib():
+    from k3lib.views.calibration import check_log_table, engine_log_path
+
+    t = check_log_table(engine_log_path("llamacpp-mistral-7b-32k.log").read_text(), model="mistral-7b-v0.3")
+    k = t.set_index("component").loc["K cache"]
+    assert k["unit"] == "MiB" and k["logged"] == 2048.0 and k["predicted"] == 2048.0
