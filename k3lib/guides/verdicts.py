@@ -1,0 +1,254 @@
+"""Tolerance and verdict machinery.
+
+Every verdict is a comparison of the claimed value with a computed value under a stated
+:class:`Tolerance`, made at run time and made twice:
+
+* **own** — against the guide's own inputs (does the figure follow from what the guide states?);
+  ``"stated input"`` where the claim *is* one of those inputs (nothing to derive it from);
+* **real** — for the real K3 (real architecture, published files, whole 8-GPU nodes).
+
+Each column is ``"holds"`` when ``|claimed − computed| ≤ max(abs, rel·|computed|)`` (for a
+claimed range ``lo–hi``: ``lo − slack ≤ computed ≤ hi + slack``), else ``"contradicted"``;
+``"not checkable"`` where nothing can be computed. No check returns a verdict string: it
+returns the two computed values and the tolerance, and :func:`judge` compares.
+
+The combined :attr:`Verdict.verdict` (kept for the charts) folds the two columns:
+own contradicted → ``contradicted``; own holds (or stated input) and real holds →
+``reproduced``; own holds, real contradicted → ``reproduced only under assumption``;
+stated input, real contradicted → ``contradicted``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+from k3lib.core.errors import K3InputError
+from k3lib.guides.claims import BASES, COLUMN_VERDICTS, VERDICTS, Claim, load_claims
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One step of a check's working: a named value with the formula that gave it."""
+
+    name: str
+    formula: str
+    value: float
+    unit: str
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Accept a claimed value when ``|claimed − computed| ≤ max(abs, rel·|computed|)``; a claimed
+    range ``lo–hi`` when ``lo − slack ≤ computed ≤ hi + slack`` with the same slack."""
+
+    rel: float = 0.0
+    abs: float = 0.0
+    text: str = ""
+
+    def slack(self, computed: float) -> float:
+        return max(self.abs, self.rel * abs(computed)) + 1e-9
+
+    def ok(self, claimed: float, computed: float, claimed_high: float | None = None) -> bool:
+        s = self.slack(computed)
+        if claimed_high is None:
+            return abs(claimed - computed) <= s
+        return claimed - s <= computed <= claimed_high + s
+
+
+#: Whole things (GPUs, tokens, a count): equal or not.
+EXACT = Tolerance(abs=0.0, text="exact (a count: equal or not)")
+
+
+def written_tolerance(claim: Claim, *, rel_if_approximate: float = 0.05) -> Tolerance:
+    """Half a unit of the last digit written, or ±5% when the guide hedges ('~', 'roughly').
+
+    >>> from k3lib.guides.claims import get_claim
+    >>> written_tolerance(get_claim("g000-worked-total")).text
+    '±5% (the guide writes ~)'
+    >>> written_tolerance(get_claim("g004-weights-4-bit")).abs
+    0.05
+    """
+    decimals = len(claim.value_text.split(".")[1]) if "." in claim.value_text else 0
+    half = 0.5 * 10 ** (-decimals)
+    if claim.approximate:
+        return Tolerance(rel=rel_if_approximate, abs=half, text=f"±{rel_if_approximate:.0%} (the guide writes ~)")
+    return Tolerance(abs=half, text=f"±{half:g} (rounding to the digit written)")
+
+
+def judge(claim: Claim, computed: float | None, tol: Tolerance | None, *, stated_input: bool = False) -> str:
+    """One column's verdict: the claim's value (or range) against ``computed`` under ``tol``."""
+    if stated_input:
+        return "stated input"
+    if computed is None or tol is None:
+        return "not checkable"
+    return "holds" if tol.ok(claim.value, computed, claim.value_high) else "contradicted"
+
+
+def combine(own: str, real: str) -> str:
+    """Fold the two columns into the single verdict the charts use (see the module docstring)."""
+    if own == "contradicted":
+        return "contradicted"
+    if own == "not checkable" and real == "not checkable":
+        return "not checkable"
+    if real == "contradicted":
+        return "contradicted" if own in ("stated input", "not checkable") else "reproduced only under assumption"
+    return "reproduced"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The result of checking one claim: two comparisons and what they rest on.
+
+    ``own_value`` is the claim's quantity computed from the guide's own inputs, ``real_value``
+    the same for the real K3, both in ``unit`` (``None`` where nothing is computed);
+    ``own_verdict`` and ``real_verdict`` compare the claimed value with each under ``tolerance``.
+    """
+
+    claim_id: str
+    own_verdict: str
+    real_verdict: str
+    own_value: float | None
+    real_value: float | None
+    unit: str
+    tolerance: str
+    assumption: str
+    explanation: str
+    formula: str = ""
+    basis: str = "none"
+    check: str = ""
+    figures: tuple[Figure, ...] = ()
+    tolerance_free: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("own_verdict", "real_verdict"):
+            if getattr(self, name) not in COLUMN_VERDICTS:
+                raise K3InputError(name, f"{getattr(self, name)!r} is not a verdict", ", ".join(COLUMN_VERDICTS))
+        if self.basis not in BASES:
+            raise K3InputError("basis", f"{self.basis!r} is not a basis", ", ".join(BASES))
+        if not self.explanation:
+            raise K3InputError("explanation", f"{self.claim_id}: every verdict needs an explanation")
+        for name in ("own_value", "real_value"):
+            x = getattr(self, name)
+            if x is not None and not math.isfinite(x):
+                raise K3InputError(name, f"{self.claim_id}: {x!r} is not finite")
+
+    @property
+    def verdict(self) -> str:
+        """Both columns in one word (see :func:`combine`)."""
+        return combine(self.own_verdict, self.real_verdict)
+
+    @property
+    def computed_value(self) -> float | None:
+        """The value the combined verdict rests on: the own value, else the real one."""
+        return self.own_value if self.own_value is not None else self.real_value
+
+    def figure(self, name: str) -> float:
+        """The value of the working step called ``name``."""
+        for f in self.figures:
+            if f.name == name:
+                return f.value
+        raise KeyError(f"{self.claim_id} has no figure {name!r}; it has {[f.name for f in self.figures]}")
+
+
+def pct(x: float) -> str:
+    return f"{x:+.1%}"
+
+
+# ---------------------------------------------------------------- building a verdict
+
+
+def make(claim: Claim, *, own: float | None, real: float | None, unit: str, tol: Tolerance | None,
+         explanation: str, basis: str, stated_input: bool = False, assumption: str = "", formula: str = "",
+         figures: Sequence[Figure] = (), tolerance_free: str = "") -> Verdict:
+    """Compare ``claim`` with ``own`` and ``real`` under ``tol`` and record both verdicts.
+
+    ``stated_input``: the claim is an input the guide states (K3's parameter count, a KV rate), so
+    the own column says so and only the real column is a comparison.
+    """
+    own_v = judge(claim, own, tol, stated_input=stated_input)
+    real_v = judge(claim, real, tol)
+    if own_v == "holds" and real_v == "contradicted" and not assumption:
+        assumption = "the guide's own inputs"
+    return Verdict(claim_id=claim.claim_id, own_verdict=own_v, real_verdict=real_v,
+                   own_value=None if own is None else float(own), real_value=None if real is None else float(real),
+                   unit=unit, tolerance=tol.text if tol else "none", assumption=assumption,
+                   explanation=explanation, formula=formula, basis=basis, figures=tuple(figures),
+                   tolerance_free=tolerance_free)
+
+
+def not_checkable(reason: str, *, computed: Callable[[], float | None] | None = None, unit: str = "",
+                  basis: str = "none") -> "Check":
+    """A check for claims no computation settles (advice, a missing table, a measurement)."""
+    def fn(claim: Claim) -> Verdict:
+        x = computed() if computed else None
+        return make(claim, own=None, real=None, unit=unit or claim.unit_as_written, tol=None,
+                    explanation=reason, basis=basis if computed else "none",
+                    figures=[Figure("reference", basis, x, unit)] if x is not None else ())
+    fn.__name__ = "not_checkable"
+    return fn
+
+
+# ---------------------------------------------------------------- registry
+
+Check = Callable[[Claim], Verdict]
+_BY_ID: dict[str, tuple[str, Check]] = {}
+_BY_PATTERN: list[tuple[str, Callable[[Claim], bool], Check]] = []
+
+
+def check(*claim_ids: str):
+    """Register a check for these claim ids."""
+    def deco(fn: Check) -> Check:
+        for cid in claim_ids:
+            if cid in _BY_ID:
+                raise ValueError(f"two checks registered for {cid}")
+            _BY_ID[cid] = (fn.__name__, fn)
+        return fn
+    return deco
+
+
+def check_pattern(predicate: Callable[[Claim], bool]):
+    """Register a check for every claim that ``predicate`` accepts (after the id checks)."""
+    def deco(fn: Check) -> Check:
+        _BY_PATTERN.append((fn.__name__, predicate, fn))
+        return fn
+    return deco
+
+
+def register_not_checkable(ids: Sequence[str], reason: str, **kw) -> None:
+    fn = not_checkable(reason, **kw)
+    for cid in ids:
+        if cid in _BY_ID:
+            raise ValueError(f"two checks registered for {cid}")
+        _BY_ID[cid] = ("not_checkable", fn)
+
+
+def checker_for(claim: Claim) -> tuple[str, Check]:
+    """The (name, function) that checks ``claim``: its id's check, else the first matching pattern."""
+    _load_checks()
+    if claim.claim_id in _BY_ID:
+        return _BY_ID[claim.claim_id]
+    for name, pred, fn in _BY_PATTERN:
+        if pred(claim):
+            return name, fn
+    raise K3InputError("claim_id", f"no check is registered for {claim.claim_id!r}")
+
+
+def _load_checks() -> None:
+    """Import the check modules (they register themselves)."""
+    from k3lib.guides import checks_000_derived, checks_000_facts, checks_004, checks_extra  # noqa: F401
+
+
+def audit_claim(claim: Claim) -> Verdict:
+    """Run the check for one claim and stamp the check's name on the verdict."""
+    name, fn = checker_for(claim)
+    v = fn(claim)
+    if v.claim_id != claim.claim_id:
+        raise RuntimeError(f"check {name} answered for {v.claim_id}, asked {claim.claim_id}")
+    return dataclasses.replace(v, check=name)
+
+
+def audit_all(claims: Iterable[Claim] | None = None) -> list[Verdict]:
+    """A verdict for every claim (default: every row of ``data/guide_claims.csv``), in order."""
+    return [audit_claim(c) for c in (load_claims() if claims is None else claims)]
