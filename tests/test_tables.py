@@ -283,3 +283,13 @@ def test_plan_table_says_when_the_kv_total_sums_tp_copies():
     assert df.loc["KV cache, copies summed", "total_GiB"] >= 8 * one_copy_mla_gib
     guide = tables.plan_table(tables.guide_000_plan(gpus=6))      # a guide profile splits its KV evenly
     assert guide.loc["KV cache", "total_GiB"] == 32.0
+
+
+def test_readable_shows_a_dash_for_missing_values():
+    import pandas as pd
+
+    df = pd.DataFrame({"link (GB/s)": [32.0, float("nan")], "GPUs saved": pd.array([2, None], dtype="Int64")})
+    shown = tables.readable(df)
+    assert shown.to_string().count("—") == 2
+    assert "NaN" not in shown.to_string() and "<NA>" not in shown.to_string()
+    assert shown.iloc[0].tolist() == [32.0, 2]

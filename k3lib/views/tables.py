@@ -623,3 +623,12 @@ def reference_table(*, model: "str | ModelSpec" = GUIDE_000, tiers: Sequence[str
             row[f"total_{unit}_{context_label(p.context_tokens)}"] = _size(p.total.total_bytes, unit)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def readable(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` for a reader: a missing value shows as "—", never ``NaN`` or ``<NA>``.
+
+    >>> readable(pd.DataFrame({"x": [1.5, None]}))["x"].tolist()
+    [1.5, '—']
+    """
+    return df.astype(object).where(df.notna(), "—")

@@ -43,7 +43,7 @@ Then we put the real K3 architecture next to the guide's figures.
 | $G$, $C$ | GPUs, memory per GPU | count, GiB |
 | $M$ | total memory needed | GiB |
 
-Units: GiB = 2^30 bytes and GB = 10^9 bytes.
+Units: the whole series shows sizes in GiB (2^30 bytes); a column or axis that says GB means 10^9 bytes (file sizes, bandwidths in GB/s, guide 004's figures).
 Guide 000 writes "GB" but divides by 1024^3 and counts an H100 as 80, so we read its figures as GiB.
 Every table names its unit in its column names (`kv_cache_GiB`), and no table mixes units.
 """),

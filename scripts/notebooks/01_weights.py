@@ -26,7 +26,7 @@ We work the formula, check guide 000's precision ladder against its own numbers,
 Notation as in [00](00-vram-anatomy.ipynb): $P$ parameters, $b_w$ bits per weight, GiB = 2^30 bytes, GB = 10^9 bytes.
 """),
     code("""
-from k3lib.views import charts, notebook, tables, widgets
+from k3lib.views import charts, notebook, tables
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
 """),
     md("""
@@ -169,15 +169,13 @@ charts.budget_stacked_bar(tables.precision_budget_plans(), per="gpu")
     md("""
 The Q4 + FP8 row lands on the worked example's 415 GiB on 6 H100 (with 8 GiB × 6 = 48 GiB of overhead), and at 128K it would fit on 5: the guide's "5–6 H100" sweet spot.
 
-**Takeaway:** with the guide's own rules, Q4 + FP8 KV at 256K needs 6 H100 80 GB and Q2 + INT4 needs 4; BF16 weights need 10.
+**Takeaway:** with the guide's own rules, Q4 + FP8 KV at 256K needs 6 H100 80 GB and Q2 + INT4 needs 4; BF16 weights need 10 in the guide's one pool of GPUs, 16 as two whole 8-GPU nodes.
 """),
     md("""
 ## Explore
 
-Change the precision, the model or the GPU; the budget below updates in place.
-"""),
-    code("""
-widgets.explorer(model=model, weights=weights, kv_dtype=kv_dtype, context=context, gpu=gpu, gpus=gpus, batch=batch)
+The budget explorer at the end of [00](00-vram-anatomy.ipynb#Explore) takes every precision above: set `weights` there and watch the weights bar.
+For your own hardware and layout, [05](05-decision-checklist.ipynb) picks the precision for you.
 """),
     md(r"""
 ## Summary

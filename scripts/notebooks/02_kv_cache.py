@@ -26,7 +26,7 @@ We write its per-token formula for each attention design, compare real models wi
 Notation as in [00](00-vram-anatomy.ipynb): $L$ layers, $K$ KV heads, $H$ head dim, $T$ tokens, $B$ batch, $b$ bytes per element; GiB = 2^30 bytes.
 """),
     code("""
-from k3lib.views import charts, notebook, tables, widgets
+from k3lib.views import charts, notebook, tables
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
 """),
     md("""
@@ -196,10 +196,8 @@ tables.reference_table(model="kimi-k3", tiers=("native", "q8", "q4", "q2"), gpu=
     md("""
 ## Explore
 
-Change the KV dtype and the context and watch the KV-cache bar; switch the model to `kimi-k3` (weights `native`) to see the real cache.
-"""),
-    code("""
-widgets.explorer(model=model, weights=weights, kv_dtype=kv_dtype, context=context, gpu=gpu, gpus=gpus, batch=batch)
+The budget explorer at the end of [00](00-vram-anatomy.ipynb#Explore) takes the KV dtype and the context: switch the model to `kimi-k3` (weights `native`) to see the real cache.
+How the cache splits over GPUs is [03](03-tensor-parallel.ipynb)'s subject.
 """),
     md(r"""
 ## Summary

@@ -32,7 +32,7 @@ Sizes are decimal GB ($10^9$ bytes), as guide 004 writes them, and bandwidths GB
 """),
     code("""
 from k3lib.views import charts_parallel as charts
-from k3lib.views import notebook
+from k3lib.views import notebook, tables
 from k3lib.studies import offload
 from k3lib.views import explorers
 from k3lib.core.hardware import get_gpu
@@ -196,7 +196,7 @@ $$t_u = \\max\\left(\\frac{(1-(1-k/E)^u)·W_{RAM}}{BW_{link}}, \\frac{2·P_{acti
     code(f"""
 {CHECK}
 prefill = offload.prefill_table()
-prefill
+tables.readable(prefill)  # "—": a unified-memory machine has no host link to cross
 """),
     md("""
 **Takeaway:** over PCIe 4.0 an 8K prompt takes about 13 minutes before the first token; the unified-memory Mac has no link to cross (its prefill is compute-bound, not modelled here).

@@ -31,7 +31,7 @@ Notation: $G$ GPUs of $C_{gpu}$ each, overhead $O$ per GPU, weights $W$, activat
 Sizes are GiB ($2^{30}$ bytes), as the guide's own formulas imply; an "80 GB" H100 holds 80 GiB.
 """),
     code("""
-from k3lib.views import notebook
+from k3lib.views import notebook, tables
 from k3lib.studies import checklist, commands
 from k3lib.views import explorers
 from k3lib.views import charts_checklist as charts
@@ -228,7 +228,7 @@ For the configuration in the parameters, what each lever saves — per GPU, sinc
 """),
     code("""
 matrix = checklist.priority_matrix(plan)
-matrix.round(2)
+tables.readable(matrix.round(2))  # "—": the guide gives no GPU count for that lever
 """),
     code("""
 charts.priority_matrix_chart(matrix)
