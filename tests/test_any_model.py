@@ -543,14 +543,16 @@ def test_papermill_a_config_path_and_another_engine(tmp_path):
 
 def test_figures_reproduced_per_engine_counts_the_public_logs():
     # hand count from tests/test_check_log.py: llama.cpp Mistral log K, V, total (3 predictions); SGLang K and V
-    # pools (2); vLLM: the 87 sweep rows + 2 weights + 2 V0 block counts + 1 V1 token count that misses (92, 91)
+    # pools (2); Ollama: the 70B Q4_0 model size (1); vLLM: the 87 sweep rows + 2 weights + 2 V0 block counts + 1 V1 token count that misses (92, 91)
     from k3lib.views.calibration import figures_reproduced_table
 
     t = figures_reproduced_table().set_index("engine")
     assert (t.loc["llama.cpp", "figures"], t.loc["llama.cpp", "reproduced"]) == (3, 3)
     assert (t.loc["sglang", "figures"], t.loc["sglang", "reproduced"]) == (2, 2)
     assert (t.loc["vllm", "figures"], t.loc["vllm", "reproduced"]) == (92, 91)
-    assert t.loc["ollama", "figures"] == 0 and t.loc["ollama", "log consistency checks passed"] == 1
+    # Ollama: the Llama 3.1 70B Q4_0 model size (1 prediction); the partial-offload KV split (1 consistency check)
+    assert (t.loc["ollama", "figures"], t.loc["ollama", "reproduced"]) == (1, 1)
+    assert t.loc["ollama", "log consistency checks passed"] == 1
 
 
 def test_check_log_table_in_mib():

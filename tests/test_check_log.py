@@ -115,3 +115,17 @@ def test_cli_prints_the_table(capsys):
     assert main(["check-log", str(LOGS / "llamacpp-mistral-7b-32k.log"), "--model", "mistral-7b-v0.3"]) == 0
     out = capsys.readouterr().out
     assert "K cache" in out and "2,048.00 MiB" in out
+
+
+def test_ollama_model_size_from_the_llamacpp_recipe():
+    # Llama 3.1 70B as Q4_0 (llama-quant.cpp): every 2-D weight Q4_0 (18 B per 32) except output Q6_K (210 B per 256),
+    # norms F32. token_embd 128,256 x 8,192; per layer 2 x 8,192^2 + 2 x 8,192 x 1,024 + 3 x 8,192 x 28,672 elements
+    per_layer = 2 * 8192**2 + 2 * 8192 * 1024 + 3 * 8192 * 28672
+    q4_0 = (128256 * 8192 + 80 * per_layer) // 32 * 18
+    q6_k = 128256 * 8192 // 256 * 210
+    f32 = (2 * 80 + 1) * 8192 * 4
+    chk = check_log(_read("ollama-llama-3.1-70b-q4_0-meta.log"))
+    r = _row(chk, "model size (tensor data)")
+    assert chk.model_id == "llama-3.1-70b" and chk.config["ftype"] == "Q4_0"
+    assert r.predicted == q4_0 + q6_k + f32
+    assert r.logged == pytest.approx(37.22 * GiB) and abs(r.error_pct) <= 0.05    # printed to 0.01 GiB

@@ -60,6 +60,10 @@ ENGINES: dict[str, EngineProfile] = {
             "'fp8_ds_mla' layout stores 656 B per token per layer",
             "linear-attention (KDA / Gated DeltaNet) state: one block per sequence; the attention block size grows "
             "(in steps of 16 tokens) until one attention page holds a layer's state, then the state page is padded to it",
+            "PP > 1 (distributed/utils.py get_pp_indices): whole layers per stage, ⌊L/PP⌋ each, the remainder to the "
+            "stages before the last; embedding on the first stage, LM head on the last (a tied head copied there); "
+            "only the last stage runs the sampler in the profiling run; every worker gets the smallest KV block "
+            "count over the stages (v1/core/kv_cache_utils.py get_kv_cache_configs)",
         ),
         calibration="87 figures from vLLM 0.19.0 on H100 80GB (data/measured/vllm-0.19-h100-sweep.csv); "
                     "see vllm_calibration()"),
@@ -72,6 +76,10 @@ ENGINES: dict[str, EngineProfile] = {
         rules=(
             "weights: the GGUF's exact tensor bytes; with every layer offloaded (-ngl 999) token_embd stays in host "
             "memory, and a tied output head is duplicated onto the GPU",
+            "weights without the file (src/llama-quant.cpp llama_tensor_get_type, commit 007dbbf): per-tensor types "
+            "of a file type — output Q6_K, attn_v/ffn_down Q6_K on use_more_bits layers for Q4_K_M/Q5_K_M, 8-expert "
+            "attn_k/attn_v Q8_0, norms and routers F32 (k3lib.engines.gguf_recipe)",
+            "K and V printed separately: K = layers × cells × K row bytes, V likewise",
             "KV cells = context padded to 256 with flash attention (-fa), to 32 without",
             "per-sequence streams when the cache is not unified (--kv-unified off, the server default for -np > 1): "
             "each of n_seq streams holds the padded per-sequence context",

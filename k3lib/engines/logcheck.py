@@ -139,6 +139,21 @@ def _meta(m, cfg, figs, n, t):
     cfg[m.group(1)] = int(m.group(2))
 
 
+_FTYPE_NAMES = {"Q4_K - MEDIUM": "Q4_K_M", "Q4_K - SMALL": "Q4_K_S", "Q5_K - MEDIUM": "Q5_K_M", "Q5_K - SMALL": "Q5_K_S",
+                "Q3_K - MEDIUM": "Q3_K_M", "Q2_K - MEDIUM": "Q2_K", "Q6_K": "Q6_K"}
+
+
+@_rule("gguf", r"model ftype\s*=\s*(.+?)\s*$")
+def _ftype(m, cfg, figs, n, t):
+    raw = m.group(1).upper()
+    cfg["ftype"] = _FTYPE_NAMES.get(raw, raw.replace(" ", ""))
+
+
+@_rule("gguf", r"model size\s*=\s*" + _NUM + r" GiB")
+def _msize(m, cfg, figs, n, t):
+    _add(figs, "model size", _f(m.group(1)) * GiB, "B", n, t)
+
+
 @_rule("gguf", r"general\.name\s*=\s*(.+?)\s*$")
 def _gname(m, cfg, figs, n, t):
     cfg.setdefault("model_name", m.group(1))
@@ -338,6 +353,7 @@ def _resolve(name: str | None, given: Any):
     if not name:
         return None
     base = name.rstrip("/").split("/")[-1]
+    base = re.sub(r"\s+", "-", base.strip())
     for cand in (name, base, re.sub(r"^Meta-", "", base), re.sub(r"-(Instruct|Chat|it)$", "", base, flags=re.I),
                  re.sub(r"-(Instruct|Chat|it)$", "", re.sub(r"^Meta-", "", base), flags=re.I)):
         try:
@@ -364,6 +380,19 @@ def _check_gguf(cfg, figs, arch, rows, missing, notes):
         if f.quantity.startswith(("compute buffer", "output buffer", "input buffer", "model buffer")):
             missing.append(f"{f.quantity} = {f.value / MiB:,.2f} MiB: not predicted from a log (the compute graph "
                            "and the GGUF's tensor types are not in it)")
+    for f in _fig(figs, "model size"):
+        if arch is None or not cfg.get("ftype"):
+            missing.append("model size: needs the model and its file type (model ftype line, --model)")
+            continue
+        from k3lib.engines.gguf_recipe import gguf_recipe_bytes
+        try:
+            pred = gguf_recipe_bytes(arch, cfg["ftype"])["total"]
+        except K3InputError as exc:
+            missing.append(f"model size: {exc}")
+            continue
+        rows.append(_row("model size (tensor data)", f.value, pred, "B", WEIGHTS_TOLERANCE_PCT,
+                         f"llama.cpp src/llama-quant.cpp llama_tensor_get_type (commit 007dbbf): per-tensor types of "
+                         f"a {cfg['ftype']} file from {arch.id}'s shapes"))
     cells = cfg.get("cells") or cfg.get("n_ctx")
     tk, tv = (cfg.get("type_k") or "f16").lower(), (cfg.get("type_v") or "f16").lower()
     dims = cfg.get("layer_dims")

@@ -298,7 +298,7 @@ log_rows[["engine", "log", "component", "kind", "error_pct", "within"]]
     md("""
 **Takeaway:** the KV rows of the llama.cpp and SGLang logs match to 0.05 % or better, and vLLM V0's block counts fall inside the interval its two-decimal GiB allows.
 One vLLM V1 log (Qwen3-235B with the LMCache connector, July 2025) prints 1.1 % fewer tokens than the rule gives for its available memory: a miss we report, not hide.
-The Ollama log names no model, so only its reading is checked.
+One Ollama log names Llama 3.1 70B in Q4_0: llama.cpp's per-tensor recipe (output in Q6_K, norms in F32, the rest Q4_0) gives its 37.22 GiB to 0.01 %; the other names no model, so only its reading is checked.
 """),
     md(r"""
 ## Two nodes: the engine view per pipeline stage
