@@ -43,6 +43,7 @@ from typing import Any, Mapping
 
 from k3lib.core.architecture import AttentionGroup, Architecture, MLPSpec
 from k3lib.core.errors import K3InputError
+from k3lib.loaders.config_schema import validate_hf_config
 
 KNOWN_MODEL_TYPES = (
     "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "qwen3_next", "mixtral",
@@ -154,6 +155,8 @@ def _native_formats(cfg: Mapping[str, Any], tc: Mapping[str, Any]) -> dict[str, 
             body = "fp8"            # FP8 or INT8: one byte per weight (per-channel scales negligible)
     elif method in ("gptq", "awq") and q.get("bits", 4) == 4:
         body = "int4-gptq" if method == "gptq" else "int4-awq"
+    elif method in ("gptq", "awq") and q.get("bits") == 8:
+        body = "fp8"                # 8-bit GPTQ/AWQ: one byte per weight, like compressed-tensors' 8-bit branch
     elif method == "modelopt" and "fp4" in str(q.get("quant_algo", "")).lower():
         body = "nvfp4"
     if body is None:
@@ -200,6 +203,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
     prefix = "config.text_config." if tc is not cfg else "config."
     mtype = model_type_of(cfg)
     src = source or "config.json"
+    validate_hf_config(cfg, tc, prefix, src)       # types, bounds and cross-field rules first
     assumed: list[str] = []
     unknown = mtype not in KNOWN_MODEL_TYPES
     d = _req(tc, "hidden_size", src, prefix)

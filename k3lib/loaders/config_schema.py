@@ -1,0 +1,222 @@
+"""Typed, bounded validation of a Hugging Face ``config.json`` before any formula reads it.
+
+A config is checked with pydantic models (strict integers, no string or list where a
+number belongs, booleans are not numbers) and physical bounds, then by cross-field
+rules. Every failure is one :class:`~k3lib.core.errors.K3InputError` naming the field
+(``config.text_config.num_key_value_heads``) and what is allowed — never a
+``TypeError`` from deep inside a formula, never a string repeated into gigabytes
+(``"n_shared_experts": "1"`` used to be multiplied as a string).
+
+Bounds (any value past them is corruption, not a model):
+
+* layers ≤ 10,000 (the deepest published LLMs have ~130);
+* widths (hidden, intermediate, expert, latent sizes) ≤ 2^22 = 4,194,304 (the widest
+  published FFN is ~10^5);
+* heads, head dims, ranks, expert counts ≤ 2^16 = 65,536 (the most routed experts
+  published are 384–1,024);
+* vocabulary ≤ 2^24 = 16,777,216 (the largest published are ~260k);
+* positions (``max_position_embeddings``, windows) ≤ 2^31 − 1.
+
+Cross-field rules: ``num_key_value_heads`` ≤ ``num_attention_heads`` and divides it
+(GQA groups are whole); ``len(layer_types)`` = ``num_hidden_layers``;
+``first_k_dense_replace`` ≤ ``num_hidden_layers``; ``num_experts_per_tok`` ≤ the
+routed expert count; ``quantization_config.bits`` (GPTQ/AWQ) is 4 or 8 and
+``num_bits`` (compressed-tensors) one of 4 or 8, as numbers.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Annotated, Mapping, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+
+from k3lib.core.errors import K3InputError
+
+MAX_LAYERS = 10_000
+MAX_WIDTH = 2**22
+MAX_HEADS = 2**16
+MAX_VOCAB = 2**24
+MAX_POSITIONS = 2**31 - 1
+
+Layers = Annotated[StrictInt, Field(ge=1, le=MAX_LAYERS)]
+LayerCount0 = Annotated[StrictInt, Field(ge=0, le=MAX_LAYERS)]
+Width = Annotated[StrictInt, Field(ge=1, le=MAX_WIDTH)]
+Width0 = Annotated[StrictInt, Field(ge=0, le=MAX_WIDTH)]
+Small = Annotated[StrictInt, Field(ge=1, le=MAX_HEADS)]
+Small0 = Annotated[StrictInt, Field(ge=0, le=MAX_HEADS)]
+Positions = Annotated[StrictInt, Field(ge=0, le=MAX_POSITIONS)]
+Number = Annotated[StrictInt | StrictFloat, Field(allow_inf_nan=False)]
+
+
+class _Lenient(BaseModel):
+    """Unknown keys pass through untouched; known ones must have the right type."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class RopeScaling(_Lenient):
+    factor: Optional[Annotated[Number, Field(gt=0, le=1024)]] = None
+    original_max_position_embeddings: Optional[Positions] = None
+    type: Optional[StrictStr] = None
+    rope_type: Optional[StrictStr] = None
+
+
+class LinearAttnConfig(_Lenient):
+    num_heads: Optional[Small] = None
+    head_dim: Optional[Small] = None
+    short_conv_kernel_size: Optional[Small] = None
+    full_attn_layers: Optional[list[LayerCount0]] = Field(default=None, max_length=MAX_LAYERS)
+    kda_layers: Optional[list[LayerCount0]] = Field(default=None, max_length=MAX_LAYERS)
+
+
+class VisionConfig(_Lenient):
+    hidden_size: Optional[Width0] = None
+    intermediate_size: Optional[Width0] = None
+    num_hidden_layers: Optional[LayerCount0] = None
+    patch_size: Optional[Small] = None
+    num_channels: Optional[Small] = None
+    image_size: Optional[Small] = None
+    init_pos_emb_height: Optional[Small] = None
+    init_pos_emb_width: Optional[Small] = None
+    merge_kernel_size: Optional[list[Small]] = Field(default=None, max_length=4)
+    projector_input_dim: Optional[Width0] = None
+    projector_output_dim: Optional[Width0] = None
+    vision_output_dim: Optional[Width0] = None
+    pixel_shuffle_ratio: Optional[Annotated[Number, Field(gt=0, le=1)]] = None
+
+
+class TextConfig(_Lenient):
+    """The fields k3lib's formulas read, each optional here (presence is checked where used)."""
+
+    hidden_size: Optional[Width] = None
+    num_hidden_layers: Optional[Layers] = None
+    num_attention_heads: Optional[Small] = None
+    num_key_value_heads: Optional[Small] = None
+    head_dim: Optional[Small] = None
+    vocab_size: Optional[Annotated[StrictInt, Field(ge=1, le=MAX_VOCAB)]] = None
+    intermediate_size: Optional[Width0] = None
+    intermediate_size_mlp: Optional[Width0] = None
+    moe_intermediate_size: Optional[Width0] = None
+    shared_expert_intermediate_size: Optional[Width0] = None
+    shared_intermediate_size: Optional[Width0] = None
+    routed_expert_hidden_size: Optional[Width0] = None
+    max_position_embeddings: Optional[Positions] = None
+    sliding_window: Optional[Positions] = None
+    attention_chunk_size: Optional[Positions] = None
+    sliding_window_pattern: Optional[Layers] = None
+    max_window_layers: Optional[Positions] = None
+    layer_types: Optional[list[StrictStr]] = Field(default=None, max_length=MAX_LAYERS)
+    # MLA: the latent's dims must be numbers when given (null is not "default")
+    kv_lora_rank: Optional[Small0] = None
+    q_lora_rank: Optional[Small0] = None
+    qk_nope_head_dim: Small0 = 128
+    qk_rope_head_dim: Small0 = 64
+    v_head_dim: Small = 128
+    # MoE
+    n_routed_experts: Optional[Small0] = None
+    num_experts: Optional[Small0] = None
+    num_local_experts: Optional[Small0] = None
+    num_experts_per_tok: Optional[Small0] = None
+    num_experts_per_token: Optional[Small0] = None
+    experts_per_token: Optional[Small0] = None
+    n_shared_experts: Optional[Small0] = None
+    num_shared_experts: Optional[Small0] = None
+    first_k_dense_replace: Optional[LayerCount0] = None
+    interleave_moe_layer_step: Optional[LayerCount0] = None
+    moe_layer_freq: Optional[LayerCount0] = None
+    decoder_sparse_step: Optional[LayerCount0] = None
+    # hybrid linear attention
+    full_attention_interval: Optional[Layers] = None
+    linear_num_key_heads: Optional[Small] = None
+    linear_num_value_heads: Optional[Small] = None
+    linear_key_head_dim: Optional[Small] = None
+    linear_value_head_dim: Optional[Small] = None
+    linear_conv_kernel_dim: Optional[Small] = None
+    linear_attn_config: Optional[LinearAttnConfig] = None
+    # rotary
+    rotary_dim: Optional[Small0] = None
+    partial_rotary_factor: Optional[Annotated[Number, Field(gt=0, le=1)]] = None
+    rope_scaling: Optional[RopeScaling] = None
+    tie_word_embeddings: Optional[StrictBool] = None
+    quantization_config: Optional[Mapping[str, Any]] = None
+
+
+def _first_error(exc: ValidationError, prefix: str, source: str) -> K3InputError:
+    err = exc.errors(include_url=False)[0]
+    # a union's member tag ("int", "float", "function-after[...]") is not a field name
+    loc = ".".join(str(x) for x in err["loc"] if not (isinstance(x, str) and (x in _TAGS or "[" in x)))
+    got = err.get("input")
+    text = repr(got)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return K3InputError(prefix + loc, f"{text} in {source}: {err['msg'].lower()}", _ALLOWED.get(err["type"]))
+
+
+_TAGS = {"int", "float", "bool", "str", "list", "dict"}
+_ALLOWED = {"int_type": "a JSON integer", "int_parsing": "a JSON integer", "bool_type": "true or false",
+            "list_type": "a JSON list", "string_type": "a JSON string", "model_type": "a JSON object",
+            "dict_type": "a JSON object", "float_type": "a JSON number", "less_than_equal": None,
+            "greater_than_equal": None}
+
+
+def _check_quantization(q: Any, prefix: str, source: str) -> None:
+    field = prefix + "quantization_config"
+    if q is None:
+        return
+    if not isinstance(q, Mapping):
+        raise K3InputError(field, f"{q!r} in {source} is not an object", "a JSON object")
+    method = str(q.get("quant_method", "")).lower()
+    if "bits" in q and method in ("gptq", "awq", ""):
+        bits = q["bits"]
+        if isinstance(bits, bool) or not isinstance(bits, int) or bits not in (4, 8):
+            raise K3InputError(field + ".bits", f"{bits!r} in {source} is not a bit width k3lib knows",
+                               "the number 4 or 8")
+    for name, group in (q.get("config_groups") or {}).items() if isinstance(q.get("config_groups"), Mapping) else ():
+        w = group.get("weights") if isinstance(group, Mapping) else None
+        if isinstance(w, Mapping) and "num_bits" in w:
+            bits = w["num_bits"]
+            if isinstance(bits, bool) or not isinstance(bits, int) or bits not in (4, 8):
+                raise K3InputError(f"{field}.config_groups.{name}.weights.num_bits",
+                                   f"{bits!r} in {source} is not a bit width k3lib knows", "the number 4 or 8")
+
+
+def validate_hf_config(cfg: Mapping[str, Any], tc: Mapping[str, Any], prefix: str, source: str) -> TextConfig:
+    """Type- and bound-check the text config ``tc`` (and ``cfg``'s vision tower), then the
+    cross-field rules; returns the validated model or raises one named :class:`K3InputError`."""
+    try:
+        model = TextConfig.model_validate(dict(tc))
+        vc = cfg.get("vision_config")
+        if vc is not None:
+            if not isinstance(vc, Mapping):
+                raise K3InputError("config.vision_config", f"{vc!r} in {source} is not an object", "a JSON object")
+            try:
+                VisionConfig.model_validate(dict(vc))
+            except ValidationError as exc:
+                raise _first_error(exc, "config.vision_config.", source) from None
+        if tc is not cfg and cfg.get("max_position_embeddings") is not None:
+            TextConfig.model_validate({"max_position_embeddings": cfg["max_position_embeddings"]})
+    except ValidationError as exc:
+        raise _first_error(exc, prefix, source) from None
+    _check_quantization(tc.get("quantization_config") or cfg.get("quantization_config"), prefix, source)
+    heads, kv = model.num_attention_heads, model.num_key_value_heads
+    layers = model.num_hidden_layers
+    if heads and kv and (kv > heads or heads % kv):
+        raise K3InputError(prefix + "num_key_value_heads",
+                           f"{kv} KV heads for {heads} attention heads in {source}",
+                           f"a divisor of num_attention_heads ({heads}), at most {heads}")
+    if layers and model.layer_types is not None and len(model.layer_types) != layers:
+        raise K3InputError(prefix + "layer_types", f"{len(model.layer_types)} entries for {layers} layers in {source}",
+                           f"one entry per layer ({layers})")
+    if layers and model.first_k_dense_replace is not None and model.first_k_dense_replace > layers:
+        raise K3InputError(prefix + "first_k_dense_replace",
+                           f"{model.first_k_dense_replace} dense layers of {layers} in {source}",
+                           f"0 to num_hidden_layers ({layers})")
+    experts = model.n_routed_experts or model.num_experts or model.num_local_experts or 0
+    top_k = model.num_experts_per_tok or model.num_experts_per_token or model.experts_per_token or 0
+    if experts and top_k > experts:
+        raise K3InputError(prefix + "num_experts_per_tok", f"{top_k} experts per token of {experts} in {source}",
+                           f"1 to the routed expert count ({experts})")
+    return model
+
+
+__all__ = ["TextConfig", "VisionConfig", "validate_hf_config", "MAX_LAYERS", "MAX_WIDTH", "MAX_HEADS", "MAX_VOCAB"]
