@@ -257,7 +257,7 @@ def _hardware(claim: Claim):
         return get_gpu(f"{claim.device} {claim.value:g}GB")
 
 
-@check_pattern(lambda c: c.quantity == "available_vram" and c.device != "Mac Studio")
+@check_pattern(lambda c: c.guide == "guide-000" and c.quantity == "available_vram" and c.device != "Mac Studio")
 def hardware_capacity(claim: Claim) -> Verdict:
     """A device's memory × count, from ``data/hardware.csv`` (vendor labels read as GiB)."""
     hw = _hardware(claim)

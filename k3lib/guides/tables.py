@@ -15,6 +15,8 @@ from k3lib.guides.refs import (_g000, _k3, _unit_bytes, published_bytes, publish
                                real_node_gpus, real_state_bytes, real_weights_bytes)
 from k3lib.guides.verdicts import Verdict, audit_all, audit_claim
 
+NATIVE = "native (MXFP4 routed experts + BF16 rest + vision tower)"
+
 
 
 def audit_table(verdicts: Sequence[Verdict] | None = None) -> "pandas.DataFrame":
@@ -337,12 +339,16 @@ def use_instead(unit: str = "GB") -> "pandas.DataFrame":
 
     s = _unit_bytes(unit)
     g0 = _g000()
+    w4 = {k: v * GB for k, v in _g004_table_rows("weights").items()}
     rows = [
-        ("weights, BF16", g0.weights_bytes_by_tier["bf16"], 5476.2 * GB, real_weights_bytes("bf16"), "2,779.5B × 2 B"),
-        ("weights, native checkpoint", None, None, real_weights_bytes("native"), "MXFP4 experts + BF16 rest"),
-        ("weights, 8-bit", g0.weights_bytes_by_tier["q8"], 1561.2 * GB, real_weights_bytes("q8"), "Q8_0, 8.5 bits"),
-        ("weights, 4-bit", g0.weights_bytes_by_tier["q4"], 1508.7 * GB, real_weights_bytes("q4"), "Q4_K, 4.5 bits"),
-        ("weights, 2-bit", g0.weights_bytes_by_tier["q2"], 861.3 * GB, real_weights_bytes("q2"), "Q2_K, 2.625 bits"),
+        ("weights, BF16", g0.weights_bytes_by_tier["bf16"], w4["fp16"], real_weights_bytes("bf16"), "2,779.5B × 2 B"),
+        ("weights, native checkpoint", None, None, published_bytes(NATIVE), "published: MXFP4 experts + BF16 rest"),
+        ("weights, 8-bit", g0.weights_bytes_by_tier["q8"], w4["8-bit"], published_bytes("UD-Q8_K_XL"),
+         "published UD-Q8_K_XL"),
+        ("weights, 4-bit", g0.weights_bytes_by_tier["q4"], w4["4-bit"], published_bytes("UD-Q4_K_XL"),
+         "published UD-Q4_K_XL"),
+        ("weights, 2-bit", g0.weights_bytes_by_tier["q2"], w4["2-bit"], published_bytes("UD-Q2_K_XL"),
+         "published UD-Q2_K_XL"),
         ("KV cache, BF16, 128K", kv_cache_bytes(g0, context_tokens=131072, batch=1, kv_dtype="bf16"),
          _table_kv_gb(131072) * GiB, real_kv_bytes(kv_dtype="bf16", context_tokens=131072), "27,648 B/token + KDA state"),
         ("KV cache, BF16, 1M", kv_cache_bytes(g0, context_tokens=1048576, batch=1, kv_dtype="bf16"), None,

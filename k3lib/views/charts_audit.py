@@ -8,7 +8,10 @@
 """
 from __future__ import annotations
 
-from k3lib.guides.audit import VERDICT_COLORS, VERDICTS
+from k3lib.guides.audit import COLUMN_VERDICTS, VERDICT_COLORS, VERDICTS
+
+#: One colour per column verdict (own inputs / real K3).
+COLUMN_COLORS = {"holds": "#2e7d32", "contradicted": "#c62828", "stated input": "#5c7cba", "not checkable": "#9e9e9e"}
 
 
 def _alt():
@@ -23,20 +26,33 @@ def verdict_scale():
     return alt.Scale(domain=list(VERDICTS), range=[VERDICT_COLORS[v] for v in VERDICTS])
 
 
-def verdict_bars(table, *, width: int = 520):
-    """Claims per guide, stacked by verdict (``table`` from :func:`k3lib.guides.audit.audit_table`)."""
+def column_scale():
+    """One colour per column verdict, in the order of :data:`k3lib.guides.audit.COLUMN_VERDICTS`."""
     alt = _alt()
-    data = table.groupby(["guide", "verdict"]).size().reset_index(name="claims")
-    order = {v: i for i, v in enumerate(VERDICTS)}
-    data["order"] = data["verdict"].map(order)
-    return (alt.Chart(data, title="Verdicts per guide")
+    return alt.Scale(domain=list(COLUMN_VERDICTS), range=[COLUMN_COLORS[v] for v in COLUMN_VERDICTS])
+
+
+def verdict_bars(table, *, width: int = 460):
+    """Claims per guide, stacked by verdict, one bar for each question: against the guide's own
+    inputs and for the real K3 (``table`` from :func:`k3lib.guides.audit.audit_table`)."""
+    import pandas as pd
+
+    alt = _alt()
+    parts = []
+    for col, name in (("own_verdict", "own inputs"), ("real_verdict", "real K3")):
+        d = table.groupby(["guide", col]).size().reset_index(name="claims").rename(columns={col: "verdict"})
+        parts.append(d.assign(question=name))
+    data = pd.concat(parts, ignore_index=True)
+    data["order"] = data["verdict"].map({v: i for i, v in enumerate(COLUMN_VERDICTS)})
+    data["bar"] = data["guide"] + " · " + data["question"]
+    return (alt.Chart(data, title="Verdicts per guide: own inputs and real K3")
             .mark_bar()
-            .encode(y=alt.Y("guide:N", title=None),
+            .encode(y=alt.Y("bar:N", title=None),
                     x=alt.X("claims:Q", title="claims"),
-                    color=alt.Color("verdict:N", scale=verdict_scale(), legend=alt.Legend(title="verdict")),
+                    color=alt.Color("verdict:N", scale=column_scale(), legend=alt.Legend(title="verdict")),
                     order=alt.Order("order:Q"),
-                    tooltip=["guide", "verdict", "claims"])
-            .properties(width=width, height=90))
+                    tooltip=["guide", "question", "verdict", "claims"])
+            .properties(width=width, height=150))
 
 
 def guide_vs_real(use_instead, *, unit: str = "GB", width: int = 520):
@@ -73,7 +89,7 @@ def bits_per_weight(gguf, *, width: int = 420):
         x=alt.X("nominal:Q", title="the tier's nominal bits", scale=alt.Scale(domain=[0, 19], nice=False)),
         y=alt.Y("bits per weight:Q", title="bits per weight = size × 8 / 2,779.5B"),
         color=alt.Color("kind:N", legend=alt.Legend(title="weights cell", orient="top-left")),
-        tooltip=["tier", "weights (GB)", "bits per weight", "nearest K3 file"])
+        tooltip=["tier", "weights (GB)", "bits per weight", "K3 file or type"])
     labels = base.mark_text(dx=9, align="left").encode(x="nominal:Q", y="bits per weight:Q", text="tier:N")
     diagonal = alt.Chart(data).mark_line(strokeDash=[4, 4], color="#9e9e9e").encode(x="nominal:Q", y="nominal:Q")
     return (diagonal + points + labels).properties(width=width, height=300)
