@@ -14,13 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from k3lib.core.errors import K3InputError
+from k3lib.views.params import ParameterError, PlanParameters, parameter_error, parameter_errors
 
-
-class ParameterError(Exception):
-    """A notebook parameter is invalid. Shown by IPython as one line (no traceback)."""
-
-    def _render_traceback_(self) -> list[str]:  # IPython hook: print only the message
-        return [f"ParameterError: {self}"]
+__all__ = ["ParameterError", "PlanParameters", "parameter_error", "parameter_errors", "validate", "setup",
+           "skip_slow_iri_checker", "ALTAIR_RENDERER"]
 
 
 def validate(**params: Any):
@@ -28,26 +25,19 @@ def validate(**params: Any):
 
     Keys: model, weights, kv_dtype, context, batch, gpu, gpus, and optionally nodes,
     tp, pp, activation, overhead_per_gpu, overhead_total, memory_basis (sizes as
-    strings such as ``"10GiB"``).
+    strings such as ``"10GiB"``). They are checked by
+    :class:`~k3lib.views.params.PlanParameters` (ASCII digits, physical bounds, no
+    unknown key); any bad value raises one :class:`ParameterError`.
     """
-    from k3lib.core.plan import Assumptions, make_plan
-    from k3lib.core.units import parse_size_bytes
+    from k3lib.core.plan import make_plan
 
-    sizes = {}
-    try:
-        for key in ("activation", "overhead_per_gpu", "overhead_total"):
-            value = params.pop(key, None)
-            if value not in (None, ""):
-                sizes[key] = parse_size_bytes(value, key)
-        basis = params.pop("memory_basis", None) or None
-        assumptions = Assumptions(activation_bytes=sizes.get("activation"),
-                                  overhead_per_gpu_bytes=sizes.get("overhead_per_gpu"),
-                                  overhead_total_bytes=sizes.get("overhead_total"), memory_basis=basis)
-        return make_plan(assumptions=assumptions, **params)
-    except K3InputError as exc:
-        raise ParameterError(f"parameter {exc}") from None
-    except TypeError as exc:
-        raise ParameterError(f"parameter error: {exc}") from None
+    with parameter_errors():
+        if "engine" in params or "gpu_memory_utilization" in params:
+            raise K3InputError(next(k for k in ("engine", "gpu_memory_utilization") if k in params),
+                               "is not a notebook plan parameter (the plan is engine-neutral)",
+                               "use k3lib.views.any_model.validate or the report for engine settings")
+        p = PlanParameters.parse(**params)
+        return make_plan(**p.plan_kwargs())
 
 
 #: The Altair renderer the workbook uses. "svg" renders through vl-convert inside the
