@@ -202,10 +202,11 @@ _output = cell_output
 
 
 def test_papermill_parameters_filter_the_table(tmp_path):
-    nb = _run(tmp_path, guide="guide-004", verdict="contradicted", unit="GiB")
-    html = _output(nb, "audit.style_verdicts(", "text/html")
-    assert "g004-total-4-bit-8k" in html and "g000-" not in html and "reproduced only" not in html
+    nb = _run(tmp_path, guide="guide-004", verdict="contradicted", column="own", unit="GiB")
+    expected = len(audit.filter_claims(audit.audit_table(), "guide-004", "contradicted", "own"))
+    assert _output(nb, "len(audit.filter_claims(") == str(expected)
     assert "K3 real (GiB)" in _output(nb, "instead = audit.use_instead(", "text/plain")
+    assert "own inputs" in _output(nb, "counts = audit.verdict_counts(")
 
 
 def test_papermill_bad_parameter_stops_with_one_line(tmp_path):

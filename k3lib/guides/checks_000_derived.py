@@ -101,8 +101,13 @@ def overhead_rule(claim: Claim) -> Verdict:
     """'Subtract 8 GB per GPU': a stated rule, against measured vLLM runs on H100 (memory outside
     weights and KV per GPU, the unused reserve included)."""
     mid, half, tol = measured_overhead()
+    xs = measured_outside_weights_kv_gib()
     return make(claim, own=None, real=mid, unit="GiB per GPU", tol=tol, stated_input=True,
                 basis="published files", formula="capacity − weights − KV per GPU, vLLM 0.19 on H100",
+                figures=[Figure("measured_runs", "vLLM 0.19 H100 runs with weights and KV logged", len(xs), "runs"),
+                         Figure("measured_min_gib", "min over runs", xs[0], "GiB"),
+                         Figure("measured_max_gib", "max over runs", xs[-1], "GiB"),
+                         Figure("middle_gib", "(min + max) / 2", mid, "GiB")],
                 explanation=f"Measured vLLM runs on H100 leave {mid - half:.1f}–{mid + half:.1f} GiB per GPU outside "
                             f"weights and KV; the guide's worked example uses 6 GB per GPU, below its 'at least 8'.")
 

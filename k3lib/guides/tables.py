@@ -186,11 +186,12 @@ DEPLOYER_CONTRADICTIONS = (
     "g000-min-viable-gpus",
     "g000-sweetspot-gpus",
     "g000-intro-8xh100-headroom",
-    "g000-faq-tp8-kv",
-    "g004-total-4-bit-8k",
+    "g000-extra-tp-kv-shard",
+    "g000-extra-loaded-bf16",
     "g004-total-vram-q4",
+    "g004-total-4-bit-8k",
     "g004-offload-tps-mac-studio-m3-ultra-512gb",
-    "g000-extra-vllm-native-vs-gguf",
+    "g004-extra-vllm-native-vs-gguf",
 )
 BIGGEST_CONTRADICTIONS = DEPLOYER_CONTRADICTIONS
 
