@@ -49,7 +49,7 @@ Change them here, or from the command line: `papermill -k python3 -p gpu rtx-pro
 model: str = "kimi-k3"  # a built-in MoE model id
 weights: str = "q4_k_m"  # weight precision (guide 004's 4-bit row is a Q4_K_M file)
 gpu: str = "rtx-4090-48gb"  # GPU or unified-memory machine (see `k3plan gpus`)
-ram: str = "1536GiB"  # system RAM installed: a "1.5 TB" server holds 1,536 GiB (GiB = 2^30 B, GB = 10^9 B)
+ram: str = "1536GiB"  # system RAM installed: a 1.5 TB server holds 1,536 GiB (1,649 GB)
 ram_bandwidth: str = "70GB/s"  # RAM bandwidth; guide 004 assumes 70 GB/s
 expert_layers_on_gpu: int = 0  # MoE layers whose experts stay on the GPU; 0 is guide 004's mode
 kv_dtype: str = "bf16"  # KV-cache dtype; guide 004 counts FP16
