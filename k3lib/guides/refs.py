@@ -142,10 +142,11 @@ def min_gpus(make: Callable[[int], object], limit: int = 256, start: int = 1) ->
 
 
 @lru_cache(maxsize=None)
-def measured_outside_weights_kv_gib() -> tuple[float, ...]:
+def measured_outside_weights_kv_gib(utilization: float = 0.95) -> tuple[float, ...]:
     """Per-GPU memory outside weights and KV in each vLLM 0.19 H100 run of
-    ``data/measured/vllm-0.19-h100-sweep.csv``: capacity printed per GPU − weights − KV cache
-    (GiB, both as vLLM logs them). The guide's "overhead" (CUDA context, NCCL, activations,
+    ``data/measured/vllm-0.19-h100-sweep.csv`` at one ``gpu_memory_utilization`` (0.95, the
+    sweep's usual setting; the reserve left outside vLLM's pool depends on it): capacity printed
+    per GPU − weights − KV cache (GiB, both as vLLM logs them). The guide's "overhead" (CUDA context, NCCL, activations,
     CUDA graphs and the unused reserve) is what a deployer must leave free besides weights and KV."""
     import re
 
@@ -157,8 +158,10 @@ def measured_outside_weights_kv_gib() -> tuple[float, ...]:
     out = []
     for d in runs.values():
         if "weights_memory_per_gpu" in d and "kv_cache_memory_per_gpu" in d:
-            m = re.search(r"\(([\d.]+) GiB each", d["weights_memory_per_gpu"]["gpu"])
-            if m:
+            gpu = d["weights_memory_per_gpu"]["gpu"]
+            m = re.search(r"\(([\d.]+) GiB each", gpu)
+            u = re.search(r"gpu_memory_utilization=([\d.]+)", gpu)
+            if m and u and float(u.group(1)) == utilization:
                 out.append(float(m.group(1)) - float(d["weights_memory_per_gpu"]["value"])
                            - float(d["kv_cache_memory_per_gpu"]["value"]))
     if not out:

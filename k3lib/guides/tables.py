@@ -35,7 +35,7 @@ def audit_table(verdicts: Sequence[Verdict] | None = None) -> "pandas.DataFrame"
             "own_verdict": v.own_verdict, "own_value": v.own_value,
             "real_verdict": v.real_verdict, "real_value": v.real_value, "unit": v.unit,
             "verdict": v.verdict, "computed": v.computed_value, "real_k3": v.real_value,
-            "tolerance": v.tolerance, "assumption": v.assumption,
+            "tolerance": v.tolerance, "tolerance_free": v.tolerance_free, "assumption": v.assumption,
             "explanation": v.explanation, "formula": v.formula, "basis": v.basis, "check": v.check,
         })
     return pd.DataFrame(rows)

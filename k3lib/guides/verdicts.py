@@ -171,6 +171,15 @@ def make(claim: Claim, *, own: float | None, real: float | None, unit: str, tol:
     real_v = judge(claim, real, tol)
     if own_v == "holds" and real_v == "contradicted" and not assumption:
         assumption = "the guide's own inputs"
+    if not tolerance_free:
+        reasons = []
+        if stated_input:
+            reasons.append("own: the guide states this figure as an input")
+        elif own_v == "not checkable":
+            reasons.append("own: nothing computes it from the guide's inputs")
+        if real_v == "not checkable":
+            reasons.append("real: needs a measurement or a source the repository lacks (see the explanation)")
+        tolerance_free = "; ".join(reasons)
     return Verdict(claim_id=claim.claim_id, own_verdict=own_v, real_verdict=real_v,
                    own_value=None if own is None else float(own), real_value=None if real is None else float(real),
                    unit=unit, tolerance=tol.text if tol else "none", assumption=assumption,
