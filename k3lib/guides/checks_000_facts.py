@@ -1,21 +1,17 @@
 """Guide 000: checks of its statements about K3 itself and about hardware."""
 from __future__ import annotations
 
-from functools import lru_cache
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import get_gpu, list_gpus
-from k3lib.core.memory import kv_cache_bytes, overhead_bytes_per_gpu, weights_bytes_by_group
+from k3lib.core.memory import kv_cache_bytes
 from k3lib.core.plan import kv_bytes_per_gpu
-from k3lib.core.precisions import get_kv_dtype, get_weight_format
+from k3lib.core.precisions import get_kv_dtype
 from k3lib.core.units import GB, GiB
-from k3lib.guides.claims import (G000_ACTIVATION, G000_OVERHEAD_PER_GPU_EXAMPLE, G000_OVERHEAD_PER_GPU_RULE,
-                                 G000_OVERHEAD_TOTAL, G004_ACTIVE_PARAMS, G004_OFFLOAD_RAM, G004_OFFLOAD_VRAM,
-                                 G004_OVERHEAD, G004_RAM_BANDWIDTH, LONG_CONTEXT, Q4_BITS, Claim, load_claims)
-from k3lib.guides.refs import (_g000, _k3, _own_plan, _real_plan, min_gpus, nearest_published, published_bytes,
-                               real_kv_bytes, real_node_gpus, real_state_bytes, real_weights_bytes)
-from k3lib.guides.verdicts import (Verdict, EXACT, Figure, Tolerance, check, check_pattern, make, not_checkable, pct,
-                                   register_not_checkable, written_tolerance)
+from k3lib.guides.claims import LONG_CONTEXT, Claim
+from k3lib.guides.refs import _g000, _k3, published_bytes, real_kv_bytes, real_state_bytes, real_weights_bytes
+from k3lib.guides.verdicts import (Verdict, EXACT, Figure, Tolerance, check, check_pattern, make, pct,
+                                   written_tolerance)
 
 
 

@@ -1,22 +1,16 @@
 """Guide 004: its weights/total table, offload split and speeds."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
-
 from k3lib.core.errors import K3InputError
-from k3lib.core.hardware import get_gpu, list_gpus
-from k3lib.core.memory import kv_cache_bytes, overhead_bytes_per_gpu, weights_bytes_by_group
-from k3lib.core.plan import kv_bytes_per_gpu
-from k3lib.core.precisions import get_kv_dtype, get_weight_format
+from k3lib.core.hardware import get_gpu
+from k3lib.core.memory import weights_bytes_by_group
+from k3lib.core.precisions import get_weight_format
 from k3lib.core.units import GB, GiB
-from k3lib.guides.claims import (G000_ACTIVATION, G000_OVERHEAD_PER_GPU_EXAMPLE, G000_OVERHEAD_PER_GPU_RULE,
-                                 G000_OVERHEAD_TOTAL, G004_ACTIVE_PARAMS, G004_OFFLOAD_RAM, G004_OFFLOAD_VRAM,
-                                 G004_OVERHEAD, G004_RAM_BANDWIDTH, LONG_CONTEXT, Q4_BITS, Claim, load_claims)
-from k3lib.guides.refs import (_g000, _k3, _own_plan, _real_plan, min_gpus, nearest_published, published_bytes,
-                               real_kv_bytes, real_node_gpus, real_state_bytes, real_weights_bytes)
-from k3lib.guides.verdicts import (Verdict, EXACT, Figure, Tolerance, check, check_pattern, make, not_checkable, pct,
-                                   register_not_checkable, written_tolerance)
+from k3lib.guides.claims import (G004_ACTIVE_PARAMS, G004_OFFLOAD_RAM, G004_OFFLOAD_VRAM, G004_OVERHEAD,
+                                 G004_RAM_BANDWIDTH, Q4_BITS, Claim, load_claims)
+from k3lib.guides.refs import _k3, published_bytes, real_kv_bytes, real_state_bytes, real_weights_bytes
+from k3lib.guides.verdicts import (Verdict, EXACT, Figure, Tolerance, check, check_pattern, make, pct,
+                                   written_tolerance)
 
 # ================================================================= guide 004
 
@@ -27,32 +21,6 @@ TIER_BAND = {"1-bit": (1.0, 2.5), "2-bit": (2.0, 3.5), "3-bit": (3.0, 4.5), "4-b
              "5-bit": (5.0, 6.5), "8-bit": (8.0, 9.5), "fp16": (15.0, 17.0)}
 
 
-@dataclass(frozen=True)
-class FileCandidate:
-    """A way K3's weights could be stored: one format everywhere, or routed experts in one
-    format and everything else in another."""
-
-    name: str
-    tier: str
-    bytes: int
-    uniform: bool
-
-
-@lru_cache(maxsize=None)
-def gguf_candidates() -> tuple[FileCandidate, ...]:
-    """K3 files to match guide 004's sizes against: the llama.cpp type of each tier over all
-    2,779.5B parameters, the native MXFP4 checkpoint, and its usual GGUF conversion (MXFP4
-    experts kept, the rest at Q8_0)."""
-    k3 = _k3()
-    out = [FileCandidate(f"{get_weight_format(f).name}", tier, real_weights_bytes(f), True)
-           for tier, f in TIER_FORMAT.items()]
-    out.append(FileCandidate("native checkpoint: MXFP4 experts + BF16 rest", "4-bit",
-                             k3.weights_bytes({"routed_experts": 4.25, "*": 16}), False))
-    out.append(FileCandidate("MXFP4 experts + Q8_0 rest", "4-bit", k3.weights_bytes({"routed_experts": 4.25, "*": 8.5}),
-                             False))
-    return tuple(out)
-
-
 def implied_bits_per_weight(size_gb: float, params: int | None = None) -> float:
     """bits per weight = size × 8 / parameters (K3's 2,779.5B unless given).
 
@@ -60,12 +28,6 @@ def implied_bits_per_weight(size_gb: float, params: int | None = None) -> float:
     4.49
     """
     return size_gb * GB * 8 / (params or _k3().params_total)
-
-
-def nearest_file(size_gb: float) -> tuple[FileCandidate, float]:
-    """The candidate closest to ``size_gb`` and the relative difference (claim / candidate − 1)."""
-    best = min(gguf_candidates(), key=lambda c: abs(size_gb * GB / c.bytes - 1))
-    return best, size_gb * GB / best.bytes - 1
 
 
 def _g004_table_rows(column: str, context_tokens: int = 8192) -> dict[str, float]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from k3lib.core.errors import K3InputError
-from k3lib.guides.claims import BASES, COLUMN_VERDICTS, VERDICTS, Claim, load_claims
+from k3lib.guides.claims import BASES, COLUMN_VERDICTS, Claim, load_claims
 
 
 @dataclass(frozen=True)
