@@ -305,9 +305,10 @@ def test_layout_explorer_builds_and_shows_errors_as_text():
     from k3lib.views.widgets_parallel import layout_explorer
 
     box = layout_explorer()
-    controls = {c.description: c for row in box.children[:-1] for c in row.children}
-    controls["TP"].value = 16          # 16 × PP 2 ≠ 16 GPUs: shown as an error line, not raised
-    controls["TP"].value = 8
+    # TP offers only sizes that fit inside a node and divide the heads; changing it re-fits PP
+    assert 16 not in box.controls["tp"].options
+    box.controls["tp"].value = 4
+    assert box.last_message is None and box.summary.value.startswith("16 GPUs")
 
 
 # ------------------------------------------------------------------ notebooks 03 and 04: committed form, papermill
