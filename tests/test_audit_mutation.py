@@ -2,7 +2,8 @@
 
 For every claim and each of its two columns (own inputs, real K3) that is a comparison
 ("holds" or "contradicted"): setting the claimed value to the computed value makes the column
-hold, and moving it ×3 or ×1/3 away from the computed value makes it contradicted. A column
+hold, and moving it ×3 or ×1/3 away from the computed value makes it contradicted (the reverse
+for a figure the guide denies, "nowhere near 5.6 TB"). A column
 that is not a comparison must say why: "stated input" (the guide states the figure; only the
 real column compares) or "not checkable" (with an explanation).
 """
@@ -51,13 +52,14 @@ def test_each_comparison_can_fail_and_can_hold(claim_id, column, verdicts):
         assert computed is None and v.explanation and v.tolerance_free, claim_id
         return
     assert computed is not None, claim_id
-    assert _column(_with_value(claim, computed), column) == "holds", f"{claim_id}: set to {computed!r}"
+    near, far = ("contradicted", "holds") if v.negated else ("holds", "contradicted")   # a denied figure
+    assert _column(_with_value(claim, computed), column) == near, f"{claim_id}: set to {computed!r}"
     if computed == 0:
         moved = [claim.value or 1.0]
     else:
         moved = [computed * 3, computed / 3]
     for value in moved:
-        assert _column(_with_value(claim, value), column) == "contradicted", f"{claim_id}: moved to {value!r}"
+        assert _column(_with_value(claim, value), column) == far, f"{claim_id}: moved to {value!r}"
 
 
 def test_every_row_has_two_verdicts(verdicts):

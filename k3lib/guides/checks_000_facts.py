@@ -82,14 +82,13 @@ def mxfp4_origin(claim: Claim) -> Verdict:
 
 @check("g000-weights-not-5.6tb")
 def not_5p6_tb(claim: Claim) -> Verdict:
-    """'not near 5.6 TB': K3's BF16 size, which the same paragraph says the weights unpack to.
-    The claim denies the figure, so 'holds' here means the denial is wrong (the explanation says so)."""
+    """'nowhere near 5.6 TB': a denial, so it holds only if K3's weights as loaded (BF16, as the same
+    paragraph says they are at load time) are not within ±2% of 5.6 TB."""
     real_tb = real_weights_bytes("bf16") / 10**12
-    return make(claim, own=None, real=real_tb, unit="TB", tol=HEADLINE, stated_input=True, basis="K3 architecture",
-                formula="params × 2 B / 10^12",
-                explanation=f"The guide says the weights are NOT near 5.6 TB; unpacked to BF16 — as the same paragraph "
-                            f"says they are at load time — they are {real_tb:.2f} TB, so the figure it denies is the "
-                            f"real one. Only the MXFP4 checkpoint is smaller "
+    return make(claim, own=None, real=real_tb, unit="TB", tol=HEADLINE, stated_input=True, negated=True,
+                basis="K3 architecture", formula="params × 2 B / 10^12",
+                explanation=f"Unpacked to BF16 — as the same paragraph says the weights are at load time — K3 is "
+                            f"{real_tb:.2f} TB: near 5.6 TB after all. Only the MXFP4 checkpoint is smaller "
                             f"({real_weights_bytes('native') / 10**12:.2f} TB).")
 
 

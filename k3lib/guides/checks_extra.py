@@ -80,17 +80,24 @@ def oom_at_load(claim: Claim) -> Verdict:
                             "so in vLLM a 1M context that does not fit fails at load; no measurement of K3 is at hand.")
 
 
+def _between(low: float, high: float, what: str) -> tuple[float, Tolerance]:
+    """A claim that a figure lies between ``low`` and ``high``: the middle, with half the width as tolerance."""
+    return (low + high) / 2, Tolerance(abs=(high - low) / 2, text=f"between {what} ({low:,.1f}–{high:,.1f} GiB)")
+
+
 @check("g000-extra-budget-q8-not-bf16")
 def budget_q8(claim: Claim) -> Verdict:
-    """'~540 GB — enough for Q8': the budget against the 8-bit weights it must hold (own: 450.4;
-    real: the published UD-Q8_K_XL). ±20%: 'enough' needs the file within the budget's reach."""
-    own = _g000().weights_bytes_by_tier["q8"] / GiB
-    real = published_bytes("UD-Q8_K_XL") / GiB
-    return make(claim, own=own, real=real, unit="GiB", tol=Tolerance(rel=0.2, text="±20% (8-bit weights ≤ budget)"),
-                basis="guide's own numbers", formula="8-bit weights that the budget must hold",
-                explanation=f"On its own tiers Q8 is {own:.1f} GiB, inside 540. K3's 8-bit file (UD-Q8_K_XL) is "
-                            f"{real:,.0f} GiB, {real / claim.value:.1f}× the budget; its smallest file "
-                            f"({published_bytes('UD-Q1_0') / GiB:,.0f} GiB) does not fit either.")
+    """'~540 GB — enough for Q8, not enough for BF16': the budget must lie between the 8-bit and the
+    BF16 weights (own: 450.4 and 594; real: the published UD-Q8_K_XL and 2,779.5B × 2 B)."""
+    own_q8, own_bf16 = _g000().weights_bytes_by_tier["q8"] / GiB, _g000().weights_bytes_by_tier["bf16"] / GiB
+    real_q8, real_bf16 = published_bytes("UD-Q8_K_XL") / GiB, _k3().params_total * 2 / GiB
+    own, tol = _between(own_q8, own_bf16, "its Q8 and BF16")
+    real, real_tol = _between(real_q8, real_bf16, "UD-Q8_K_XL and BF16")
+    return make(claim, own=own, real=real, unit="GiB", tol=tol, real_tol=real_tol, basis="guide's own numbers",
+                formula="Q8 weights ≤ budget < BF16 weights",
+                explanation=f"On its own tiers {own_q8:.1f} ≤ 540 < {own_bf16:g}: it follows. K3's 8-bit file "
+                            f"(UD-Q8_K_XL) is {real_q8:,.0f} GiB, {real_q8 / claim.value:.1f}× the budget; even its "
+                            f"smallest file ({published_bytes('UD-Q1_0') / GiB:,.0f} GiB) does not fit.")
 
 
 @check("g004-extra-vllm-native-vs-gguf")

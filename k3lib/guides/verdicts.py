@@ -77,13 +77,17 @@ def written_tolerance(claim: Claim, *, rel_if_approximate: float = 0.05) -> Tole
     return Tolerance(abs=half, text=f"±{half:g} (rounding to the digit written)")
 
 
-def judge(claim: Claim, computed: float | None, tol: Tolerance | None, *, stated_input: bool = False) -> str:
-    """One column's verdict: the claim's value (or range) against ``computed`` under ``tol``."""
+def judge(claim: Claim, computed: float | None, tol: Tolerance | None, *, stated_input: bool = False,
+          negated: bool = False) -> str:
+    """One column's verdict: the claim's value (or range) against ``computed`` under ``tol``.
+    ``negated``: the guide *denies* the value ("nowhere near 5.6 TB"), so the claim holds when the
+    computed value is outside the tolerance."""
     if stated_input:
         return "stated input"
     if computed is None or tol is None:
         return "not checkable"
-    return "holds" if tol.ok(claim.value, computed, claim.value_high) else "contradicted"
+    near = tol.ok(claim.value, computed, claim.value_high)
+    return "holds" if near != negated else "contradicted"
 
 
 def combine(own: str, real: str) -> str:
@@ -120,6 +124,7 @@ class Verdict:
     check: str = ""
     figures: tuple[Figure, ...] = ()
     tolerance_free: str = ""
+    negated: bool = False
 
     def __post_init__(self) -> None:
         for name in ("own_verdict", "real_verdict"):
@@ -161,14 +166,16 @@ def pct(x: float) -> str:
 
 def make(claim: Claim, *, own: float | None, real: float | None, unit: str, tol: Tolerance | None,
          explanation: str, basis: str, stated_input: bool = False, assumption: str = "", formula: str = "",
-         figures: Sequence[Figure] = (), tolerance_free: str = "") -> Verdict:
+         figures: Sequence[Figure] = (), tolerance_free: str = "", negated: bool = False,
+         real_tol: Tolerance | None = None) -> Verdict:
     """Compare ``claim`` with ``own`` and ``real`` under ``tol`` and record both verdicts.
 
     ``stated_input``: the claim is an input the guide states (K3's parameter count, a KV rate), so
-    the own column says so and only the real column is a comparison.
+    the own column says so and only the real column is a comparison. ``real_tol``: the real
+    column's tolerance where it differs from the own column's (stated in ``tolerance`` too).
     """
-    own_v = judge(claim, own, tol, stated_input=stated_input)
-    real_v = judge(claim, real, tol)
+    own_v = judge(claim, own, tol, stated_input=stated_input, negated=negated)
+    real_v = judge(claim, real, real_tol or tol, negated=negated)
     if own_v == "holds" and real_v == "contradicted" and not assumption:
         assumption = "the guide's own inputs"
     if not tolerance_free:
@@ -182,9 +189,10 @@ def make(claim: Claim, *, own: float | None, real: float | None, unit: str, tol:
         tolerance_free = "; ".join(reasons)
     return Verdict(claim_id=claim.claim_id, own_verdict=own_v, real_verdict=real_v,
                    own_value=None if own is None else float(own), real_value=None if real is None else float(real),
-                   unit=unit, tolerance=tol.text if tol else "none", assumption=assumption,
+                   unit=unit, tolerance=(tol.text if tol else "none") + (f"; real: {real_tol.text}" if real_tol else ""),
+                   assumption=assumption,
                    explanation=explanation, formula=formula, basis=basis, figures=tuple(figures),
-                   tolerance_free=tolerance_free)
+                   tolerance_free=tolerance_free, negated=negated)
 
 
 def not_checkable(reason: str, *, computed: Callable[[], float | None] | None = None, unit: str = "",
