@@ -81,7 +81,7 @@ deployer.drop(columns=["quote"])
 """),
     md("""
 Real K3 needs whole 8-GPU nodes (tensor parallelism inside a node, pipeline stages across nodes), from the shared planner `k3lib.studies.parallel.min_gpus`.
-The published deployments agree: vLLM's K3 recipe (vllm-project/recipes `models/moonshotai/Kimi-K3.yaml` @8959cf64) serves the native checkpoint on 16× H200 as TP8 × PP2 and needs 32× H100; on H200 a plain TP8 runs out of memory (vllm-project/recipes #698).
+Compare the published deployments: vLLM's K3 recipe (vllm-project/recipes `models/moonshotai/Kimi-K3.yaml` @8959cf64) serves the native checkpoint on 16× H200 as TP8 × PP2 — the planner's count below — and asks for 32× H100, one node more than the planner's memory floor of 24; on H200 a plain TP8 runs out of memory (vllm-project/recipes #698).
 The guide's own counts assume one pool of GPUs and its own inputs:
 """),
     code("""
