@@ -1,5 +1,7 @@
 """Regenerate ``data/models/*.json`` (k3lib's architecture schema) from the
-reference configs in ``../shared/reference/configs``.
+maintainers' local copies of the models' public config.json files (a folder beside the
+checkout; the user-facing ``source`` of each model is its public origin, kept from the
+existing ``data/models/<id>.json``).
 
 Run from the repository root:  python scripts/build_builtin_models.py
 The JSON files hold shapes only; parameter counts and KV bytes are computed by
@@ -52,10 +54,13 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     for mid, (fname, name, row_name) in BUILTINS.items():
         cfg = json.loads((REF / "configs" / fname).read_text())
+        existing = out / f"{mid}.json"
+        origin = json.loads(existing.read_text())["source"] if existing.exists() else ""
+        if not origin or "shared/" in origin:
+            raise SystemExit(f"{mid}: give data/models/{mid}.json a public `source` (URL or repo@commit path) first")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            arch = architecture_from_hf_config(cfg, id=mid, name=name,
-                                               source=f"shared/reference/configs/{fname}")
+            arch = architecture_from_hf_config(cfg, id=mid, name=name, source=origin)
         doc = dataclasses.asdict(arch)
         doc["native_formats"] = dict(arch.native_formats)
         row = rows.get(row_name or "", {})

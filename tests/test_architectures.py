@@ -1,7 +1,7 @@
 """Real architectures reproduce their known parameter totals and KV bytes per token.
 
 Expected values are derived here by hand, tensor by tensor, from the config shapes,
-or taken from published totals (shared/reference/models.csv, which checks them
+or taken from published totals (Hugging Face safetensors indexes, which check them
 against safetensors listings); they are never the function's own output.
 """
 import pytest
@@ -60,7 +60,7 @@ def test_kimi_k3_kv_and_state():
 def test_kimi_k3_native_weights_match_the_public_weight_listing():
     from k3lib.core.memory import weights_bytes
     k3 = get_model("kimi-k3")
-    # A public weight listing of the checkpoint totals 1,453.66 GiB (shared/reference/README.md).
+    # A public weight listing of the checkpoint totals 1,453.66 GiB (a public weight listing of moonshotai/Kimi-K3).
     assert weights_bytes(k3, "native") / 2**30 == pytest.approx(1453.66, rel=0.002)
 
 

@@ -33,7 +33,7 @@ from k3lib.core.plan import Plan
 from k3lib.core.precisions import get_weight_format
 from k3lib.core.units import GiB
 
-#: Hugging Face repositories of built-in models (shared/reference/models.csv; Kimi K3: guide 004).
+#: Hugging Face repositories of built-in models (the models' Hugging Face pages; Kimi K3: guide 004).
 HF_REPOS = {
     "kimi-k3": "moonshotai/Kimi-K3",
     "kimi-k2": "moonshotai/Kimi-K2-Instruct",

@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from k3lib.loaders import LoadedModel
 
 GiB = 2**30
-#: public configs shipped with the repository (copies of shared/reference/configs)
+#: public configs shipped with the repository (Hugging Face config.json files; see tests/fixtures/configs/README.md)
 FIXTURE_CONFIGS_DIR = DATA_DIR.parent / "tests" / "fixtures" / "configs"
 #: the engines compared side by side
 #: one config per attention design, for the KV comparison
