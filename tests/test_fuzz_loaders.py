@@ -160,3 +160,74 @@ def test_random_json_safetensors_headers(tmp_path, header):
     out, seconds, peak = measure(lambda: read_safetensors_header(path))
     assert not isinstance(out, Exception) or isinstance(out, K3InputError), repr(out)
     assert seconds < 1 and peak < 100 * MB
+
+
+# --- GGUF metadata of the wrong type, and hand-written hostile headers ---------------------------------------
+
+ARCH_KEYS = ["block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+             "attention.head_count_kv", "context_length", "attention.key_length", "attention.value_length",
+             "expert_count", "expert_used_count", "attention.sliding_window", "attention.kv_lora_rank",
+             "rope.dimension_count", "nextn_predict_layers"]
+
+
+def _write_with_value(path: Path, key: str, kind: str, value) -> Path:
+    """The tiny qwen2 GGUF with ``qwen2.<key>`` written as ``kind`` (the writer's own encoders)."""
+    import gguf
+
+    w = gguf.GGUFWriter(str(path), "qwen2")
+    base = {"block_count": 2, "embedding_length": 64, "feed_forward_length": 128, "attention.head_count": 4,
+            "attention.head_count_kv": 2, "context_length": 4096}
+    for k, v in base.items():
+        if k != key:
+            w.add_uint32(f"qwen2.{k}", v)
+    full = f"qwen2.{key}"
+    {"string": w.add_string, "float": w.add_float32, "bool": w.add_bool, "uint64": w.add_uint64,
+     "int32": w.add_int32, "array": w.add_array}[kind](full, value)
+    w.add_token_list([b"a", b"b"])
+    w.add_tensor("token_embd.weight", np.zeros((2, 64), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+@settings(max_examples=40, deadline=1000, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=st.sampled_from(ARCH_KEYS), kind_value=st.one_of(
+    st.tuples(st.just("string"), st.text(max_size=5)), st.tuples(st.just("float"), st.floats(width=32)),
+    st.tuples(st.just("bool"), st.booleans()), st.tuples(st.just("uint64"), st.integers(0, 2**64 - 1)),
+    st.tuples(st.just("int32"), st.integers(-2**31, 2**31 - 1)),
+    st.tuples(st.just("array"), st.lists(st.integers(0, 2**31 - 1), max_size=6))))
+def test_gguf_metadata_of_any_type_gives_a_model_or_a_named_error(tmp_path, key, kind_value):
+    kind, value = kind_value
+    path = _write_with_value(tmp_path / "t.gguf", key, kind, value)
+    out, seconds, peak = measure(lambda: load_gguf(path))
+    if isinstance(out, Exception):
+        assert isinstance(out, K3InputError) and out.field.startswith("gguf"), repr(out)
+    assert seconds < 1 and peak < 100 * MB, (seconds, peak)
+
+
+def _raw_gguf(n_tensors: int, kvs: bytes, n_kv: int) -> bytes:
+    return b"GGUF" + struct.pack("<IQQ", 3, n_tensors, n_kv) + kvs
+
+
+def _key(name: str) -> bytes:
+    return struct.pack("<Q", len(name)) + name.encode()
+
+
+@pytest.mark.parametrize("blob, part", [
+    (_raw_gguf(2**40, b"", 0), "tensor count"),
+    (_raw_gguf(0, b"", 2**60), "metadata count"),
+    (_raw_gguf(0, _key("a") + struct.pack("<IQ", 8, 2**63) + b"x" * 64, 1), "truncated"),           # string 2^63 long
+    (_raw_gguf(0, _key("a") + struct.pack("<IIQ", 9, 8, 2**62) + b"x" * 64, 1), "truncated"),       # 2^62 strings
+    (_raw_gguf(0, _key("a") + struct.pack("<IIQ", 9, 6, 2**61) + b"x" * 64, 1), "truncated"),       # 2^61 floats
+    (_raw_gguf(0, _key("a") + struct.pack("<I", 99) + b"x" * 64, 1), "unknown metadata value type"),
+    (_raw_gguf(0, _key("a") + struct.pack("<I", 9) + struct.pack("<IQ", 9, 1) * 6 + b"x" * 64, 1), "nested deeper"),
+    (b"GGUF" + struct.pack("<I", 7) + b"\0" * 32, "version 7"),
+])
+def test_hand_written_hostile_gguf_headers(tmp_path, blob, part):
+    path = tmp_path / "h.gguf"
+    path.write_bytes(blob)
+    err, seconds, peak = measure(lambda: load_gguf(path))
+    assert isinstance(err, K3InputError) and part in str(err), repr(err)
+    assert seconds < 1 and peak < 10 * MB, (seconds, peak)

@@ -44,6 +44,11 @@ _MAX_ARRAY_DEPTH = 4
 _MAX_ARRAY_VALUES = 4096
 #: string values longer than this (chat templates can be tens of KB) are kept as their length only
 _MAX_STRING_VALUE = 1 << 16
+#: metadata keys whose values are real numbers (epsilons, rope bases and factors, scales, soft caps)
+_REAL_KEY_MARKS = ("eps", "freq", "scale", "factor", "softcap", "multiplier", "mult", "temperature", "alpha",
+                   "beta", "weight")
+#: metadata keys whose values are text (rope scaling type, names)
+_TEXT_KEY_MARKS = ("type", "name")
 #: no model has more layers than this (the deepest published LLMs have ~130); more is corrupt
 MAX_LAYERS = 10_000
 
@@ -276,21 +281,24 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
         return v
 
     def ints(key: str, v: Any) -> None:
-        """Every architecture number is an int in 0 … 2^31 (a float or 2^64 here is corruption)."""
-        vals = v if isinstance(v, list) else [v]
-        for x in vals:
-            if x is None:
+        """Every architecture number is an int in 0 … 2^31 (a string, float or 2^64 here is corruption)."""
+        for x in (v if isinstance(v, list) else [v]):
+            if x is None or isinstance(x, bool):
                 continue
-            if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < 2**31:
+            if not isinstance(x, int) or not 0 <= x < 2**31:
                 raise K3InputError(key, f"{x!r} in {source} is not a whole number from 0 to 2^31",
-                                   "the integer GGUF writers store")
+                                   "the unsigned integer llama.cpp's converter writes")
 
     for key, v in meta.items():
-        if key.startswith(f"{arch}.") and not isinstance(v, (str, float)) and not key.endswith(
-                ("epsilon", "freq_base", "scale", "factor", "softcapping", "_scale", "norm_rms_eps")):
-            if isinstance(v, list) and any(isinstance(x, float) for x in v):
-                continue
-            ints(f"gguf.{key}", v)
+        if not key.startswith(f"{arch}.") or any(mark in key for mark in _REAL_KEY_MARKS):
+            continue
+        if isinstance(v, str) and any(mark in key for mark in _TEXT_KEY_MARKS):
+            continue
+        ints(f"gguf.{key}", v)
+    tokens = meta.get("tokenizer.ggml.tokens")
+    if tokens is not None and not isinstance(tokens, int):
+        raise K3InputError("gguf.tokenizer.ggml.tokens", f"{str(tokens)[:40]!r} in {source} is not a token list",
+                           "an array of strings")
 
     shapes = {t.name: t.shape for t in tensors}
     d = req("embedding_length")
@@ -299,11 +307,17 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
         raise K3InputError(f"gguf.{arch}.block_count", f"{n_layers:,} layers in {source}",
                            f"at most {MAX_LAYERS:,}")
     nextn = _scalar(meta, f"{arch}.nextn_predict_layers", 0) or 0
+    if nextn >= n_layers:
+        raise K3InputError(f"gguf.{arch}.nextn_predict_layers", f"{nextn} of {n_layers} layers in {source}",
+                           "fewer than block_count")
     n_layers_main = n_layers - nextn
     heads = req("attention.head_count")
     head_count = _per_layer(meta, f"{arch}.attention.head_count", n_layers, heads)[:n_layers_main]
     kv_list = _per_layer(meta, f"{arch}.attention.head_count_kv", n_layers, None)[:n_layers_main]
     kv_list = [heads if k is None else k for k in kv_list]
+    if not _scalar(meta, f"{arch}.attention.key_length") and d % heads:
+        raise K3InputError(f"gguf.{arch}.attention.head_count", f"{heads} heads do not divide embedding_length {d} "
+                           f"in {source}, and attention.key_length is not given", "a divisor of embedding_length")
     key_len = _scalar(meta, f"{arch}.attention.key_length") or d // heads
     val_len = _scalar(meta, f"{arch}.attention.value_length") or key_len
     if "token_embd.weight" in shapes:
