@@ -106,9 +106,12 @@ def test_plan_b_vllm_flag_by_flag(plan_b):
     assert f["--kv-cache-dtype"] == "auto"
     assert f["--distributed-executor-backend"] == "ray"
     assert any("ray start" in n for n in cmd.notes)
-    # even split ≈ 1,452.8/16 (90.80) + 27,648·262,144/2 B (3.375) + 8 GiB ≈ 102.2 of 140.40 → 0.73; the
-    # fullest stage (47 of 93 layers and the embedding, latent replicated) holds ~1 GiB more → 0.73–0.75
-    est = (1452.8 / 16 + 27_648 * 262_144 / 2 / G + 8) / 140.40
+    # the latent-MoE projections (92 layers × (2·7168·3584 + 3584) × 2 B = 8.81 GiB) are replicated on every
+    # TP rank, so each stage holds its half whole; the rest splits 16 ways; + KV 27,648·262,144/2 B + 8 GiB:
+    # (1452.8 − 8.81)/16 + 8.81/2 + 3.375 + 8 = 106.0 of 140.40 → 0.76; the fullest stage (47 of 93 layers
+    # and the embedding) holds ~1 GiB more → 0.76–0.78
+    latent = 92 * (2 * 7168 * 3584 + 3584) * 2 / G
+    est = ((1452.8 - latent) / 16 + latent / 2 + 27_648 * 262_144 / 2 / G + 8) / 140.40
     u = float(f["--gpu-memory-utilization"])
     assert math.ceil(est * 100) / 100 <= u <= math.ceil(est * 100) / 100 + 0.02
     assert u == math.ceil(plan_b.per_gpu.total_bytes / plan_b.gpu.memory_bytes("usable") * 100) / 100
@@ -138,13 +141,13 @@ def test_plan_c_offload_layers(plan_c):
     per_layer = 896 * 3 * 3584 * 3072 * 4.5 / 8
     assert per_layer == 16_647_192_576
     over = -plan_c.per_gpu.headroom_bytes * 8
-    assert cpu_moe_layers(plan_c) == math.ceil(over / per_layer) == 59
+    assert cpu_moe_layers(plan_c) == math.ceil(over / per_layer) == 60
 
 
 def test_plan_c_llama_server_with_n_cpu_moe(plan_c):
     cmd = llama_server_command(plan_c, n_cpu_moe=cpu_moe_layers(plan_c))
     f = flags(cmd)
-    assert f["--n-cpu-moe"] == "59"
+    assert f["--n-cpu-moe"] == "60"
     assert f["-c"] == "65536" and f["-ngl"] == "999"
     assert f["--cache-type-k"] == "q8_0"
     assert "-ot" not in f
@@ -156,7 +159,7 @@ def test_plan_c_llama_server_with_expert_regex(plan_c):
     assert f["-ot"] == EXPERT_REGEX == r"\.ffn_(up|down|gate)_exps=CPU"
     assert "-ot '\\.ffn_(up|down|gate)_exps=CPU'" in cmd.text     # quoted for the shell
     plain = llama_server_command(plan_c)
-    assert any("--n-cpu-moe 59" in n for n in plain.notes)
+    assert any("--n-cpu-moe 60" in n for n in plain.notes)
     with pytest.raises(K3InputError, match="offload"):
         llama_server_command(plan_c, n_cpu_moe=3, offload_all_experts=True)
 

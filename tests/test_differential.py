@@ -86,3 +86,32 @@ def test_per_gpu_total_does_not_grow_with_tp(model):
     for a, b in zip(tps, tps[1:]):
         allowance = NCCL_BYTES_PER_GPU if a == 1 else 0
         assert totals[b] <= totals[a] + allowance, (model, a, b, totals[a], totals[b])
+
+
+ARCHITECTURES = [m for m in MODELS if "@" not in m]
+
+
+@pytest.mark.parametrize("model", ARCHITECTURES)
+def test_vllm_profile_weights_per_rank_are_the_core_rule_plus_named_paddings(model):
+    """One sharding rule: vLLM's per-rank weights = the plan's weights on one stage, plus paddings
+    the engine names — its rotary cos/sin cache (``rope_cache``), the vocabulary padded to 64·TP rows,
+    and for MXFP4 experts (gpt-oss) the backend's padded expert matrices (vLLM only adds)."""
+    from k3lib.engines import vllm_weights_bytes_per_rank
+
+    spec = builtin_models()[model]
+    for tp in [t for t in valid_tp_sizes(spec, 8) if t in (1, 2, 4, 8)]:
+        core = make_plan(model=model, gpu="b200", gpus=tp, tp=tp, nodes=1, weights="native",
+                         context=8192).per_gpu.weights_bytes
+        engine = vllm_weights_bytes_per_rank(spec, tp=tp, weights="native")
+        padded = engine["total"] - engine["rope_cache"]
+        if model.startswith("gpt-oss"):
+            assert core <= padded <= core * 1.15, (model, tp)
+        else:
+            assert abs(padded - core) <= 0.005 * core, (model, tp, padded - core)
+
+
+def test_engines_use_the_one_valid_tp_rule():
+    from k3lib.engines import estimate_for_engine
+
+    with pytest.raises(K3InputError, match="tp"):
+        estimate_for_engine("vllm", model="minimax-m2.5", gpu="h200", gpus=3, tp=3, context=8192)

@@ -157,7 +157,8 @@ def kv_bytes_per_rank(model: Architecture, *, context_tokens, batch: int, bytes_
 def replicated_attention_params(group: AttentionGroup, hidden_size: int) -> int:
     """Attention weights of one layer that every TP rank holds whole (vLLM):
     MLA $D·r_q + r_q + D·(r_{kv} + d_{rope}) + r_{kv}$ (down-projections and their norms);
-    KDA $D·d_k$ (+$D·d_k$ for a low-rank output gate) $+ d_k$; GQA $2H$ with QK-norm.
+    KDA $D·d_k + d_k$ (the decay gate's ``f_a``: 120.75 MiB over K3's 69 layers, replicated
+    at TP16 in local-inference-lab/vllm#385); GQA $2H$ with QK-norm.
 
     >>> from k3lib.core.models import get_model
     >>> replicated_attention_params(get_model("kimi-k3").attention[0], 7168)   # K3's MLA
@@ -167,20 +168,23 @@ def replicated_attention_params(group: AttentionGroup, hidden_size: int) -> int:
     if group.kind == "mla":
         q = d * group.q_lora_rank + group.q_lora_rank if group.q_lora_rank else 0
         return q + d * (group.kv_lora_rank + group.qk_rope_head_dim) + group.kv_lora_rank
-    if group.kind == "kda":
-        return d * group.head_dim * (1 if group.full_rank_gate else 2) + group.head_dim
+    if group.kind == "kda":   # the decay gate's down-projection f_a (vLLM: replicated by default)
+        return d * group.head_dim + group.head_dim
     if group.kind == "gdn":
         return group.v_head_dim or group.head_dim
     return 2 * group.head_dim if group.qk_norm else 0
 
 
 def replicated_moe_params(model: Architecture) -> int:
-    """Per MoE layer: the router $E·D$ (+ its bias) and a shared-expert gate $D$."""
+    """Per MoE layer, what every TP rank holds whole: the router $E·D$ (+ its bias), a
+    shared-expert gate $D$, and a latent MoE's down/up projections $2·D·D_e + D_e$ (vLLM
+    replicates the latent projections under TP: vLLM's K3 release blog)."""
     m, d = model.mlp, model.hidden_size
     if not m.moe_layers:
         return 0
     router = m.n_routed_experts * d + (m.n_routed_experts if (m.router_bias or m.router_score_bias) else 0)
-    return router + (d if m.shared_expert_gate else 0)
+    latent = (2 * d * m.latent_dim + m.latent_dim) if m.latent_dim else 0
+    return router + (d if m.shared_expert_gate else 0) + latent
 
 
 def stage_weight_bytes_per_rank(model: Architecture, stage: Architecture, *, bits: "dict[str, float]",

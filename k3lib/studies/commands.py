@@ -193,7 +193,7 @@ def vllm_command(plan: Plan, *, hf_repo: str | None = None, gpu_memory_utilizati
       --pipeline-parallel-size 2 \\
       --max-model-len 262144 \\
       --kv-cache-dtype auto \\
-      --gpu-memory-utilization 0.74 \\
+      --gpu-memory-utilization 0.77 \\
       --max-num-seqs 1 \\
       --trust-remote-code \\
       --distributed-executor-backend ray
