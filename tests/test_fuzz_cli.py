@@ -81,3 +81,20 @@ def test_random_estimate_arguments(capsys, args):
     for flag, value in args:
         argv += [flag, value]
     check(*invoke(capsys, argv))
+
+
+SUBCOMMAND_FLAGS = [("plan", "--gpus"), ("plan", "--nodes"), ("plan", "--context"), ("plan", "--overhead-per-gpu"),
+                    ("plan", "--workload-context"), ("cheatsheet", "--overhead-per-gpu"), ("offload", "--context"),
+                    ("offload", "--batch"), ("offload", "--expert-layers-on-gpu"), ("offload", "--ram"),
+                    ("offload", "--ram-bandwidth")]
+
+
+@pytest.mark.parametrize("sub, flag", SUBCOMMAND_FLAGS)
+@pytest.mark.parametrize("value", ["99999999999999999999999", "٨", "1e6", "-1", "0", "", "4097", "17M", "1e30GB"])
+def test_hostile_numbers_to_other_subcommands(capsys, sub, flag, value):
+    rc, out, err, seconds = invoke(capsys, [sub, f"{flag}={value}"])
+    assert rc in (0, 2, 3) and "Traceback" not in err, (rc, err)
+    if rc == 2:
+        lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("k3plan: warning")]
+        assert len(lines) == 1, err
+    assert seconds < 1.0, f"{seconds:.2f} s"
