@@ -255,8 +255,8 @@ ep
 """),
     md("""
 EP keeps exactly the bytes of TP=8: 84.19 GiB of experts per GPU.
-TP=16 across both nodes halves the sharded weights but not the MLA latent, which is now copied to 16 GPUs instead of 8 — 54 GiB of KV per GPU — while its NCCL buffers stay at 2.15 GiB.
-DP attention cuts the KV per GPU to 3.6 GiB but copies the attention weights to every GPU (53 GiB).
+TP=16 across both nodes halves the sharded weights but not the MLA latent, which is now copied to 16 GPUs instead of 8 — 54 GiB of KV per GPU — and every GPU now holds all 92 layers' replicated weights (routers, MLA down-projections, the latent-MoE projections: 10.7 GiB); its NCCL buffers stay at 2.15 GiB.
+DP attention cuts the KV per GPU to 3.6 GiB but copies the attention weights to every GPU (49 GiB).
 
 **Takeaway:** EP moves no bytes off a GPU compared with TP — it changes the communication; for an MLA model, wider TP multiplies the KV cache, and DP attention trades it for copies of the attention weights.
 """),

@@ -250,7 +250,7 @@ order = {{"guide profile": checklist.check_priority_order(checklist.priority_mat
 """),
     md("""
 K3's attention keeps a 576-element latent in 24 of its 93 layers and a constant state in the other 69, so its KV cache is 27,648 B per token at BF16 — a tenth of the guide's 262,144.
-At 256K on 2×8 H200 that is 3.4 GiB per GPU next to 91 GiB of weights: FP8 KV frees 1.7 GiB per GPU and no GPU.
+At 256K on 2×8 H200 that is 3.4 GiB per GPU next to 96 GiB of weights: FP8 KV frees 1.7 GiB per GPU and no GPU.
 
 **Takeaway:** the guide's order is still the order of effort, and FP8 KV is still free; but for the real K3 only the weight precision or the GPU count moves the fit.
 
