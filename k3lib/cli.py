@@ -139,6 +139,9 @@ def render_plan_table(plan, unit: str = "GiB") -> str:
     notes = "".join(f"\nnote: {n}" for n in plan.notes)
     basis = ("\nnote: capacity = the marketed figure the guide uses, not what an engine can allocate"
              if plan.memory_basis == "marketed" else "")
+    if plan.policy == "stages" and plan.tp > 1:
+        basis += ("\nnote: 'all GPUs' sums every GPU's share, so copies held on every TP rank (an MLA latent, "
+                  "replicated weights) count once per GPU")
     return head + "\n".join(lines) + "\n" + verdict + notes + basis
 
 
