@@ -17,7 +17,7 @@ from k3lib.views.params import PlanParameters, parameter_error
     ("gpus", "٨", "--gpus"),
     ("gpus", "1e6", "--gpus"),
     ("batch", "٨٨٨٨", "--batch"),
-    ("batch", str(2**20 + 1), "--batch"),
+    ("batch", str(2**16 + 1), "--batch"),
     ("context", "999999999999999999999", "--context"),
     ("context", "0", "--context"),
     ("tp", "0", "--tp"),

@@ -62,13 +62,15 @@ def gib_to_bytes(gib: float) -> int:
 #   long before it; loops over layouts stay cheap.
 # * context: 2^24 = 16,777,216 tokens (16M).  The longest published context window is 10M
 #   tokens (Llama 4 Scout); 16M leaves headroom while keeping T·layers·width far from int64.
-# * batch: 2^20 = 1,048,576 concurrent sequences.  Engines default to 256–1,024 (vLLM's
-#   max_num_seqs) and none schedules a million sequences at once.
+# * batch: 2^16 = 65,536 concurrent sequences.  Engines default to 256–1,024 (vLLM's
+#   max_num_seqs).  With the context bound, batch × context ≤ 2^40 tokens, and at ≤ 1 MiB of
+#   KV per token (2^20 B, above any published model) every byte count stays below 2^60, so
+#   the int64 arrays of the sweep cannot overflow (2^20 × 2^24 × 2^20 would pass 2^63).
 # * sizes: 10^16 bytes (10 PB), more than the memory of 4,096 GPUs of 288 GB plus their hosts.
 # * any other count: 2^31 − 1.
 MAX_GPUS = 4096
 MAX_CONTEXT_TOKENS = 2**24
-MAX_BATCH = 2**20
+MAX_BATCH = 2**16
 MAX_SIZE_BYTES = 10**16
 MAX_COUNT = 2**31 - 1
 _COUNT_BOUNDS = {"gpus": MAX_GPUS, "max_gpus": MAX_GPUS, "tp": MAX_GPUS, "pp": MAX_GPUS, "dp": MAX_GPUS,

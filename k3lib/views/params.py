@@ -3,7 +3,7 @@ widgets and papermill notebooks, and the one error they all show.
 
 :class:`PlanParameters` (pydantic v2) holds what :func:`~k3lib.core.plan.make_plan`
 needs. Counts, contexts and sizes go through :mod:`k3lib.core.units` (ASCII digits only,
-physical bounds: GPUs ≤ 4,096, context ≤ 2^24 tokens, batch ≤ 2^20, sizes ≤ 10 PB), so
+physical bounds: GPUs ≤ 4,096, context ≤ 2^24 tokens, batch ≤ 2^16, sizes ≤ 10 PB), so
 ``"٨"``, ``"1e6"`` or ``10**30`` fail the same way everywhere. Names (model, GPU,
 weights, KV dtype, engine) are strings of at most 200 printable characters; unknown
 names are left to the libraries that know them (:class:`~k3lib.core.errors.UnknownNameError`).
