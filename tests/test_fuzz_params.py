@@ -75,3 +75,15 @@ def test_any_value_parses_or_names_its_field(key, value):
         return
     got = getattr(p, key)
     assert got is None or (isinstance(got, int) and 0 <= got <= 10**16)
+
+
+@pytest.mark.parametrize("key", ["gpus", "batch", "context", "nodes", "tp", "pp", "activation", "overhead_per_gpu",
+                                 "ram", "ram_bandwidth", "gpu_memory_utilization", "model", "gpu", "engine"])
+@pytest.mark.parametrize("value", ["99999999999999999999999", "٨", "1e6", "-1", "17M", "1e30GB", [1], {"a": 1}])
+def test_papermill_report_parameters_fail_with_one_line(key, value):
+    """The report's papermill parameters (k3lib.report.parameters.configure) take the same path."""
+    from k3lib.report.parameters import configure
+
+    with pytest.raises((ParameterError, K3InputError)) as exc:       # every value here is wrong for every key
+        configure(**{key: value})
+    assert "\n" not in str(exc.value) and key.split("_")[0] in str(exc.value), str(exc.value)
