@@ -231,3 +231,17 @@ def test_hand_written_hostile_gguf_headers(tmp_path, blob, part):
     err, seconds, peak = measure(lambda: load_gguf(path))
     assert isinstance(err, K3InputError) and part in str(err), repr(err)
     assert seconds < 1 and peak < 10 * MB, (seconds, peak)
+
+
+@pytest.mark.parametrize("make, part", [
+    (lambda p: p.write_text('{"weight_map":' * 100_000 + "1" + "}" * 100_000), "nested too deep"),
+    (lambda p: p.write_text('{"weight_map": {"w": "../escape.safetensors"}}'), "not a file in the folder"),
+    (lambda p: p.write_text('{"weight_map": []}'), "weight_map"),
+    (lambda p: (p.write_bytes(b"{"), __import__("os").truncate(p, 65 * 2**20)), "too large"),   # sparse 65 MiB
+])
+def test_hostile_safetensors_index(tmp_path, make, part):
+    (tmp_path / "model-00001.safetensors").write_bytes(_safetensors_bytes({}))
+    make(tmp_path / "model.safetensors.index.json")
+    err, seconds, peak = measure(lambda: load_safetensors(tmp_path))
+    assert isinstance(err, K3InputError) and part in str(err), repr(err)
+    assert seconds < 1 and peak < 100 * MB, (seconds, peak)
