@@ -531,7 +531,7 @@ def test_papermill_bad_parameter_stops_at_validate_with_one_line(tmp_path):
 
 
 def test_papermill_a_config_path_and_another_engine(tmp_path):
-    out = _run(tmp_path, config="../tests/fixtures/configs/deepseek-v3.json", engine="sglang", gpu="h200", gpus=8)
+    out = _run(tmp_path, config="../data/configs/deepseek-v3.json", engine="sglang", gpu="h200", gpus=8)
     nb = nbformat.read(out, as_version=4)
     described = next(c for c in nb.cells if c.cell_type == "code" and "setup.describe()" in c.source)
     text = "".join(o.get("data", {}).get("text/plain", "") for o in described.outputs)

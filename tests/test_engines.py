@@ -21,7 +21,7 @@ from k3lib.loaders import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASURED = ROOT / "data" / "measured"
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "configs"
+FIXTURES = Path(__file__).resolve().parent.parent / "data" / "configs"
 GiB = 2**30
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from k3lib.core.errors import K3InputError
 from k3lib.loaders import load_config, plan_for_loaded
 
-FIXTURES = Path(__file__).parent / "fixtures" / "configs"
+FIXTURES = Path(__file__).resolve().parent.parent / "data" / "configs"
 DEEPSEEK = json.loads((FIXTURES / "deepseek-v3.json").read_text())       # 61 layers, 128 heads, MLA
 LLAMA = json.loads((FIXTURES / "llama-3.1-70b.json").read_text())        # 80 layers, 64 heads / 8 KV heads
 

@@ -2,7 +2,7 @@
 
 Byte counts are worked by hand from the block sizes in ggml-common.h
 (Q8_0: 34 B per 32 elements, Q4_K: 144 B per 256, Q6_K: 210 B per 256) and from
-safetensors dtypes; configs come from tests/fixtures/configs (copies of public
+safetensors dtypes; configs come from data/configs (copies of public
 configs), never from outside the repository.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from k3lib.loaders.hf_config import AssumedFieldWarning, rope_caches, vision_tow
 from k3lib.loaders import (LoadedModel, load_config, load_gguf, load_path, load_safetensors, plan_for_loaded,
                            tensor_group)
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "configs"
+FIXTURES = Path(__file__).resolve().parent.parent / "data" / "configs"
 
 
 def cfg(name: str) -> LoadedModel:

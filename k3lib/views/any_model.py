@@ -3,7 +3,7 @@
 Small pure functions over k3lib's loaders and engine profiles; each returns a
 pandas DataFrame (or an Altair chart, never displayed):
 
-* :func:`load_model` — a fixture config by name (``tests/fixtures/configs``), or a
+* :func:`load_model` — a shipped config by name (``data/configs``), or a
   path to a ``config.json``, a GGUF file or a safetensors checkpoint.
 * :func:`summary_table`, :func:`breakdown_table`, :func:`dtype_table` — what the
   file says: shapes, parameters, bytes per group and per quant type.
@@ -53,8 +53,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from k3lib.loaders import LoadedModel
 
 GiB = 2**30
-#: public configs shipped with the repository (Hugging Face config.json files; see tests/fixtures/configs/README.md)
-FIXTURE_CONFIGS_DIR = DATA_DIR.parent / "tests" / "fixtures" / "configs"
+#: public configs shipped with the package data (Hugging Face config.json files; see data/configs/README.md)
+FIXTURE_CONFIGS_DIR = DATA_DIR / "configs"
 #: the engines compared side by side
 #: one config per attention design, for the KV comparison
 KV_COMPARISON_CONFIGS = ("llama-3.1-70b", "qwen3-235b-a22b-fp8", "deepseek-v3", "gemma-3-27b-it", "gpt-oss-120b",
@@ -76,7 +76,7 @@ def _size(n_bytes: float, unit: str) -> float:
 # ---------------------------------------------------------------------------------- loading
 
 def fixture_configs() -> dict[str, Path]:
-    """{name: path} of the public configs in ``tests/fixtures/configs``; the name drops the
+    """{name: path} of the public configs in ``data/configs``; the name drops the
     file's provenance suffix (``gemma-3-27b-it.maxtext-transcription.json`` → ``gemma-3-27b-it``).
 
     >>> fixture_configs()["llama-3.1-70b"].name

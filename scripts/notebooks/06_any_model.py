@@ -40,7 +40,7 @@ notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
     md("""
 ## Parameters
 
-`config` is a config shipped in `tests/fixtures/configs` (its name without `.json`) or a path, relative to this folder, to a `config.json`, a `.gguf` file or a safetensors folder.
+`config` is a config shipped in `data/configs` (its name without `.json`) or a path, relative to this folder, to a `config.json`, a `.gguf` file or a safetensors folder.
 """),
     parameters("""
 config: str = "llama-3.1-70b"  # fixture config name, or a path to a config.json, .gguf file or safetensors folder
