@@ -24,6 +24,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
+def _utilization(args: argparse.Namespace) -> float | None:
+    """``--gpu-memory-utilization`` as a number: an ASCII decimal fraction in (0, 1] (no ``nan``,
+    ``1e0`` or other scripts' digits), else one K3InputError naming the flag's field."""
+    import re
+
+    text = getattr(args, "gpu_memory_utilization", None)
+    if text is None:
+        return None
+    s = str(text).strip()
+    if not re.fullmatch(r"[0-9]?(\.[0-9]{1,6})?", s) or s in ("", "."):
+        raise K3InputError("gpu_memory_utilization", f"{text!r} is not a fraction", "0 < F ≤ 1, e.g. 0.9")
+    value = float(s)
+    if not 0 < value <= 1:
+        raise K3InputError("gpu_memory_utilization", f"{text!r} is outside (0, 1]", "0 < F ≤ 1, e.g. 0.9")
+    return value
+
+
 def _size(args: argparse.Namespace, name: str) -> int | None:
     value = getattr(args, name)
     return None if value is None else parse_size_bytes(value, name.replace("_", "-"))
@@ -62,7 +79,7 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", default=None, metavar="NAME",
                    help="engine memory rules: vllm, llama.cpp, sglang, transformers or generic (default: k3lib's "
                         "generic plan)")
-    p.add_argument("--gpu-memory-utilization", type=float, default=None, metavar="F",
+    p.add_argument("--gpu-memory-utilization", default=None, metavar="F",
                    help="with --engine vllm: the fraction of GPU memory vLLM may use (vLLM's default 0.9)")
     p.add_argument("--unit", choices=tuple(UNITS), default="GiB", help="unit of the printed table (default GiB)")
     p.add_argument("--json", action="store_true", help="print one JSON object; sizes are integers in bytes")
@@ -212,7 +229,7 @@ def _cmd_estimate_engine(args, prof) -> int:
                            "--gpus (and --tp for transformers), without --pp")
     est = estimate_for_engine(prof, model=model, gpu=args.gpu, gpus=args.gpus, tp=tp, pp=pp, context=args.context,
                               batch=args.batch, kv_dtype=args.kv_dtype, weights=args.weights or "native",
-                              gpu_memory_utilization=args.gpu_memory_utilization)
+                              gpu_memory_utilization=_utilization(args))
     if args.json:
         print(json.dumps(est.to_dict(), indent=2))
     else:
@@ -293,7 +310,7 @@ def _add_report_parser(sub) -> None:
         p.add_argument("--engine", default=None, help="engine for the launch commands: vllm, llama.cpp, sglang, "
                        "transformers, generic (default vllm)")
     if not any("--gpu-memory-utilization" in a.option_strings for a in p._actions):
-        p.add_argument("--gpu-memory-utilization", type=float, default=None, metavar="F",
+        p.add_argument("--gpu-memory-utilization", default=None, metavar="F",
                        help="with --engine vllm: the fraction of GPU memory vLLM may use (vLLM's default 0.9)")
     p.add_argument("--offload", default="auto", choices=("auto", "none", "experts"),
                    help="offload section: auto (when the plan does not fit), none, experts (guide 004's mode)")
@@ -323,7 +340,7 @@ def _report_parameters(args: argparse.Namespace) -> dict:
     if getattr(args, "unit", "GiB") != "GiB":
         raise K3InputError("unit", "does not apply to `k3plan report` (reports label GiB and GB themselves)",
                            "leave --unit out")
-    util = getattr(args, "gpu_memory_utilization", None)
+    util = _utilization(args)
     return {"scenario": args.scenario, "model": args.model, "weights": args.weights or "", "kv_dtype": args.kv_dtype,
             "context": args.context, "batch": args.batch, "gpu": args.gpu, "gpus": args.gpus, "nodes": args.nodes or 0,
             "tp": args.tp or 0, "pp": args.pp or 0, "engine": getattr(args, "engine", None) or "vllm",

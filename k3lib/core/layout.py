@@ -243,8 +243,9 @@ def deployable_layout(model, *, gpus: int, gpus_per_node: int = DEFAULT_GPUS_PER
                                 "parallelism (it would need TP=1 with a pipeline stage per GPU)",
                                 "TP = " + ", ".join(map(str, valid_tp_sizes(model, gpus_per_node))))
     if isinstance(model, Architecture) and pp > model.num_layers:
-        raise DoesNotSplitError("pp", f"{pp} pipeline stages for {model.num_layers} layers",
-                                f"at most {model.num_layers}")
+        raise DoesNotSplitError("gpus", f"{gpus} GPUs would need {pp} pipeline stages of whole layers; "
+                                f"{model.name} has {model.num_layers}",
+                                f"at most {model.num_layers * tp:,} GPUs for this model at TP={tp}")
     return Layout(tp=tp, pp=pp, nodes=nodes)
 
 

@@ -167,14 +167,10 @@ class AuditParameters:
 
 def validate_parameters(**params) -> AuditParameters:
     """Validate the notebook's parameters; a bad one stops the notebook with one line naming it."""
-    from k3lib.views.notebook import ParameterError
+    from k3lib.views.params import parameter_errors
 
-    try:
+    with parameter_errors():
         return AuditParameters(**params)
-    except K3InputError as exc:
-        raise ParameterError(f"parameter {exc}") from None
-    except TypeError as exc:
-        raise ParameterError(f"parameter error: {exc}") from None
 
 
 #: The contradictions that matter to a deployer (they change what to buy or what to load), most first.

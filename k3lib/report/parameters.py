@@ -174,7 +174,8 @@ def configure(**params: Any) -> ReportConfig:
     from k3lib.core.units import parse_size_bytes
     from k3lib.engines import get_engine
     from k3lib.studies.offload_model import parse_bandwidth
-    from k3lib.views.notebook import ParameterError, validate
+    from k3lib.views.notebook import validate
+    from k3lib.views.params import parameter_error
 
     try:
         p = complete_parameters(params)
@@ -195,7 +196,7 @@ def configure(**params: Any) -> ReportConfig:
         if not weights:
             weights = "native" if get_model(p["model"]).kind == "architecture" else "q4"
     except K3InputError as exc:
-        raise ParameterError(f"parameter {exc}") from None
+        raise parameter_error(exc) from None
     plan = validate(model=p["model"], weights=weights, kv_dtype=p["kv_dtype"], context=p["context"],
                     batch=p["batch"], gpu=p["gpu"], gpus=p["gpus"], nodes=_auto(p["nodes"]), tp=_auto(p["tp"]),
                     pp=_auto(p["pp"]), activation=p["activation"], overhead_per_gpu=p["overhead_per_gpu"],

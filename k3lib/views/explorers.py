@@ -17,7 +17,7 @@ from k3lib.studies.offload import OffloadPlan, plan_offload
 from k3lib.studies.parallel import distribute, per_gpu_long
 from k3lib.studies.solver import CHEATSHEET_GPUS, checklist_assumptions, format_context
 from k3lib.views.charts_parallel import per_gpu_stacked_bar, time_per_token_bar
-from k3lib.views.notebook import ParameterError
+from k3lib.views.params import parameter_errors
 
 
 def layout_figure(*, model: str = "kimi-k3", gpu: str = "h200", gpus: int = 8, nodes: int = 1, tp: int = 8,
@@ -53,12 +53,8 @@ def offload_figure(*, gpu: str = "rtx-4090-48gb", ram: object = "1536GiB", ram_b
 def offload_validate(**params: Any) -> OffloadPlan:
     """The notebook's parameter check: :func:`plan_offload`, with a bad value stopping
     the notebook as one line, ``parameter <name>: <what is wrong>``."""
-    try:
+    with parameter_errors():
         return plan_offload(**params)
-    except K3InputError as exc:
-        raise ParameterError(f"parameter {exc}") from None
-    except TypeError as exc:
-        raise ParameterError(f"parameter error: {exc}") from None
 
 
 def checklist_frame(*, model: str, gpu: str, gpus: object, context: object,
