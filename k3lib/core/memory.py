@@ -126,6 +126,16 @@ def overhead_bytes_per_gpu(*, tp: int, payload_bytes_per_gpu, cuda_context_bytes
 # ---------------------------------------------------------------- one GPU's share (per rank)
 
 
+def kv_heads_per_rank(kv_heads: int, tp: int) -> int:
+    """KV heads one TP rank caches: $K/\\min(TP, K)$ — split while $TP \\le K$, one (replicated)
+    head past it (the valid-TP rule guarantees $K \\bmod TP = 0$ or $TP \\bmod K = 0$).
+
+    >>> kv_heads_per_rank(8, 16), kv_heads_per_rank(8, 4)
+    (1, 2)
+    """
+    return max(1, kv_heads // tp)
+
+
 def kv_bytes_per_rank(model: Architecture, *, context_tokens, batch: int, bytes_per_element: float, tp: int,
                       state_bytes_per_element: float = 4.0):
     """KV cache on one GPU of a TP group holding all of ``model``'s layers (pass one

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from k3lib.core.memory import kv_heads_per_rank
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GiB, MiB
 
@@ -489,7 +490,7 @@ def _check_sglang(cfg, figs, arch, rows, missing, notes):
         if g.kind == "mla":
             k_cell += g.count * (g.kv_lora_rank + g.qk_rope_head_dim) * kv_b
         elif g.kind in ("full", "sliding"):
-            h = max(1, g.kv_heads // tp)
+            h = kv_heads_per_rank(g.kv_heads, tp)
             k_cell += g.count * h * g.head_dim * kv_b
             v_cell += g.count * h * (g.v_head_dim or g.head_dim) * kv_b
     rule = (f"SGLang srt/mem_cache/memory_pool.py: #tokens ({tokens:,}) × layers × max(1, KV heads ÷ TP={tp}) × head "

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from k3lib.core.memory import kv_heads_per_rank
 from k3lib.core.units import GiB, MiB
 from k3lib.engines.base import _kv_bytes_per_element, _resolve_model
 
@@ -38,7 +39,7 @@ def sglang_cell_bytes(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "aut
         if g.kind == "mla":
             n += g.count * (g.kv_lora_rank + g.qk_rope_head_dim) * kv_b
         elif g.kind in ("full", "sliding"):
-            n += g.count * max(1, g.kv_heads // tp) * (g.head_dim + (g.v_head_dim or g.head_dim)) * kv_b
+            n += g.count * kv_heads_per_rank(g.kv_heads, tp) * (g.head_dim + (g.v_head_dim or g.head_dim)) * kv_b
     return int(math.ceil(n))
 
 

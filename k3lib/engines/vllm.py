@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from k3lib.core.memory import kv_heads_per_rank
 from k3lib.core.architecture import LINEAR_KINDS, AttentionGroup, Architecture
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GiB
@@ -86,7 +87,7 @@ class VLLMKVLayout:
 
 def _vllm_tokens_bytes_per_layer(g: AttentionGroup, *, tp: int, kv_b: float, mla_fp8_ds: bool) -> float:
     if g.kind in ("full", "sliding"):
-        kvh = max(1, g.kv_heads // tp)
+        kvh = kv_heads_per_rank(g.kv_heads, tp)
         return kvh * (g.head_dim + (g.v_head_dim or g.head_dim)) * kv_b
     if g.kind == "mla":
         return 656.0 if mla_fp8_ds else (g.kv_lora_rank + g.qk_rope_head_dim) * kv_b
@@ -187,7 +188,7 @@ def _group_params_per_rank(arch: Architecture, tp: int) -> dict[str, float]:
             attn += g.count * g.params_per_layer(d) / tp
             continue
         heads = max(1, g.num_heads // tp)
-        local = dataclasses.replace(g, num_heads=heads, kv_heads=max(1, g.kv_heads // tp) if g.kv_heads else 0,
+        local = dataclasses.replace(g, num_heads=heads, kv_heads=kv_heads_per_rank(g.kv_heads, tp) if g.kv_heads else 0,
                                     linear_value_heads=0)
         attn += g.count * local.params_per_layer(d)
     return {

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import pandas as pd
 
+from k3lib.core.memory import kv_heads_per_rank
 from k3lib.core.architecture import LINEAR_KINDS, Architecture
 from k3lib.core.errors import K3InputError
 
@@ -90,7 +91,7 @@ def _kv_rule(eid: str, arch: Architecture, tp: int) -> str:
     if kinds & {"full", "sliding"}:
         g = next(g for g in arch.attention if g.kind in ("full", "sliding"))
         if eid in ("vllm", "sglang"):
-            per = max(1, g.kv_heads // tp)
+            per = kv_heads_per_rank(g.kv_heads, tp)
             rep = " (replicated: TP > K)" if tp > g.kv_heads else ""
             parts.append(f"GQA: {per} of {g.kv_heads} KV heads per rank{rep}")
         else:
