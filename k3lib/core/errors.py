@@ -31,8 +31,11 @@ class UnknownNameError(K3InputError):
         close_names = [lookup[c] for c in close]
         if close_names:
             hint = "did you mean " + ", ".join(close_names) + "?"
+        elif len(known) <= 8:
+            hint = ", ".join(known)
         else:
-            hint = f"{len(known)} known; list them with `k3plan {'gpus' if field == 'gpu' else 'models' if field == 'model' else 'formats'}`"
+            lister = {"gpu": "gpus", "model": "models"}.get(field, "formats")
+            hint = f"{len(known)} known; list them with `k3plan {lister}`"
         self.close_matches = tuple(close_names)
         super().__init__(field, f"unknown {field} {name!r}", hint)
 
