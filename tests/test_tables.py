@@ -258,7 +258,7 @@ def test_units_are_in_the_column_names_and_checked():
 def test_context_label():
     assert tables.context_label(262_144) == "256K"
     assert tables.context_label(1_048_576) == "1M"
-    assert tables.context_label(1_000) == "1000"
+    assert tables.context_label(1_000) == "1,000"
 
 
 def test_budget_frame_long_form():

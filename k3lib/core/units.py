@@ -198,3 +198,18 @@ def format_bytes(n_bytes: float, unit: str = "GiB", digits: int = 1) -> str:
     """Format a byte count in GB or GiB, naming the unit."""
     div = {"GB": GB, "GiB": GiB, "MB": MB, "MiB": MiB, "TB": 10**12}[unit]
     return f"{n_bytes / div:,.{digits}f} {unit}"
+
+
+def context_label(tokens: int) -> str:
+    """A context as people write it, K = 1,024 tokens: ``262144`` → ``'256K'``, ``1048576`` →
+    ``'1M'``, ``204800`` → ``'200K'``, other counts with thousands separators.
+
+    >>> context_label(131072), context_label(1048576), context_label(1000), context_label(0)
+    ('128K', '1M', '1,000', '0')
+    """
+    tokens = int(tokens)
+    if tokens and tokens % 2**20 == 0:
+        return f"{tokens // 2**20}M"
+    if tokens and tokens % 2**10 == 0:
+        return f"{tokens // 2**10:,}K"
+    return f"{tokens:,}"

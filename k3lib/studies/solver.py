@@ -32,7 +32,7 @@ from k3lib.core.plan import Assumptions, Plan, make_plan
 from k3lib.core.search import candidate_gpu_counts, context_grid_tokens, gpus_per_node_of, min_gpus_plan
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
 from k3lib.core.sweep import sweep
-from k3lib.core.units import GiB, parse_context_tokens, parse_positive_int
+from k3lib.core.units import GiB, context_label, parse_context_tokens, parse_positive_int
 
 # ----------------------------------------------------------------- the guide's figures
 #: "Reserve 10-15% for KV cache and overhead before you pick a precision level" (guide 000).
@@ -88,18 +88,9 @@ def _a(assumptions: Assumptions | None, spec: ModelSpec | None = None) -> Assump
     return checklist_assumptions()
 
 
-def format_context(tokens: int) -> str:
-    """``262144`` → ``'256K'``, ``1048576`` → ``'1M'``, ``200000`` → ``'200,000'`` (K = 1,024).
-
-    >>> format_context(204800), format_context(1048576), format_context(0)
-    ('200K', '1M', '0')
-    """
-    tokens = int(tokens)
-    if tokens and tokens % (1024 * 1024) == 0:
-        return f"{tokens // (1024 * 1024)}M"
-    if tokens and tokens % 1024 == 0:
-        return f"{tokens // 1024:,}K"
-    return f"{tokens:,}"
+#: contexts as labels (``'256K'``): :func:`k3lib.core.units.context_label`, under the name the
+#: studies have always used
+format_context = context_label
 
 
 def _gib(n_bytes: float) -> str:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from k3lib.core.units import context_label
 from k3lib.views import charts as _charts  # noqa: F401  (importing it keeps jsonschema from building a slow parser)
 from k3lib.core.data import DATA_DIR
 from k3lib.core.architecture import LINEAR_KINDS, Architecture
@@ -435,12 +436,7 @@ def kv_comparison_table(configs: Iterable["str | LoadedModel"] = KV_COMPARISON_C
     return pd.DataFrame(rows)
 
 
-def _context_label(tokens: int) -> str:
-    if tokens % 2**20 == 0:
-        return f"{tokens // 2**20}M"
-    if tokens % 1024 == 0:
-        return f"{tokens // 1024}K"
-    return f"{tokens:,}"
+_context_label = context_label
 
 
 # ---------------------------------------------------------------------------------- charts
