@@ -45,7 +45,7 @@ CASES = [
     # workbook's notebooks look like.
     Case("e2e-fixture-widgets", (GPUS, CONTEXT), required=(GPUS, CONTEXT)),
     Case("05-decision-checklist", (GPUS, CONTEXT), required=(GPUS,)),
-    Case("02-kv-cache", (CONTEXT, GPUS), required=(CONTEXT,)),
+    Case("00-vram-anatomy", (CONTEXT, GPUS), required=(CONTEXT,)),   # the series' explorer lives in 00
 ]
 
 
