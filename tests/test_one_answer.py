@@ -68,6 +68,13 @@ def test_every_surface_gives_the_same_bytes():
     assert int(r.total_bytes_per_gpu.ravel()[0]) == want
     m = min_gpus_plan(model="kimi-k3", gpu="h200", weights="native", kv_dtype="fp8", context="256K")
     assert m.gpus == 16 and m.per_gpu.total_bytes == want
+    from k3lib import report
+    from k3lib.studies.parallel import per_gpu_table
+
+    cfg = report.configure(model="kimi-k3", weights="native", kv_dtype="fp8", gpu="h200", gpus=16, context="256K")
+    assert report.key_figures(cfg)["per_gpu_total_bytes"] == want          # the report
+    table = per_gpu_table(p)                                                 # notebook 03's per-stage table
+    assert table.loc[table["fullest"], "total (GiB)"].item() == round(want / G, 2)
 
 
 @pytest.mark.parametrize("gpu, n, layout", [("h200", 16, (2, 8, 2)), ("h100-sxm", 24, (3, 8, 3))])
