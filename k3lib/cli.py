@@ -207,7 +207,7 @@ def _cmd_estimate(args) -> int:
 
 def _cmd_estimate_engine(args, prof) -> int:
     from k3lib.core.hardware import get_gpu
-    from k3lib.core.layout import DEFAULT_GPUS_PER_NODE, choose_layout
+    from k3lib.core.layout import choose_layout
     from k3lib.core.models import get_model
     from k3lib.core.units import parse_positive_int
     from k3lib.engines import estimate_for_engine
@@ -222,7 +222,7 @@ def _cmd_estimate_engine(args, prof) -> int:
                                nodes=parse_positive_int(args.nodes, "nodes") if args.nodes is not None else None,
                                tp=parse_positive_int(args.tp, "tp") if args.tp is not None else None,
                                pp=parse_positive_int(args.pp, "pp") if args.pp is not None else None,
-                               gpus_per_node=getattr(hw, "gpus_per_node", None) or DEFAULT_GPUS_PER_NODE)
+                               gpus_per_node=hw.gpus_per_node)
         tp, pp = layout.tp, layout.pp
     elif args.pp is not None:
         raise K3InputError("pp", f"the {prof.name} profile splits layers over the GPUs itself",

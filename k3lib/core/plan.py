@@ -27,7 +27,7 @@ from k3lib.core.architecture import Architecture
 from k3lib.core.checkpoints import resolve_weights
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec, get_gpu
-from k3lib.core.layout import DEFAULT_GPUS_PER_NODE, Layout, choose_layout, check_tp, pipeline_stages
+from k3lib.core.layout import Layout, choose_layout, check_tp, pipeline_stages
 from k3lib.core.memory import (CUDA_CONTEXT_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS, FRAGMENTATION_FRACTION,
                                NCCL_BYTES_PER_GPU, activation_bytes, kv_bytes_per_rank, kv_cache_bytes,
                                overhead_bytes_per_gpu, stage_weight_bytes_per_rank, weight_bits_by_group,
@@ -364,7 +364,7 @@ def activation_total_bytes(spec: ModelSpec, layout: Layout, batch: int, a: Assum
 
 
 def _layout_notes(spec: ModelSpec, layout: Layout, hw: GPUSpec) -> list[str]:
-    notes = list(layout.topology_notes(getattr(hw, "gpus_per_node", None)))
+    notes = list(layout.topology_notes(hw.gpus_per_node))
     if isinstance(spec, Architecture):
         if any(g.kind == "mla" for g in spec.attention) and layout.tp > 1:
             notes.append("MLA latent cache replicated on every TP rank: TP does not shrink it")
@@ -399,7 +399,7 @@ def make_plan(*, model: "str | ModelSpec" = "kimi-k3", gpu: "str | GPUSpec" = "h
     fmt, published_bytes, ckpt = resolve_weights(spec, weights)
     kvd = get_kv_dtype(kv_dtype)
     a = assumptions or Assumptions()
-    per_node = getattr(hw, "gpus_per_node", None) or DEFAULT_GPUS_PER_NODE
+    per_node = hw.gpus_per_node
     if layout is None:
         n_gpus = parse_positive_int(gpus, "gpus")
         layout = choose_layout(

@@ -11,7 +11,7 @@ import numpy as np
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec, get_gpu
-from k3lib.core.layout import DEFAULT_GPUS_PER_NODE, deployable_gpu_counts
+from k3lib.core.layout import deployable_gpu_counts
 from k3lib.core.models import ModelSpec, get_model
 from k3lib.core.plan import Assumptions, Plan, make_plan
 from k3lib.core.sweep import sweep
@@ -22,9 +22,8 @@ CONTEXT_STEP_TOKENS = 1024
 
 
 def gpus_per_node_of(gpu: "str | GPUSpec") -> int:
-    """GPUs per node of a hardware row (8 where the row does not say)."""
-    hw = gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)
-    return getattr(hw, "gpus_per_node", None) or DEFAULT_GPUS_PER_NODE
+    """GPUs per node of a hardware row (``GPUSpec.gpus_per_node``; 8 for a spec built by hand)."""
+    return (gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)).gpus_per_node
 
 
 def candidate_gpu_counts(model: ModelSpec, gpu: "str | GPUSpec", *, max_gpus: int = 256,
@@ -35,6 +34,18 @@ def candidate_gpu_counts(model: ModelSpec, gpu: "str | GPUSpec", *, max_gpus: in
     if not whole_nodes:
         return tuple(range(1, max_gpus + 1))
     return deployable_gpu_counts(model, gpus_per_node=gpus_per_node_of(gpu), max_gpus=max_gpus)
+
+
+def next_gpu_count(model: ModelSpec, gpu: "str | GPUSpec", *, at_least: int, whole_nodes: bool = True) -> int:
+    """The first count of :func:`candidate_gpu_counts` that is ≥ ``at_least`` — the guide's
+    "add one more GPU" read as the next count one can deploy (past one node: the next node).
+
+    >>> next_gpu_count(get_model("kimi-k3@guide-000"), "h100-sxm", at_least=7), \\
+    ...     next_gpu_count(get_model("kimi-k3"), "h200", at_least=17)
+    (7, 24)
+    """
+    counts = candidate_gpu_counts(model, gpu, max_gpus=4 * at_least + 64, whole_nodes=whole_nodes)
+    return next(n for n in counts if n >= at_least)
 
 
 def min_gpus_plan(*, model: "str | ModelSpec", gpu: "str | GPUSpec", weights: str, kv_dtype: str, context: object,

@@ -17,8 +17,8 @@ import numpy as np
 from k3lib.core.checkpoints import resolve_weights
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec, get_gpu
-from k3lib.core.layout import DEFAULT_GPUS_PER_NODE, choose_layout
-from k3lib.core.memory import weights_bytes
+from k3lib.core.layout import choose_layout
+from k3lib.core.memory import kv_cache_bytes, weights_bytes
 from k3lib.core.models import ModelSpec, PublishedProfile, get_model
 from k3lib.core.plan import (Assumptions, activation_total_bytes, memory_basis_for, profile_share_bytes,
                              stage_totals_bytes, stage_weights)
@@ -94,7 +94,7 @@ def _per_gpu_bytes(spec: ModelSpec, hw: GPUSpec, layout, fmts, kvs, ctx: np.ndar
             continue
         if isinstance(spec, PublishedProfile):
             for ki, kv in enumerate(kvs):
-                kv_total = batch * ctx * spec.kv_bytes_per_token(kv.bytes_per_element)
+                kv_total = kv_cache_bytes(spec, context_tokens=ctx, batch=batch, kv_dtype=kv)
                 w, kv_gpu, act, oh = profile_share_bytes(spec, layout, weights_total_bytes=w_total,
                                                          kv_total_bytes=kv_total, activation_total_bytes=act_total,
                                                          a=a)
@@ -136,7 +136,7 @@ def sweep(*, models: Sequence[str], gpus: Sequence[str], counts: Sequence[int], 
         basis = memory_basis_for(spec, a)
         for gi, hw in enumerate(hws):
             avail[mi, gi, 0, 0, 0, 0] = hw.memory_bytes(basis)
-            per_node = getattr(hw, "gpus_per_node", None) or DEFAULT_GPUS_PER_NODE
+            per_node = hw.gpus_per_node
             for ni, n in enumerate(counts):
                 try:
                     layout = choose_layout(spec, gpus=n, nodes=nodes, gpus_per_node=per_node)

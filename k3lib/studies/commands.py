@@ -248,7 +248,7 @@ def vllm_command(plan: Plan, *, hf_repo: str | None = None, gpu_memory_utilizati
                          f"{w} checkpoint vLLM can load (AWQ/GPTQ for 4-bit, FP8 for 8-bit)")
     if not plan.fits:
         notes.append("the plan does not fit: vLLM will refuse this max_model_len — " + plan.reason)
-    per_node = getattr(plan.gpu, "gpus_per_node", None) or 8
+    per_node = plan.gpu.gpus_per_node
     if plan.gpus // plan.nodes > per_node:
         notes.append(f"{plan.gpus // plan.nodes} GPUs in one node: a {plan.gpu.id} node holds {per_node}; "
                      f"spread them over nodes and plan with that node count")

@@ -22,7 +22,7 @@ from k3lib.core.memory import (NCCL_BYTES_PER_GPU, overhead_bytes_per_gpu,  # no
 from k3lib.core.models import ModelSpec, get_model
 from k3lib.core.plan import SHARE_COMPONENTS, Assumptions, GPUShare, Plan, kv_bytes_per_gpu, make_plan  # noqa: F401
 from k3lib.core.precisions import get_weight_format
-from k3lib.core.search import candidate_gpu_counts, gpus_per_node_of, min_gpus_plan
+from k3lib.core.search import gpus_per_node_of, min_gpus_plan, next_gpu_count
 from k3lib.core.units import GiB, parse_context_tokens, parse_positive_int
 
 
@@ -203,11 +203,6 @@ def min_gpus(*, model: "str | ModelSpec", gpu: str, weights: str, kv_dtype: str,
                          max_gpus=max_gpus, whole_nodes=whole_nodes, assumptions=assumptions)
 
 
-def _next_count(plan: Plan, extra: int, whole_nodes: bool) -> int:
-    counts = candidate_gpu_counts(plan.model, plan.gpu, max_gpus=4 * plan.gpus + 64, whole_nodes=whole_nodes)
-    return next(n for n in counts if n >= plan.gpus + extra)
-
-
 def gpu_count_table(*, model: "str | ModelSpec", gpu: "str | Sequence[str]", rows: Sequence[tuple[str, str]],
                     context: object, batch: object = 1, production_extra: int = 1, gpus_per_node: int | None = None,
                     whole_nodes: bool = True, assumptions: Assumptions | None = None, unit: str = "GiB"):
@@ -232,7 +227,8 @@ def gpu_count_table(*, model: "str | ModelSpec", gpu: "str | Sequence[str]", row
                 row.update({"minimum GPUs": p.layout.gpus, "layout": p.layout.describe(),
                             f"fullest GPU ({unit})": round(p.peak.total_bytes / div, 1),
                             f"headroom per GPU ({unit})": round(p.peak.headroom_bytes / div, 1),
-                            f"production GPUs (+{production_extra})": _next_count(p, production_extra, whole_nodes)})
+                            f"production GPUs (+{production_extra})": next_gpu_count(
+                                p.model, p.gpu, at_least=p.gpus + production_extra, whole_nodes=whole_nodes)})
             out.append(row)
     return pd.DataFrame(out)
 

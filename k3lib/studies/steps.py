@@ -30,7 +30,7 @@ from k3lib.core.memory import activation_bytes, kv_bytes_per_token, weight_bits_
 from k3lib.core.models import ModelSpec, PublishedProfile
 from k3lib.core.plan import Assumptions, make_plan, memory_basis_for
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
-from k3lib.core.search import candidate_gpu_counts
+from k3lib.core.search import next_gpu_count
 from k3lib.core.units import GB, GiB, parse_context_tokens, parse_positive_int
 from k3lib.studies.solver import (CONTEXT_STEP_TOKENS, GUIDE_DEFAULT_WEIGHTS,
                                   GUIDE_FLASH_ATTENTION_SAVING, GUIDE_KV_DTYPES, GUIDE_MIN_TOKENS_PER_S,
@@ -586,8 +586,7 @@ def step7_add_one_gpu(*, model: "str | ModelSpec", gpu: "str | GPUSpec", weights
         return AddOneGPU(w, kid, target, None, None, None,
                          f"No deployable count up to {max_gpus} {hw.id} holds {w} + {kid} KV at "
                          f"{format_context(target)}.")
-    counts = candidate_gpu_counts(spec, hw, max_gpus=4 * need + 64)
-    rec = next(c for c in counts if c > need)
+    rec = next_gpu_count(spec, hw, at_least=need + 1)
     lay = make_plan(model=spec, gpu=hw, gpus=rec, weights=w, kv_dtype=kid, context=target, batch=batch,
                     assumptions=_a(assumptions, spec)).layout
     reason = (f"{need} {hw.id} hold {w} + {kid} KV at {format_context(target)}; the guide's production rule "
