@@ -153,6 +153,25 @@ def test_usable_falls_back_to_marketed_when_unknown():
     assert spec.memory_bytes("usable") == spec.memory_bytes("marketed") == 80 * GiB_HAND
 
 
+@pytest.mark.parametrize("name, usable_gib, marketed_gib, bw_gb_s", [
+    ("Tesla T4", 14.58, 16, 320),   # torch on a T4: "a total capacty of 14.58 GiB" (datawhalechina/self-llm#162)
+    ("nvidia a10", 22.18, 24, 600),  # torch on an A10: "a total capacity of 22.18 GiB" (OpenBMB/MiniCPM-V#640)
+    ("l4", 22.49, 24, 300),         # nvidia-smi on an L4: 23034MiB / 1024 (NVIDIA/TensorRT-LLM#2398)
+])
+def test_inference_cards_usable_memory_from_public_logs(name, usable_gib, marketed_gib, bw_gb_s):
+    spec = get_gpu(name)
+    assert spec.memory_bytes("usable") == round(usable_gib * GiB_HAND)
+    assert spec.memory_marketed_bytes == marketed_gib * GiB_HAND
+    assert spec.memory_bw_bytes_per_s == bw_gb_s * 1e9
+
+
+def test_a10g_is_its_own_row_without_a_usable_figure():
+    a10g, a10 = get_gpu("a10g"), get_gpu("a10")
+    assert a10g.id == "a10g" and a10.id == "a10"
+    assert a10g.memory_bw_bytes_per_s == a10.memory_bw_bytes_per_s == 600e9
+    assert not a10g.has_usable_memory and a10g.gpus_per_node == 8
+
+
 def test_memory_basis_is_validated():
     with pytest.raises(K3InputError, match="basis"):
         get_gpu("h100").memory_bytes("physical")
