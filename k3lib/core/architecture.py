@@ -14,6 +14,16 @@ Attention layer kinds and what each caches per token (elements, before the dtype
   nothing per token; a constant state per sequence of
   $N_v·d_k·d_v$ (recurrent) $+ C·(k_{conv}-1)$ (short-convolution) elements.
 
+KV-sharing layers (Gemma-3n / Gemma 4 ``num_kv_shared_layers``): a group with
+``kv_shared=True`` reads the cache of an earlier layer of the same kind and caches
+nothing itself ($0$ elements per token); its weights still count.
+
+MTP (multi-token prediction) modules (DeepSeek-V3 / GLM-4.5 ``num_nextn_predict_layers``)
+are kept out of ``num_layers``: :meth:`Architecture.params_total` is the main model (the
+figure model cards publish, e.g. DeepSeek-V3's 671B), :meth:`Architecture.params_mtp` the
+MTP modules, and no KV cache is allocated for them (engines load and run them only for
+speculative decoding).
+
 >>> from k3lib.core.models import get_model
 >>> get_model("llama-3.1-70b").kv_bytes_per_token(2)   # 2·80·8·128·2 B
 327680
@@ -69,6 +79,7 @@ class AttentionGroup:
     output_gate: bool = False
     sinks: bool = False
     full_rank_gate: bool = False
+    kv_shared: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ATTENTION_KINDS:
@@ -86,11 +97,20 @@ class AttentionGroup:
         if self.kind in LINEAR_KINDS:
             _positive("attention.head_dim", self.head_dim)
             _positive("attention.conv_kernel", self.conv_kernel)
+        if not isinstance(self.kv_shared, bool):
+            raise K3InputError("attention.kv_shared", f"{self.kv_shared!r} is not true or false")
+        if self.kv_shared and self.kind not in ("full", "sliding"):
+            raise K3InputError("attention.kv_shared", f"a {self.kind!r} group cannot share another layer's KV cache",
+                               "kv_shared only on full or sliding groups")
 
     # ---- cache -----------------------------------------------------------
     @property
     def kv_elements_per_token_per_layer(self) -> int:
-        """Elements cached per token per layer (0 for linear attention)."""
+        """Elements cached per token per layer: $K·(H + H_v)$ (GQA), $r_{kv} + d_{rope}$ (MLA);
+        0 for linear attention and for KV-sharing layers (``kv_shared``: they read an
+        earlier layer's cache)."""
+        if self.kv_shared:
+            return 0
         if self.kind in ("full", "sliding"):
             return self.kv_heads * (self.head_dim + (self.v_head_dim or self.head_dim))
         if self.kind == "mla":
@@ -236,6 +256,9 @@ class Architecture:
     family: str = ""
     official_params_total: str = ""
     official_params_active: str = ""
+    mtp_layers: int = 0
+    per_layer_input_dim: int = 0
+    per_layer_input_vocab: int = 0
 
     kind = "architecture"
 
@@ -244,6 +267,9 @@ class Architecture:
         _positive("vocab_size", self.vocab_size)
         _positive("num_layers", self.num_layers)
         _positive("max_context_tokens", self.max_context_tokens)
+        _positive("mtp_layers", self.mtp_layers, allow_zero=True)
+        _positive("per_layer_input_dim", self.per_layer_input_dim, allow_zero=True)
+        _positive("per_layer_input_vocab", self.per_layer_input_vocab, allow_zero=True)
         if sum(g.count for g in self.attention) != self.num_layers:
             raise K3InputError("attention", f"layer groups cover {sum(g.count for g in self.attention)} layers, "
                                f"the model has {self.num_layers}")
@@ -253,16 +279,24 @@ class Architecture:
 
     # ---- parameters ------------------------------------------------------
     def param_groups(self) -> dict[str, int]:
-        """Parameter count per group (text weights; no MTP layers, no vision tower)."""
+        """Parameter count per group (text weights; no MTP layers, no vision tower).
+
+        Per-layer embeddings (Gemma-3n / Gemma 4 PLE, ``per_layer_input_dim`` $p$ over a
+        vocabulary $V_p$): a table of $V_p·L·p$ counted with the embedding (a lookup), and
+        the projections $D·L·p$ (model) $+ L·2·D·p$ (per-layer gate and projection) with
+        the dense MLP."""
         d, m = self.hidden_size, self.mlp
         router = m.n_routed_experts * d + (m.n_routed_experts if (m.router_bias or m.router_score_bias) else 0)
         latent = (2 * d * m.latent_dim + m.latent_dim) if m.latent_dim else 0
         gate = d if m.shared_expert_gate else 0
+        p, L = self.per_layer_input_dim, self.num_layers
+        ple_table = self.per_layer_input_vocab * L * p
+        ple_proj = d * L * p + L * 2 * d * p
         return {
-            "embedding": self.vocab_size * d,
+            "embedding": self.vocab_size * d + ple_table,
             "lm_head": 0 if self.tie_word_embeddings else self.vocab_size * d,
             "attention": sum(g.count * g.params_per_layer(d) for g in self.attention),
-            "dense_mlp": m.dense_layers * 3 * d * m.dense_intermediate,
+            "dense_mlp": m.dense_layers * 3 * d * m.dense_intermediate + ple_proj,
             "shared_experts": m.moe_layers * 3 * d * m.shared_intermediate * m.n_shared_experts,
             "routed_experts": m.moe_layers * m.n_routed_experts * m.expert_params(d),
             "moe_other": m.moe_layers * (router + latent + gate),
@@ -271,8 +305,48 @@ class Architecture:
 
     @property
     def params_total(self) -> int:
-        """Σ of :meth:`param_groups`."""
+        """Σ of :meth:`param_groups` (the main model; MTP modules are :attr:`params_mtp`)."""
         return sum(self.param_groups().values())
+
+    def mtp_param_groups(self) -> dict[str, int]:
+        """Parameters of the ``mtp_layers`` multi-token-prediction modules, by group.
+
+        Each module (DeepSeek-V3 ``README_WEIGHTS.md``) is one more decoder layer shaped
+        like the model's last one (its attention group, a MoE MLP when the model has MoE
+        layers) plus ``enorm``, ``hnorm`` and the shared head's norm ($3D$) and ``eh_proj``
+        ($2D·D$). The embedding and output head are shared with the main model, so they
+        are not counted here:
+
+        $P_{mtp} = n_{mtp}·(P_{attn} + P_{mlp} + 2D + 3D + 2D^2)$
+        """
+        if not self.mtp_layers:
+            return {}
+        d, m, n = self.hidden_size, self.mlp, self.mtp_layers
+        attn = self.attention[-1]
+        for g in self.attention:      # the last layer of MLA/GQA models: a caching attention kind
+            if g.kind in ("full", "mla"):
+                attn = g
+        out = {"attention": n * attn.params_per_layer(d), "norms": n * (2 * d + 3 * d), "moe_other": 0,
+               "dense_mlp": 0, "shared_experts": 0, "routed_experts": 0, "mtp_proj": n * 2 * d * d}
+        if m.moe_layers:
+            router = m.n_routed_experts * d + (m.n_routed_experts if (m.router_bias or m.router_score_bias) else 0)
+            latent = (2 * d * m.latent_dim + m.latent_dim) if m.latent_dim else 0
+            out["shared_experts"] = n * 3 * d * m.shared_intermediate * m.n_shared_experts
+            out["routed_experts"] = n * m.n_routed_experts * m.expert_params(d)
+            out["moe_other"] = n * (router + latent + (d if m.shared_expert_gate else 0))
+        else:
+            out["dense_mlp"] = n * 3 * d * m.dense_intermediate
+        return out
+
+    @property
+    def params_mtp(self) -> int:
+        """Σ of :meth:`mtp_param_groups` (0 without MTP modules)."""
+        return sum(self.mtp_param_groups().values())
+
+    @property
+    def params_checkpoint(self) -> int:
+        """Main model + MTP modules: the parameters a checkpoint stores (text tower)."""
+        return self.params_total + self.params_mtp
 
     @property
     def params_active(self) -> int:
@@ -284,8 +358,18 @@ class Architecture:
         return self.params_total - g["embedding"] - g["routed_experts"] + active_routed
 
     # ---- KV cache --------------------------------------------------------
+    def kv_layers(self) -> dict[str, int]:
+        """Layers of each attention kind that own a KV cache (KV-sharing layers and linear
+        attention own none; MTP modules are not counted)."""
+        out: dict[str, int] = {}
+        for g in self.attention:
+            if g.kind in LINEAR_KINDS:
+                continue
+            out[g.kind] = out.get(g.kind, 0) + (0 if g.kv_shared else g.count)
+        return out
+
     def kv_elements_per_token(self) -> int:
-        """Elements per token over layers whose cache grows with context."""
+        """Elements per token over layers whose cache grows with context (KV-owning layers only)."""
         return sum(g.count * g.kv_elements_per_token_per_layer for g in self.attention if g.kind != "sliding")
 
     def kv_bytes_per_token(self, bytes_per_element: float) -> int:
@@ -310,11 +394,16 @@ class Architecture:
                    for g in self.attention)
 
     # ---- weights ---------------------------------------------------------
-    def weights_bytes(self, bits_for_group: Mapping[str, float]) -> int:
+    def weights_bytes(self, bits_for_group: Mapping[str, float], *, include_mtp: bool = False) -> int:
         """Σ over groups of params × bits / 8; ``bits_for_group`` maps group → bits
-        (key ``"*"`` for every group not named)."""
+        (key ``"*"`` for every group not named). ``include_mtp`` adds the MTP modules
+        (their ``eh_proj`` priced like attention): the checkpoint's bytes rather than
+        what an engine loads without speculative decoding."""
         total = 0.0
-        for name, n in self.param_groups().items():
+        items = list(self.param_groups().items())
+        if include_mtp:
+            items += [("attention" if g == "mtp_proj" else g, n) for g, n in self.mtp_param_groups().items()]
+        for name, n in items:
             bits = bits_for_group.get(name, bits_for_group.get("*"))
             if bits is None:
                 raise K3InputError("weights", f"no precision given for parameter group {name!r}")

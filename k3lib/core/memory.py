@@ -39,13 +39,17 @@ def weights_bytes_by_group(model: Architecture, weight_format: "str | WeightForm
     return {g: int(math.ceil(n * bits.get(g, bits.get("*", 16)) / 8)) for g, n in model.param_groups().items()}
 
 
-def weights_bytes(model: ModelSpec, weight_format: "str | WeightFormat") -> int:
+def weights_bytes(model: ModelSpec, weight_format: "str | WeightFormat", *, include_mtp: bool = False) -> int:
     """Weight bytes: Σ params × bits/8 for an architecture; the published figure
-    for a guide profile."""
+    for a guide profile.
+
+    MTP modules (``Architecture.mtp_layers``) are left out by default: vLLM and SGLang
+    skip their tensors unless speculative decoding is on. ``include_mtp=True`` prices
+    them too (the checkpoint's text weights, or a speculative-decoding deployment)."""
     fmt = get_weight_format(weight_format)
     if isinstance(model, PublishedProfile):
         return model.weights_bytes_by_tier[model.tier_for(fmt.id)]
-    return model.weights_bytes(weight_bits_by_group(model, fmt))
+    return model.weights_bytes(weight_bits_by_group(model, fmt), include_mtp=include_mtp)
 
 
 def kv_bytes_per_token(model: ModelSpec, kv_dtype: "str | KVDtype") -> int:
@@ -146,6 +150,10 @@ def kv_bytes_per_rank(model: Architecture, *, context_tokens, batch: int, bytes_
     with $s_g = \\min(TP, K)$ for GQA (heads split, then replicated past $K$), $s_g = 1$
     for an MLA latent (one vector per token shared by all heads: replicated on every
     rank), and linear-attention state split by head ($÷TP$). Rounded up to whole bytes.
+
+    Layers that share another layer's cache (``kv_shared`` groups: Gemma-3n / Gemma 4
+    ``num_kv_shared_layers``) have $e_g = 0$ and add nothing; MTP modules are not layers
+    of ``model`` and add nothing either.
 
     >>> from k3lib.core.models import get_model
     >>> kv_bytes_per_rank(get_model("llama-3.1-70b"), context_tokens=8192, batch=1, bytes_per_element=2, tp=16)

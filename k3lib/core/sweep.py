@@ -3,6 +3,8 @@
 
 $$m_{gpu} = \\max_s \\big( W_s + KV_{rank,s}(T) + A/TP + O_s \\big) \\le C_{gpu}$$
 
+KV counts only the layers that own a cache (KV-sharing layers and MTP modules add none),
+through the same :func:`k3lib.core.memory.kv_bytes_per_rank` that make_plan uses.
 Loops run only over the small axes (model × GPU count × KV dtype); the product
 with GPUs, precisions and contexts is broadcast. Used by the cheat sheets and
 ``benchmarks/bench_sweep.py``.

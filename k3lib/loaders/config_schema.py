@@ -19,7 +19,8 @@ Bounds (any value past them is corruption, not a model):
 
 Cross-field rules: ``num_key_value_heads`` ≤ ``num_attention_heads`` and divides it
 (GQA groups are whole); ``len(layer_types)`` = ``num_hidden_layers``;
-``first_k_dense_replace`` ≤ ``num_hidden_layers``; ``num_experts_per_tok`` ≤ the
+``first_k_dense_replace`` ≤ ``num_hidden_layers``; ``num_kv_shared_layers`` <
+``num_hidden_layers``; a per-layer ``intermediate_size`` list has one entry per layer; ``num_experts_per_tok`` ≤ the
 routed expert count; ``quantization_config.bits`` (GPTQ/AWQ) is 4 or 8 and
 ``num_bits`` (compressed-tensors) one of 4 or 8, as numbers.
 """
@@ -94,7 +95,7 @@ class TextConfig(_Lenient):
     num_key_value_heads: Optional[Small] = None
     head_dim: Optional[Small] = None
     vocab_size: Optional[Annotated[StrictInt, Field(ge=1, le=MAX_VOCAB)]] = None
-    intermediate_size: Optional[Width0] = None
+    intermediate_size: Optional[Width0 | Annotated[list[Width0], Field(min_length=1, max_length=MAX_LAYERS)]] = None
     intermediate_size_mlp: Optional[Width0] = None
     moe_intermediate_size: Optional[Width0] = None
     shared_expert_intermediate_size: Optional[Width0] = None
@@ -106,6 +107,15 @@ class TextConfig(_Lenient):
     sliding_window_pattern: Optional[Layers] = None
     max_window_layers: Optional[Positions] = None
     layer_types: Optional[list[StrictStr]] = Field(default=None, max_length=MAX_LAYERS)
+    # KV sharing, per-layer embeddings (Gemma-3n, Gemma 4), MTP modules (DeepSeek-V3, GLM-4.5)
+    num_kv_shared_layers: Optional[LayerCount0] = None
+    global_head_dim: Optional[Small] = None
+    num_global_key_value_heads: Optional[Small] = None
+    attention_k_eq_v: Optional[StrictBool] = None
+    use_double_wide_mlp: Optional[StrictBool] = None
+    hidden_size_per_layer_input: Optional[Width0] = None
+    vocab_size_per_layer_input: Optional[Annotated[StrictInt, Field(ge=0, le=MAX_VOCAB)]] = None
+    num_nextn_predict_layers: Optional[LayerCount0] = None
     # MLA: the latent's dims must be numbers when given (null is not "default")
     kv_lora_rank: Optional[Small0] = None
     q_lora_rank: Optional[Small0] = None
@@ -207,6 +217,14 @@ def validate_hf_config(cfg: Mapping[str, Any], tc: Mapping[str, Any], prefix: st
     if layers and model.layer_types is not None and len(model.layer_types) != layers:
         raise K3InputError(prefix + "layer_types", f"{len(model.layer_types)} entries for {layers} layers in {source}",
                            f"one entry per layer ({layers})")
+    if layers and isinstance(model.intermediate_size, list) and len(model.intermediate_size) != layers:
+        raise K3InputError(prefix + "intermediate_size",
+                           f"{len(model.intermediate_size)} entries for {layers} layers in {source}",
+                           f"one number, or one entry per layer ({layers})")
+    if layers and model.num_kv_shared_layers is not None and model.num_kv_shared_layers >= layers:
+        raise K3InputError(prefix + "num_kv_shared_layers",
+                           f"{model.num_kv_shared_layers} KV-sharing layers of {layers} in {source}",
+                           f"0 to num_hidden_layers − 1 ({layers - 1}): a shared layer needs an earlier layer's cache")
     if layers and model.first_k_dense_replace is not None and model.first_k_dense_replace > layers:
         raise K3InputError(prefix + "first_k_dense_replace",
                            f"{model.first_k_dense_replace} dense layers of {layers} in {source}",

@@ -16,6 +16,21 @@ get wrong are explicit here:
   Gemma 3 slides 5 of every 6, Llama 4 chunks 3 of every 4, Mistral slides every
   layer, Qwen2/Qwen3 slide layers from ``max_window_layers`` on only when
   ``use_sliding_window`` is true.
+* KV-sharing layers (Gemma-3n, Gemma 4 ``num_kv_shared_layers`` $N$): the last $N$
+  layers reuse the cache of the last earlier layer of their own kind and cache
+  nothing (huggingface/transformers@01854809
+  src/transformers/models/gemma3n/configuration_gemma3n.py ``kv_sharing_roles``;
+  vLLM@034f08e6 vllm/model_executor/models/gemma3n.py and vLLM@001cabc1
+  vllm/model_executor/models/gemma4.py pass ``kv_sharing_target_layer_name``, and such an
+  attention layer gets no KV cache of its own). They become groups with
+  ``kv_shared=True``. Full-attention layers use ``global_head_dim`` when the config gives
+  one, and ``num_global_key_value_heads`` when ``attention_k_eq_v`` is set (vLLM gemma4.py).
+  Per-layer embeddings (``hidden_size_per_layer_input`` × ``vocab_size_per_layer_input``)
+  are counted; a per-layer ``intermediate_size`` list is averaged over the layers (exact
+  for the parameter count when the widths sum to a multiple of the layer count), and
+  Gemma 4's ``use_double_wide_mlp`` doubles the width of the KV-sharing layers.
+* MTP modules (``num_nextn_predict_layers``) become ``Architecture.mtp_layers``: counted
+  in :attr:`~k3lib.core.architecture.Architecture.params_mtp`, never in the KV cache.
 * Multimodal wrappers (``mistral3``, ``kimi_vl``, ``llava`` …) are read through
   their ``text_config``; the vision tower is counted separately by
   :func:`vision_tower_params`.
@@ -50,10 +65,13 @@ KNOWN_MODEL_TYPES = (
     "deepseek_v3", "kimi_k2", "kimi_linear", "kimi_k3", "gpt_oss", "gemma3",
     "gemma3_text", "llama4", "llama4_text", "minimax_m2", "glm4_moe",
     "gemma", "gemma2", "phi3", "deepseek_v2", "qwen2_moe",
+    "gemma3n", "gemma3n_text", "gemma4", "gemma4_text",
 )
 
 #: Multimodal wrappers whose text tower is read from ``text_config`` under its own model_type.
 WRAPPER_MODEL_TYPES = ("mistral3", "kimi_vl", "llava", "llava_next", "pixtral", "paligemma", "idefics3")
+#: families whose ``head_dim`` / ``q_norm`` / ``k_norm`` follow Gemma 3 (QK-norm on every layer)
+_GEMMA_QK_NORM = ("gemma3", "gemma3_text", "gemma3n", "gemma3n_text", "gemma4", "gemma4_text")
 
 _LINEAR_GROUPS = ("attention", "dense_mlp", "shared_experts", "routed_experts", "lm_head")
 # a representative module name per parameter group, matched against a checkpoint's
@@ -165,12 +183,64 @@ def _native_formats(cfg: Mapping[str, Any], tc: Mapping[str, Any]) -> dict[str, 
     return {**{g: body for g in groups}, "*": "bf16"}
 
 
+def _layer_kinds(mtype: str, tc: Mapping[str, Any], n_layers: int) -> list[str] | None:
+    """``"sliding"`` / ``"full"`` per layer, in order, when the config or the family fixes
+    the positions: ``layer_types``; Gemma-3n's one full layer in five (index 4, 9, …:
+    transformers ``Gemma3nTextConfig``); Gemma 4's one in six with the last layer full
+    (transformers ``Gemma4TextConfig``). None otherwise."""
+    layer_types = tc.get("layer_types")
+    if isinstance(layer_types, list):
+        return ["sliding" if ("sliding" in str(t) or "chunked" in str(t)) else "full" for t in layer_types]
+    if mtype in ("gemma3n", "gemma3n_text"):
+        return ["full" if (i + 1) % 5 == 0 else "sliding" for i in range(n_layers)]
+    if mtype in ("gemma4", "gemma4_text"):
+        kinds = ["sliding" if (i + 1) % 6 else "full" for i in range(n_layers)]
+        kinds[-1] = "full"
+        return kinds
+    return None
+
+
+def _kv_shared_counts(mtype: str, tc: Mapping[str, Any], n_layers: int, src: str, prefix: str) -> dict[str, int]:
+    """{kind: layers of that kind among the last ``num_kv_shared_layers``} (the layers that
+    read an earlier layer's cache); empty when the config shares nothing."""
+    n_shared = tc.get("num_kv_shared_layers") or 0
+    if not n_shared:
+        return {}
+    kinds = _layer_kinds(mtype, tc, n_layers)
+    if kinds is None:
+        raise K3InputError(prefix + "layer_types", f"missing in {src}: num_kv_shared_layers = {n_shared} needs "
+                           "to know which layers are sliding and which full", "a list with one entry per layer")
+    out: dict[str, int] = {}
+    for kind in kinds[n_layers - n_shared:]:
+        out[kind] = out.get(kind, 0) + 1
+    return out
+
+
+def _intermediate(tc: Mapping[str, Any], key: str, n_shared: int) -> int:
+    """``intermediate_size`` as one width: a per-layer list (Gemma-3n MatFormer) is
+    averaged, rounded; Gemma 4's ``use_double_wide_mlp`` doubles the last ``n_shared``
+    (KV-sharing) layers' width (vLLM gemma4.py ``Gemma4DecoderLayer``)."""
+    v = tc.get(key)
+    if isinstance(v, list):
+        widths = [int(x) for x in v]
+    elif isinstance(v, int) and not isinstance(v, bool):
+        widths = [v] * max(1, tc.get("num_hidden_layers") or 1)
+    else:
+        return 0
+    if tc.get("use_double_wide_mlp") and n_shared:
+        widths = widths[:len(widths) - n_shared] + [2 * w for w in widths[len(widths) - n_shared:]]
+    return int(round(sum(widths) / len(widths)))
+
+
 def _sliding_layers(mtype: str, tc: Mapping[str, Any], n_layers: int, window: int,
                     assumed: list[str]) -> int:
     """How many of the ``n_layers`` layers use the sliding (or chunked) window."""
     layer_types = tc.get("layer_types")
     if isinstance(layer_types, list) and window:
         return sum(1 for t in layer_types if "sliding" in str(t) or "chunked" in str(t))
+    kinds = _layer_kinds(mtype, tc, n_layers)
+    if kinds is not None and window:
+        return kinds.count("sliding")
     if tc.get("sliding_window_pattern") and window:
         p = tc["sliding_window_pattern"]
         return n_layers - sum(1 for i in range(n_layers) if (i + 1) % p == 0)
@@ -233,7 +303,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
     gqa = dict(num_heads=heads, kv_heads=kv_heads, head_dim=head_dim,
                qkv_bias=bool(tc.get("attention_bias") or mtype == "qwen2"),
                o_bias=bool(tc.get("attention_bias") and mtype == "gpt_oss"),
-               qk_norm=mtype in ("qwen3", "qwen3_moe", "qwen3_next", "gemma3", "gemma3_text", "glm4_moe")
+               qk_norm=mtype in ("qwen3", "qwen3_moe", "qwen3_next", "glm4_moe") or mtype in _GEMMA_QK_NORM
                or bool(tc.get("use_qk_norm")),
                sinks=mtype == "gpt_oss")
     if mtype in ("qwen2", "qwen2_moe") and "attention_bias" not in tc:
@@ -277,10 +347,23 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
         if window and (not isinstance(window, int) or isinstance(window, bool) or window < 0):
             raise K3InputError(prefix + "sliding_window", f"not a positive integer in {src} (got {window!r})")
         n_slide = _sliding_layers(mtype, tc, n_layers, window, assumed)
-        if n_slide:
-            groups.append(AttentionGroup(kind="sliding", count=n_slide, window_tokens=window, **gqa))
-        if n_layers - n_slide:
-            groups.append(AttentionGroup(kind="full", count=n_layers - n_slide, **gqa))
+        n_kv_shared = tc.get("num_kv_shared_layers") or 0
+        if n_slide in (0, n_layers):            # one kind everywhere: the last N share
+            shared = {"sliding" if n_slide else "full": n_kv_shared}
+        else:
+            shared = _kv_shared_counts(mtype, tc, n_layers, src, prefix)
+        full_gqa = dict(gqa)
+        if tc.get("global_head_dim"):
+            full_gqa["head_dim"] = _req(tc, "global_head_dim", src, prefix)
+        if tc.get("attention_k_eq_v") and tc.get("num_global_key_value_heads"):
+            full_gqa["kv_heads"] = _req(tc, "num_global_key_value_heads", src, prefix)
+        for kind, n, extra in (("sliding", n_slide, dict(window_tokens=window, **gqa)),
+                               ("full", n_layers - n_slide, full_gqa)):
+            n_sh = min(shared.get(kind, 0), n)
+            if n - n_sh:
+                groups.append(AttentionGroup(kind=kind, count=n - n_sh, **extra))
+            if n_sh:
+                groups.append(AttentionGroup(kind=kind, count=n_sh, kv_shared=True, **extra))
     # ---- MLP ----
     n_experts = (tc.get("n_routed_experts") or tc.get("num_experts") or tc.get("num_local_experts") or 0)
     top_k = tc.get("num_experts_per_tok") or tc.get("num_experts_per_token") or tc.get("experts_per_token") or 0
@@ -304,7 +387,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
             shared_inter = moe_inter
         if mtype in ("qwen3_next", "qwen2_moe") and shared_inter:
             n_shared = n_shared or 1
-        dense_inter = tc.get("intermediate_size_mlp") or tc.get("intermediate_size") or 0
+        dense_inter = tc.get("intermediate_size_mlp") or _intermediate(tc, "intermediate_size", 0)
         if dense_layers and not dense_inter:
             raise K3InputError(prefix + "intermediate_size", f"missing in {src}: needed by the dense layers")
         mlp = MLPSpec(dense_layers=dense_layers, dense_intermediate=dense_inter if dense_layers else 0,
@@ -316,7 +399,10 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
                       or tc.get("topk_method") == "noaux_tc",
                       shared_expert_gate=mtype in ("qwen3_next", "qwen2_moe"))
     else:
-        mlp = MLPSpec(dense_layers=n_layers, dense_intermediate=_req(tc, "intermediate_size", src, prefix))
+        inter = _intermediate(tc, "intermediate_size", tc.get("num_kv_shared_layers") or 0)
+        if not inter:
+            _req(tc, "intermediate_size", src, prefix)
+        mlp = MLPSpec(dense_layers=n_layers, dense_intermediate=inter)
     tie_default = mtype.startswith("gemma")  # Gemma ties input and output embeddings
     tie = bool(tc.get("tie_word_embeddings", cfg.get("tie_word_embeddings", tie_default)))
     if unknown and "tie_word_embeddings" not in tc and "tie_word_embeddings" not in cfg:
@@ -332,6 +418,10 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
         id=id, name=name or id, hidden_size=d, vocab_size=vocab, num_layers=n_layers,
         attention=tuple(groups), mlp=mlp, max_context_tokens=int(max_ctx), tie_word_embeddings=tie,
         native_formats=_native_formats(cfg, tc), source=src, family=mtype,
+        mtp_layers=int(tc.get("num_nextn_predict_layers") or 0),
+        per_layer_input_dim=int(tc.get("hidden_size_per_layer_input") or 0),
+        per_layer_input_vocab=int(tc.get("vocab_size_per_layer_input") or 0)
+        if tc.get("hidden_size_per_layer_input") else 0,
     )
 
 
@@ -372,7 +462,7 @@ def rope_caches(cfg: Mapping[str, Any]) -> tuple[tuple[int, int], ...]:
         positions = int(rs["original_max_position_embeddings"] * float(rs.get("factor", 1)))
     if rot <= 0:
         return ()
-    if mtype in ("gemma3", "gemma3_text"):
+    if mtype in _GEMMA_QK_NORM:
         return ((positions, rot), (max_pos, rot))   # global (scaled) + local (rope_local_base_freq)
     return ((positions, rot),)
 
