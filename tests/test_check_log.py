@@ -129,3 +129,58 @@ def test_ollama_model_size_from_the_llamacpp_recipe():
     assert chk.model_id == "llama-3.1-70b" and chk.config["ftype"] == "Q4_0"
     assert r.predicted == q4_0 + q6_k + f32
     assert r.logged == pytest.approx(37.22 * GiB) and abs(r.error_pct) <= 0.05    # printed to 0.01 GiB
+
+
+# ----------------------------------------------------------------------------- vLLM rules per version
+
+def test_vllm_version_read_from_the_log_selects_its_rules():
+    text = ("INFO 03-20 17:28:13 [api_server.py:977] vLLM API server version 0.8.1\n"
+            "MODEL: meta-llama/Llama-3.1-8B-Instruct\nAvailable KV cache memory: 58.11 GiB\n"
+            "GPU KV cache size: 476,016 tokens\n")
+    chk = check_log(text)
+    assert chk.config["vllm_version"] == "0.8.1" and not any("not printed" in n for n in chk.notes)
+    assert "vLLM 0.8.1 (V1)" in _row(chk, "KV cache tokens").rule
+    eng = check_log("Initializing an LLM engine (v0.6.3.post1) with config: model='meta-llama/Llama-3.1-8B-Instruct'\n"
+                    "# GPU blocks: 1952, # CPU blocks: 2048\n")
+    assert eng.config["vllm_version"] == "0.6.3.post1" and eng.config["vllm_engine"] == "V0"
+
+
+def test_vllm_v0_budget_line_reproduced_with_the_064_rule():
+    # 0.6.4 (worker.py): kv = 0.90 x 23.58 - peak torch (17.06, weights included) - non-torch 0.35 = 3.812 GiB;
+    # check-log uses its own weights (32 x (4 x 4096^2 ... ) Llama 3.1 8B) and the printed activation 17.06 - 14.9888
+    chk = check_log(_read("vllm-v0-llama-3.1-8b-rtx3090.log"))
+    r = _row(chk, "available KV memory")
+    assert r.logged == pytest.approx(3.81 * GiB) and r.within and "torch-peak" in r.rule
+    assert abs(r.predicted - (0.90 * 23.58 - 17.06 - 0.35) * GiB) < 0.01 * GiB
+    # Maximum concurrency (gpu_executor.py, 0.6.4): blocks x 16 / max_model_len = 1,952 x 16 / 20,000 = 1.56
+    c = _row(chk, "maximum concurrency")
+    assert c.logged == 1.56 and c.within and abs(c.predicted - 1950 * 16 / 20000) < 1e-9
+
+
+def test_vllm_v0_profiling_rule_pr_10511_h100():
+    # 0.6.5 rule: 0.90 x 79.22 - weights - 1.26 activation - 1.79 non-torch; printed 53.29 GiB
+    chk = check_log(_read("vllm-v0-llama-3-8b-h100-budget.log"), model="llama-3.1-8b")
+    r = _row(chk, "available KV memory")
+    assert r.logged == pytest.approx(53.29 * GiB) and r.within and abs(r.error_pct) <= 0.5 and "profiling" in r.rule
+    w = _row(chk, "weights per rank")
+    assert w.logged == pytest.approx(14.96 * GiB) and abs(w.error_pct) <= 3.0
+
+
+def test_vllm_v1_qwen3_14b_tokens_and_concurrency():
+    # 40 layers x 8 KV heads x 128 x 2 (K,V) x 2 B = 163,840 B per token; a 16-token block is 2,621,440 B.
+    # 6.51 GiB // 2,621,440 = 2,666 blocks -> 42,656 tokens (vLLM printed 42,656);
+    # concurrency (>= 0.9): 2,666 / ceil(32,768 / 16) = 1.30 (printed 1.30x)
+    chk = check_log(_read("vllm-v1-qwen3-14b-lmcache.log"), model=str(LOGS.parent / "configs" / "qwen3-14b.json"))
+    t = _row(chk, "KV cache tokens")
+    assert t.logged == 42656 and t.predicted == int(6.51 * GiB) // 2621440 * 16 == 42656
+    c = _row(chk, "maximum concurrency")
+    assert c.logged == 1.30 and c.predicted == pytest.approx(2666 / 2048) and c.within
+
+
+def test_vllm_v1_fp8_kv_qwen3_30b_a3b():
+    # fp8 KV: 48 layers x 4 KV heads x 128 x 2 x 1 B = 49,152 B per token, 786,432 B per 16-token block.
+    # 10.545-10.555 GiB -> 14,397-14,411 blocks; vLLM printed 230,528 tokens = 14,408 blocks; 14,408 / 6,250 = 2.305
+    chk = check_log(_read("vllm-v1-qwen3-30b-a3b-fp8-kv.log"), model="qwen3-30b-a3b", kv_cache_dtype="fp8")
+    t = _row(chk, "KV cache tokens")
+    assert t.logged == 230528 and t.predicted == int(10.55 * GiB) // 786432 * 16 and t.within
+    assert abs(t.error_pct) <= 0.5 and _row(chk, "maximum concurrency").within

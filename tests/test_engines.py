@@ -146,7 +146,9 @@ def test_llamacpp_cells_are_padded_to_256_with_flash_attention():
     kv = llamacpp_kv_cache_bytes("llama-3.1-8b", context_tokens=8000)
     assert kv["cells"] == 8192 and kv["total"] == 32 * 8192 * 2 * 1024 * 2          # f16 K and V rows of 1,024
     kv = llamacpp_kv_cache_bytes("llama-3.1-8b", context_tokens=8000, flash_attn=False)
-    assert kv["cells"] == 8000                                                   # padded to 32 only
+    assert kv["cells"] == 8192              # llama.cpp@0c1e570 pads to 256 with or without flash attention
+    from k3lib.engines.llamacpp import llamacpp_cells
+    assert llamacpp_cells(n_ctx=8000, flash_attn=False, rules="2025") == (8000, 1)   # older releases: 32
 
 
 def test_llamacpp_quantized_cache_block_sizes():
@@ -344,3 +346,64 @@ def test_weights_per_gpu_within_3_percent(calibration):
 
 def test_misses_carry_a_reason(calibration):
     assert all(r.within or r.reason for r in calibration)
+
+
+# ----------------------------------------------------------------------------- vLLM rules per version
+
+def test_vllm_rules_by_version_and_bad_input():
+    from k3lib.engines.vllm import vllm_rules
+    assert vllm_rules("0.5.5").budget == "free-delta" and vllm_rules("0.5.5").engine == "V0"
+    assert vllm_rules("0.6.4.post1").budget == "torch-peak"
+    assert vllm_rules("0.6.6.post1").budget == "profiling" and vllm_rules("0.6.6").engine == "V0"
+    assert vllm_rules("0.8.5").engine == "V1" and vllm_rules("0.8.5").budget == "torch-peak"
+    assert vllm_rules("0.8.5", engine="V0").budget == "profiling"
+    assert vllm_rules("0.10.2").grouped and not vllm_rules("0.8.5").grouped
+    with pytest.raises(K3InputError, match="vllm_version"):
+        vllm_rules("latest")
+    with pytest.raises(K3InputError, match="engine"):
+        vllm_rules("0.19.0", engine="V0")
+    with pytest.raises(K3InputError, match="engine"):
+        vllm_rules("0.6.4", engine="V1")
+
+
+def test_vllm_hybrid_mla_block_alignment_changed_between_011_and_019():
+    # Kimi Linear: MLA page per token (512 + 64) x 2 B = 1,152 B; a KDA layer's state = 32 heads x 128 x 128
+    # recurrent + 3 x (4 - 1) x 32 x 128 conv elements = 561,152 x 2 B = 1,122,304 B.
+    # 0.11: 16 x ceil(1,122,304 / (16 x 1,152)) = 16 x 61 = 976; 0.14+: MLA alignment 64 -> 64 x ceil(15.2) = 1,024
+    assert vllm_kv_layout("kimi-linear-48b", vllm_version="0.11.0").block_tokens == 976
+    assert vllm_kv_layout("kimi-linear-48b", vllm_version="0.19.0").block_tokens == 1024
+    assert vllm_kv_layout("kimi-linear-48b").page_bytes == 1024 * 1152
+    # a non-MLA hybrid keeps the 16 alignment: Qwen3-Next stays the same in both versions
+    assert (vllm_kv_layout("qwen3-next-80b", vllm_version="0.11.0").block_tokens
+            == vllm_kv_layout("qwen3-next-80b", vllm_version="0.19.0").block_tokens)
+
+
+def test_vllm_08_pages_sliding_window_layers_as_full():
+    # 0.8.5 unify_hybrid_kv_cache_specs: Gemma 3 27B's 62 layers form one group of 16 x 8,192 B pages
+    old = vllm_kv_layout("gemma-3-27b", vllm_version="0.8.5")
+    assert old.groups == (("full", 62),) and old.page_bytes == 16 * 8192
+    avail = 20 * 2**30
+    assert old.tokens(avail) == avail // (62 * 16 * 8192) * 16
+    assert vllm_kv_layout("gemma-3-27b").num_groups == 7
+
+
+def test_vllm_v0_activation_scales_with_the_profiled_batch():
+    # issue 10517 (0.6.4, RTX 3090, Llama 3.1 8B): peak_torch - weights = 17.06 - 14.99 = 2.07 GiB at 20,000 tokens
+    # and 17.98 - 14.99 = 2.99 GiB at 29,000; the MLP's live tensors: (3 x 14,336 + 3 x 4,096) x 2 B per token
+    for tokens, printed in ((20000, 2.07), (29000, 2.99)):
+        a = vllm_activation_peak_bytes("llama-3.1-8b", vllm_version="0.6.4", max_model_len=tokens)
+        assert a == tokens * (3 * 14336 + 3 * 4096) * 2
+        assert abs(a / 2**30 - printed) <= 0.015
+
+
+def test_vllm_available_kv_bytes_one_shape_per_version():
+    from k3lib.engines.vllm import vllm_available_kv_bytes
+    kw = dict(total_bytes=79.22 * 2**30, gpu_memory_utilization=0.9, weights_bytes=14.96 * 2**30,
+              activation_bytes=1.26 * 2**30, non_torch_bytes=1.79 * 2**30)
+    # PR 10511's H100 run printed 53.29 GiB
+    assert abs(vllm_available_kv_bytes(**kw, vllm_version="0.6.6") / 2**30 - 53.29) < 0.01
+    assert vllm_available_kv_bytes(**kw, cudagraph_bytes=2**30) == vllm_available_kv_bytes(**kw) - 2**30
+    assert vllm_available_kv_bytes(**kw, cudagraph_bytes=2**30, vllm_version="0.10.2") == vllm_available_kv_bytes(
+        **kw, vllm_version="0.10.2")
+    with pytest.raises(K3InputError, match="gpu_memory_utilization"):
+        vllm_available_kv_bytes(**{**kw, "gpu_memory_utilization": 1.5})

@@ -222,6 +222,7 @@ def _v_avail(m, cfg, figs, n, t):
 @_rule("vllm", r"kv_cache_size=" + _NUM + r"GiB")
 def _v_avail0(m, cfg, figs, n, t):
     _add(figs, "available KV memory", _f(m.group(1)) * GiB, "B", n, t)
+    cfg.setdefault("budget_format", "0.6.4")
 
 
 @_rule("vllm", r"GPU KV cache size:\s*" + _NUM + r" tokens")
@@ -240,9 +241,47 @@ def _v_conc(m, cfg, figs, n, t):
     _add(figs, "maximum concurrency", _f(m.group(2)), "x", n, t)
 
 
-@_rule("vllm", r"(?:total_gpu_memory)=" + _NUM + "GiB")
+@_rule("vllm", r"(?:total_gpu_memory)(?:=|\s+|\s*\()" + _NUM + r"\s*GiB")
 def _v_total(m, cfg, figs, n, t):
     cfg["total_gpu_memory_bytes"] = _f(m.group(1)) * GiB
+
+
+@_rule("vllm", r"(?:vLLM (?:API server )?version|vLLM Version\s*:)\s*v?(\d+\.\d+(?:\.\d+)?[\w.+\-]*)")
+def _v_version(m, cfg, figs, n, t):
+    cfg.setdefault("vllm_version", m.group(1))
+
+
+@_rule("vllm", r"Initializing an? (V1 )?LLM engine \(v(\d+\.\d+(?:\.\d+)?[\w.+\-]*)\)")
+def _v_engine_version(m, cfg, figs, n, t):
+    cfg.setdefault("vllm_version", m.group(2))
+    cfg.setdefault("vllm_engine", "V1" if m.group(1) else "V0")
+
+
+@_rule("vllm", r"model weights take\s+" + _NUM + r"\s*GiB")
+def _v_budget_weights(m, cfg, figs, n, t):
+    cfg["weights_printed_bytes"] = _f(m.group(1)) * GiB
+    if not any(f.quantity == "weights" for f in figs):
+        _add(figs, "weights", cfg["weights_printed_bytes"], "B", n, t)
+    for key, pat in (("non_torch_memory_bytes", r"non_torch_memory(?: takes)?\s+([\d.]+)\s*GiB"),
+                     ("activation_bytes", r"activation peak memory(?: takes)?\s+([\d.]+)\s*GiB")):
+        hit = re.search(pat, t)
+        if hit:
+            cfg[key] = float(hit.group(1)) * GiB
+    hit = re.search(r"reserved for KV Cache is\s+([\d.]+)\s*GiB", t)
+    if hit:
+        _add(figs, "available KV memory", float(hit.group(1)) * GiB, "B", n, t)
+        cfg.setdefault("budget_format", "0.6.5+")
+
+
+@_rule("vllm", r"^\W*(?:\S+\s+)*?(non_torch_memory|PyTorch activation peak memory|available_kv_cache_memory)\s+"
+       + _NUM + r"\s*GiB\s*$")
+def _v_budget_table(m, cfg, figs, n, t):
+    v = _f(m.group(2)) * GiB
+    if m.group(1) == "available_kv_cache_memory":
+        _add(figs, "available KV memory", v, "B", n, t)
+        cfg.setdefault("budget_format", "0.6.5+")
+    else:
+        cfg["non_torch_memory_bytes" if m.group(1) == "non_torch_memory" else "activation_bytes"] = v
 
 
 @_rule("vllm", r"(?:non_torch_memory|peak_torch_memory|initial_memory_usage|memory_usage_post_profile)=" + _NUM + "GiB")
@@ -251,7 +290,7 @@ def _v_profile(m, cfg, figs, n, t):
         cfg[k + "_bytes"] = float(v) * GiB
 
 
-@_rule("vllm", r"gpu_memory_utilization[=:'\" ]+([\d.]+)")
+@_rule("vllm", r"gpu_memory_utilization[=:'\" (]+([\d.]+)")
 def _v_util(m, cfg, figs, n, t):
     cfg["gpu_memory_utilization"] = float(m.group(1))
 
@@ -440,39 +479,107 @@ def _check_gguf(cfg, figs, arch, rows, missing, notes):
         rows.append(_row("KV total", f.value, k_pred + v_pred, "B", KV_TOLERANCE_PCT, "K + V"))
 
 
+def _vllm_version_of(cfg, figs, notes) -> tuple[str, str | None]:
+    """The version the log prints, else the oldest one whose lines match the log's format."""
+    if cfg.get("vllm_version"):
+        return cfg["vllm_version"], cfg.get("vllm_engine")
+    fmt = cfg.get("budget_format")
+    qs = {f.quantity for f in figs}
+    if fmt == "0.6.4":
+        v, why = "0.6.4", "the 'Memory profiling results: … kv_cache_size=' line (V0 0.6.4)"
+    elif fmt == "0.6.5+":
+        v, why = "0.6.6", "the 'model weights take …' budget lines (V0 0.6.5 and later)"
+    elif "KV cache blocks" in qs:
+        v, why = "0.5.5", "a '# GPU blocks' line with no budget line (V0 up to 0.6.3)"
+    elif "KV cache tokens" in qs and "available KV memory" not in qs:
+        v, why = "0.8.5", "a 'GPU KV cache size' line without 'Available KV cache memory' (V1 0.8)"
+    else:
+        from k3lib.engines.vllm import VLLM_DEFAULT_VERSION
+        v, why = VLLM_DEFAULT_VERSION, "no version line; the newest rules modelled"
+    notes.append(f"vLLM version not printed; rules of {v} taken from {why}")
+    return v, ("V0" if fmt else None)
+
+
 def _check_vllm(cfg, figs, arch, rows, missing, notes):
-    from k3lib.engines.vllm import vllm_kv_layout, vllm_kv_tokens_interval, vllm_weights_bytes_per_rank
+    from k3lib.engines.vllm import (vllm_activation_peak_bytes, vllm_available_kv_bytes, vllm_kv_layout,
+                                    vllm_non_torch_bytes, vllm_rules, vllm_weights_bytes_per_rank)
 
     if arch is None:
         missing.append(f"every figure: model {cfg.get('model_name')!r} is not a built-in model (pass --model)")
         return
+    version, engine = _vllm_version_of(cfg, figs, notes)
+    try:
+        rules = vllm_rules(version, engine=engine)
+    except K3InputError as exc:
+        missing.append(f"every figure: {exc}")
+        return
     tp = cfg.get("tp", 1)
     kv = cfg.get("kv_cache_dtype", "auto")
     kv = "auto" if kv in ("auto", "bfloat16", "float16") else kv
+    w_pred = vllm_weights_bytes_per_rank(arch, tp=tp)["total"]
     for f in _fig(figs, "weights"):
-        w = vllm_weights_bytes_per_rank(arch, tp=tp)["total"]
-        rows.append(_row("weights per rank", f.value, w, "B", WEIGHTS_TOLERANCE_PCT,
+        rows.append(_row("weights per rank", f.value, w_pred, "B", WEIGHTS_TOLERANCE_PCT,
                          f"vLLM weights rule (vocab padded to 64, sharded ÷ TP={tp}, replicated parts whole)"))
     avail = _fig(figs, "available KV memory")
+    total, util = cfg.get("total_gpu_memory_bytes"), cfg.get("gpu_memory_utilization")
+    for f in avail[-1:]:
+        if not (total and util):
+            missing.append("available KV memory: needs the GPU's total memory and gpu_memory_utilization, which "
+                           "the log does not print")
+            continue
+        w_logged = cfg.get("weights_printed_bytes") or next((x.value for x in _fig(figs, "weights")), None)
+        act, nt, printed = cfg.get("activation_bytes"), cfg.get("non_torch_memory_bytes"), 2
+        if act is None and cfg.get("peak_torch_memory_bytes") and w_logged:
+            act = cfg["peak_torch_memory_bytes"] - w_logged        # 0.6.4 prints torch's peak with the weights
+            printed += 1
+        src = "activation and non-torch as the log prints them"
+        if act is None or nt is None:
+            src = f"activation and non-torch from the profile ({rules.label}; V1 constants fitted to 0.19 on H100)"
+            act = act if act is not None else vllm_activation_peak_bytes(
+                arch, tp=tp, vllm_version=version, engine=rules.engine, max_model_len=cfg.get("max_model_len"))
+            nt = nt if nt is not None else vllm_non_torch_bytes(tp=tp)
+        else:
+            printed += 2
+        pred = vllm_available_kv_bytes(total_bytes=total, gpu_memory_utilization=util, weights_bytes=w_pred,
+                                       activation_bytes=act, non_torch_bytes=nt, vllm_version=version,
+                                       engine=rules.engine)
+        r = _row("available KV memory", f.value, pred, "B", KV_TOLERANCE_PCT,
+                 f"{rules.label} budget rule '{rules.budget}': {util:g} × total − weights (predicted) − activation − "
+                 f"non-torch, {src}; each printed GiB is rounded to 0.01")
+        slack = printed * 0.005 * GiB
+        rows.append(r if r.within or abs(pred - f.value) > slack else dataclasses.replace(r, within=True))
     if not avail:
-        missing.append("KV tokens/blocks: the log prints no available KV memory")
+        if _fig(figs, "KV cache tokens") or _fig(figs, "KV cache blocks"):
+            missing.append("KV tokens/blocks: the log prints no available KV memory")
         return
     a = avail[-1].value
-    lay = vllm_kv_layout(arch, tp=tp, kv_dtype=kv)
-    lo, hi = vllm_kv_tokens_interval(arch, printed_gib=a / GiB, tp=tp, kv_dtype=kv)
+    lay = vllm_kv_layout(arch, tp=tp, kv_dtype=kv, vllm_version=version, engine=rules.engine)
+    lo_b, hi_b = int(a - 0.005 * GiB), int(a + 0.005 * GiB)
     for f in _fig(figs, "KV cache tokens"):
         pred = lay.tokens(int(a))
+        lo, hi = lay.tokens(lo_b), lay.tokens(hi_b)
         r = _row("KV cache tokens", f.value, pred, "tokens", KV_TOLERANCE_PCT,
-                 f"⌊available ÷ ({lay.page_bytes:,} B page × {lay.group_size} layers)⌋ ÷ {lay.num_groups} group(s) "
-                 f"× {lay.block_tokens}; the printed GiB (2 decimals) allows {lo:,}–{hi:,}")
+                 f"{rules.label}: ⌊available ÷ ({lay.page_bytes:,} B page × {lay.group_size} layers)⌋ ÷ "
+                 f"{lay.num_groups} group(s) × {lay.block_tokens}; the printed GiB (2 decimals) allows {lo:,}–{hi:,}")
         rows.append(r if r.within or not (lo <= f.value <= hi) else dataclasses.replace(r, within=True))
     for f in _fig(figs, "KV cache blocks"):
         pred = lay.num_blocks(int(a))
-        blo, bhi = lay.num_blocks(int(a - 0.005 * GiB)), lay.num_blocks(int(a + 0.005 * GiB))
+        blo, bhi = lay.num_blocks(lo_b), lay.num_blocks(hi_b)
         r = _row("KV cache blocks", f.value, pred, "blocks", KV_TOLERANCE_PCT,
-                 f"⌊available ÷ ({lay.page_bytes:,} B × {lay.group_size} layers)⌋ (vLLM V0 prints blocks); "
+                 f"{rules.label}: ⌊available ÷ ({lay.page_bytes:,} B × {lay.group_size} layers)⌋ (V0 prints blocks); "
                  f"the printed GiB allows {blo:,}–{bhi:,}")
         rows.append(r if r.within or not (blo <= f.value <= bhi) else dataclasses.replace(r, within=True))
+    L = cfg.get("max_model_len")
+    for f in _fig(figs, "maximum concurrency")[-1:]:
+        pred = lay.max_concurrency(int(a), max_model_len=L)
+        lo, hi = lay.max_concurrency(lo_b, max_model_len=L), lay.max_concurrency(hi_b, max_model_len=L)
+        rule = ("blocks × block ÷ max_model_len" if lay.concurrency_rule == "tokens/len"
+                else "blocks ÷ Σ over groups of the blocks one max_model_len request needs")
+        r = _row("maximum concurrency", f.value, pred, "x", KV_TOLERANCE_PCT,
+                 f"{rules.label}: {rule} (L = {L:,}); printed to 2 decimals, the printed GiB allows "
+                 f"{lo:.3f}–{hi:.3f}")
+        ok = round(lo, 2) - 0.005 <= f.value <= round(hi, 2) + 0.005
+        rows.append(r if r.within or not ok else dataclasses.replace(r, within=True))
 
 
 def _check_sglang(cfg, figs, arch, rows, missing, notes):
@@ -538,6 +645,8 @@ def check_log(text: str, *, engine: str | None = None, model: Any = None, **over
 # ----------------------------------------------------------------------------- showing
 
 def _fmt(v: float, unit: str) -> str:
+    if unit == "x":
+        return f"{v:,.3f}x"
     return f"{v / MiB:,.2f} MiB" if unit == "B" else f"{v:,.0f} {unit}"
 
 

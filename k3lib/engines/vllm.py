@@ -1,5 +1,22 @@
-"""vLLM 0.19 (V1 engine): weights per rank, activation peak, non-torch memory and the
-paged KV cache (block size, KV-cache groups), as rules read from its source."""
+"""vLLM (V0 and V1 engines, 0.5 – 0.19): weights per rank, activation peak, non-torch memory,
+the KV budget and the paged KV cache (block size, KV-cache groups, the printed token count and
+maximum concurrency), as rules read from its source, per version where they changed.
+
+Versions read (PyPI source distributions, file paths inside ``vllm/``):
+
+======================  ======================================================================
+0.5.5                   ``worker/worker.py`` ``determine_num_available_blocks``
+0.6.4.post1             ``worker/worker.py``; ``executor/gpu_executor.py`` (concurrency line)
+0.6.6.post1             ``worker/worker.py``; ``utils.py`` ``memory_profiling``
+0.8.5                   ``v1/worker/gpu_worker.py``; ``v1/core/kv_cache_utils.py``
+0.9.2, 0.10.2           ``v1/worker/gpu_worker.py``; ``v1/core/kv_cache_utils.py``
+0.11.0, 0.14.0, 0.19.0  ``v1/core/kv_cache_utils.py``; ``v1/kv_cache_interface.py``;
+                        ``model_executor/models/config.py`` ``HybridAttentionMambaModelConfig``;
+                        ``utils/mem_utils.py`` (0.19)
+======================  ======================================================================
+
+A version between two read versions gets the rule of the earlier one (:func:`vllm_rules`).
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -32,6 +49,102 @@ VLLM_MULTIMODAL_ACTIVATION_BYTES = int(0.2 * GiB)
 VLLM_NON_TORCH_BYTES_TP1 = int(0.25 * GiB)
 VLLM_NON_TORCH_BYTES_TP = int(2.15 * GiB)
 VLLM_CUDA_GRAPH_ESTIMATE_BYTES = int(1.0 * GiB)
+#: the newest vLLM version modelled; every profile function defaults to it
+VLLM_DEFAULT_VERSION = "0.19.0"
+#: V0's scheduler defaults (vllm 0.6.x ``config.py`` SchedulerConfig): 256 sequences; without chunked
+#: prefill a profiling batch of max(max_model_len, 2048) tokens
+VLLM_V0_MAX_NUM_SEQS = 256
+VLLM_V0_MIN_BATCHED_TOKENS = 2048
+
+
+def parse_vllm_version(version: "str | tuple[int, ...]") -> tuple[int, int, int]:
+    """(major, minor, patch) from ``"0.6.4.post1"``, ``"v0.19.0"``, ``"0.11"`` or a tuple."""
+    if isinstance(version, tuple) and 2 <= len(version) <= 3 and all(isinstance(v, int) and v >= 0 for v in version):
+        return (version + (0,))[:3] if len(version) == 2 else version
+    import re
+    m = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:[.+\-]?\w[\w.+\-]*)?", str(version).strip())
+    if not m or isinstance(version, bool):
+        raise K3InputError("vllm_version", f"{version!r} is not a vLLM version",
+                           "a version string such as '0.6.4', '0.11.0' or '0.19.0'")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+@dataclass(frozen=True)
+class VLLMRules:
+    """The memory rules one vLLM version applies (see :func:`vllm_rules`)."""
+
+    version: tuple[int, int, int]
+    engine: str                 # "V0" or "V1"
+    budget: str                 # "free-delta", "torch-peak" or "profiling"
+    grouped: bool               # KV-cache groups per layer kind (else one uniform group, windows costed full)
+    concurrency: str            # "tokens/len" or "blocks/request"
+    mla_hybrid_alignment: int   # block alignment of an MLA + recurrent model's attention block
+    prints: tuple[str, ...]     # the KV lines it prints
+
+    @property
+    def label(self) -> str:
+        return f"vLLM {'.'.join(map(str, self.version))} ({self.engine})"
+
+
+def vllm_rules(vllm_version: "str | tuple[int, ...]" = VLLM_DEFAULT_VERSION, *, engine: str | None = None) -> VLLMRules:
+    """The rules of one vLLM version, from its source (module docstring lists the files).
+
+    * **budget** (memory left for KV) is always ``gpu_memory_utilization × total`` less what
+      profiling saw, but what is counted changed:
+
+      - ``free-delta`` (V0 ≤ 0.6.3, read at 0.5.5): the drop in free memory from worker start to
+        after the profiling run, ``init_free − free`` (weights, torch's *reserved* activations,
+        non-torch allocations; the CUDA context made before is not counted); prints only
+        "# GPU blocks: N".
+      - ``torch-peak`` (V0 0.6.4, read at 0.6.4.post1; V1 0.8.x, read at 0.8.5): torch's allocated
+        peak (weights + activations) plus *all* GPU memory torch does not own
+        (``total − free − torch current``: CUDA context, NCCL, other processes); V0 prints
+        "Memory profiling results: … peak_torch_memory=… non_torch_memory=… kv_cache_size=…".
+      - ``profiling`` (V0 ≥ 0.6.5, read at 0.6.6.post1; V1 ≥ 0.9, read at 0.9.2, 0.10.2, 0.19.0):
+        ``requested − (weights + torch peak increase + non-torch increase)``, increases measured
+        from the snapshot taken when the instance started (``memory_profiling``); V1 prints
+        "Available KV cache memory: X GiB". 0.19 also subtracts the CUDA-graph estimate when
+        ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1`` (off by default).
+
+    * **groups**: V0 and V1 0.8 page every layer alike (0.8.5 ``unify_hybrid_kv_cache_specs``
+      costs sliding-window layers as full attention); from 0.9 layers of different kinds form
+      KV-cache groups and the printed size is ⌊blocks ÷ groups⌋ × the smallest group block.
+    * **concurrency** "Maximum concurrency for L tokens per request": V0 and V1 0.8 print
+      ``tokens ÷ L``; from 0.9 (``get_max_concurrency_for_kv_cache_config``) ``blocks ÷ Σ_groups
+      blocks one request of L tokens needs`` (full: ⌈L ÷ block⌉; sliding window w:
+      ⌈min(w − 1 + max_num_batched_tokens, L) ÷ block⌉ + 1; recurrent state: 1).
+    * **hybrid block**: the attention block of a model with recurrent layers grows until one
+      attention page holds a recurrent state, ``a × ⌈state ÷ (a × page per token)⌉``; ``a`` = 16
+      up to 0.11 (read at 0.11.0) and, from 0.14 (read at 0.14.0, 0.19.0), 64 when the attention
+      is MLA (``kernel_block_alignment_size``; 128 with CUTLASS MLA), 16 otherwise.
+
+    ``engine`` chooses V0 for 0.8–0.10 (``VLLM_USE_V1=0``); V1 is the default from 0.8
+    (0.8.5 ``envs.py``), V0 only before, and 0.11.0's tree no longer has V0's ``worker/worker.py``.
+
+    >>> vllm_rules("0.6.4").budget, vllm_rules("0.19.0").mla_hybrid_alignment
+    ('torch-peak', 64)
+    """
+    v = parse_vllm_version(vllm_version)
+    if v < (0, 5, 0):
+        raise K3InputError("vllm_version", f"{'.'.join(map(str, v))} is older than any version modelled",
+                           "vLLM 0.5.0 or newer")
+    if engine is None:
+        engine = "V1" if v >= (0, 8, 0) else "V0"
+    engine = str(engine).upper()
+    if engine not in ("V0", "V1"):
+        raise K3InputError("engine", f"{engine!r} is not a vLLM engine", "'V0' or 'V1'")
+    if engine == "V1" and v < (0, 8, 0):
+        raise K3InputError("engine", f"V1 is modelled from vLLM 0.8 (it was experimental before); got {v}", "'V0'")
+    if engine == "V0" and v >= (0, 11, 0):
+        raise K3InputError("engine", f"vLLM {'.'.join(map(str, v))} has no V0 engine", "'V1'")
+    if engine == "V0":
+        budget = "free-delta" if v < (0, 6, 4) else "torch-peak" if v < (0, 6, 5) else "profiling"
+        prints = ("GPU blocks",) if budget == "free-delta" else ("GPU blocks", "budget line")
+        return VLLMRules(v, "V0", budget, False, "tokens/len", 16, prints)
+    if v < (0, 9, 0):
+        return VLLMRules(v, "V1", "torch-peak", False, "tokens/len", 16, ("KV cache tokens",))
+    return VLLMRules(v, "V1", "profiling", True, "blocks/request", 64 if v >= (0, 14, 0) else 16,
+                     ("available KV memory", "KV cache tokens"))
 
 
 @dataclass(frozen=True)
@@ -49,6 +162,7 @@ class VLLMKVLayout:
     groups: tuple[tuple[str, int], ...]
     window_tokens: Mapping[str, int] = field(default_factory=dict)
     padded_layers: int = 0
+    concurrency_rule: str = "blocks/request"
 
     @property
     def num_groups(self) -> int:
@@ -84,6 +198,28 @@ class VLLMKVLayout:
         """KV memory ``batch`` requests of ``context_tokens`` need on this rank."""
         return batch * self.blocks_per_request(context_tokens) * self.bytes_per_block
 
+    def max_concurrency(self, available_bytes: int, *, max_model_len: int,
+                        max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS) -> float:
+        """The "Maximum concurrency for L tokens per request" vLLM prints (rule per version,
+        :func:`vllm_rules`): ``tokens ÷ L`` (V0, V1 0.8) or ``blocks ÷ Σ_groups ⌈blocks one
+        request needs⌉`` (V1 ≥ 0.9; sliding window ⌈min(w − 1 + batched tokens, L) ÷ block⌉ + 1,
+        recurrent state 1 block)."""
+        if max_model_len <= 0:
+            raise K3InputError("max_model_len", f"{max_model_len!r} is not a positive token count", "an integer ≥ 1")
+        blocks = self.num_blocks(available_bytes)
+        if self.concurrency_rule == "tokens/len":
+            return blocks * self.block_tokens / max_model_len
+        need = 0
+        for kind, _ in self.groups:
+            if kind == "state":
+                need += 1
+            elif kind in self.window_tokens:
+                n = min(self.window_tokens[kind] - 1 + max_num_batched_tokens, max_model_len)
+                need += -(-n // self.block_tokens) + 1
+            else:
+                need += -(-max_model_len // self.block_tokens)
+        return blocks / need
+
 
 def _vllm_tokens_bytes_per_layer(g: AttentionGroup, *, tp: int, kv_b: float, mla_fp8_ds: bool) -> float:
     if g.kind in ("full", "sliding"):
@@ -96,13 +232,24 @@ def _vllm_tokens_bytes_per_layer(g: AttentionGroup, *, tp: int, kv_b: float, mla
 
 def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto", dtype_bytes: int = 2,
                    block_tokens: int = VLLM_BLOCK_TOKENS, state_bytes_per_element: float | None = None,
-                   mla_fp8_ds: bool = False) -> VLLMKVLayout:
-    """vLLM 0.19's paging of one rank's KV cache (see the profile's rules).
+                   mla_fp8_ds: bool = False, vllm_version: "str | tuple[int, ...]" = VLLM_DEFAULT_VERSION,
+                   engine: str | None = None) -> VLLMKVLayout:
+    """vLLM's paging of one rank's KV cache for ``vllm_version`` (rules: :func:`vllm_rules`).
+
+    Page = block × bytes per token of one layer; layers of one kind share a KV-cache group,
+    groups are cut to a common size (padding layers) and every group draws pages from one pool
+    (``v1/core/kv_cache_utils.py``, 0.10.2–0.19.0). Before 0.9 (and in V0) all layers form one
+    uniform group and sliding-window layers are paged like full ones. With recurrent layers the
+    attention block becomes ``a × ⌈state ÷ (a × page per token)⌉`` (``a`` = 16, or 64 for MLA
+    from 0.14: ``HybridAttentionMambaModelConfig``).
 
     >>> lay = vllm_kv_layout("gemma-3-27b")            # 52 sliding + 10 full layers
     >>> lay.group_size, lay.num_groups, lay.page_bytes  # 7 groups of 10 layers, 16 × 8,192 B pages
     (10, 7, 131072)
+    >>> vllm_kv_layout("gemma-3-27b", vllm_version="0.8.5").groups   # 0.8: one group, windows costed full
+    (('full', 62),)
     """
+    rules = vllm_rules(vllm_version, engine=engine)
     arch, _ = _resolve_model(model)
     kv_b = _kv_bytes_per_element(kv_dtype, dtype_bytes)
     state_b = float(state_bytes_per_element if state_bytes_per_element is not None else dtype_bytes)
@@ -116,7 +263,9 @@ def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto",
             kinds.append(("state", g.count, 0.0))
             continue
         label = g.kind if g.kind != "sliding" else f"sliding:{g.window_tokens}"
-        if g.kind == "sliding":
+        if g.kind == "sliding" and not rules.grouped:
+            label = "full"                             # 0.8.5 unify_hybrid_kv_cache_specs; V0 pages all alike
+        elif g.kind == "sliding":
             windows[label] = g.window_tokens
         kinds.append((label, g.count, _vllm_tokens_bytes_per_layer(g, tp=tp, kv_b=kv_b, mla_fp8_ds=mla_fp8_ds)))
     # merge repeated kinds
@@ -132,9 +281,13 @@ def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto",
     block = block_tokens
     if state_bytes and attn_per_tok:
         # attention block grows until one page holds a layer's state (vLLM: HybridAttentionMambaModelConfig)
-        block = block_tokens * math.ceil(state_bytes / (block_tokens * attn_per_tok))
+        align = rules.mla_hybrid_alignment if "mla" in merged else block_tokens
+        block = max(block_tokens, align * math.ceil(state_bytes / (align * attn_per_tok)))
     page = int(math.ceil(block * attn_per_tok)) if attn_per_tok else int(math.ceil(state_bytes))
     counts = [v[0] for v in merged.values()]
+    if not rules.grouped and "state" not in merged:
+        counts = [sum(counts)]
+        merged = {"full" if "mla" not in merged else "mla": [counts[0], attn_per_tok]}
     if len(counts) == 1:
         group_size = counts[0]
         groups = ((next(iter(merged)), counts[0]),)
@@ -151,7 +304,7 @@ def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto",
             out.extend((label, base + (1 if i < extra else 0)) for i in range(n))
         groups = tuple(out)
     return VLLMKVLayout(block_tokens=block, page_bytes=page, group_size=group_size, groups=groups,
-                        window_tokens=windows, padded_layers=padded)
+                        window_tokens=windows, padded_layers=padded, concurrency_rule=rules.concurrency)
 
 
 def vllm_kv_cache_tokens(model: Any, *, available_bytes: int, tp: int = 1, kv_dtype: "str | float" = "auto",
@@ -269,9 +422,21 @@ def _default_rope_caches(arch: Architecture) -> tuple[tuple[int, int], ...]:
 
 
 def vllm_activation_peak_bytes(model: Any, *, tp: int = 1, dtype_bytes: int = 2,
-                               max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS,
-                               max_num_seqs: int = VLLM_MAX_NUM_SEQS) -> int:
-    """The activation peak vLLM 0.19's profiling run records (TP-invariant in the sweep).
+                               max_num_batched_tokens: int | None = None,
+                               max_num_seqs: int = VLLM_MAX_NUM_SEQS,
+                               vllm_version: "str | tuple[int, ...]" = VLLM_DEFAULT_VERSION,
+                               engine: str | None = None, max_model_len: int | None = None) -> int:
+    """The activation peak vLLM's profiling run records.
+
+    **V0** (any 0.5–0.10 V0 engine): the profiling batch is ``max_num_batched_tokens`` tokens,
+    by default max(max_model_len, 2048) without chunked prefill (0.6.x ``SchedulerConfig``), and
+    the peak is the MLP's live tensors: the gate/up output (2·I), its activated half (I) and three
+    hidden-size tensors (residual, normed input, layer output), ``T·(3·I/TP + 3·D)·b``; MoE
+    layers count ``k·I_e``. Checked on Llama 3.1 8B (vllm issue 10517, 0.6.4 on an RTX 3090):
+    20,000 and 29,000 profiled tokens give 2.06 and 2.99 GiB; vLLM printed peak_torch_memory −
+    weights = 17.06 − 14.99 = 2.07 and 17.98 − 14.99 = 2.99 GiB.
+
+    **V1** (0.8 and later; fitted to 0.19, TP-invariant in the sweep):
 
     $A = A_0 + c_s·S·V + c_h·T·D·b + T·k·(\\max(2I_e/TP, D) + I_e/TP)·2 + A_{mm}$:
     a base ($A_0$ = 0.05 GiB), the sampler's fp32 logits over $S$ = max_num_seqs
@@ -286,8 +451,17 @@ def vllm_activation_peak_bytes(model: Any, *, tp: int = 1, dtype_bytes: int = 2,
     >>> round(vllm_activation_peak_bytes("llama-3.1-8b") / 2**30, 2)   # vLLM's log: 1.89 GiB
     1.89
     """
+    rules = vllm_rules(vllm_version, engine=engine)
     arch, loaded = _resolve_model(model)
     m = arch.mlp
+    if rules.engine == "V0":
+        if max_num_batched_tokens is None:
+            max_num_batched_tokens = max(max_model_len or arch.max_context_tokens, VLLM_V0_MIN_BATCHED_TOKENS)
+        inter = (m.experts_per_token * m.moe_intermediate if m.moe_layers and not m.dense_layers
+                 else m.dense_intermediate)
+        return int(max_num_batched_tokens * (3 * -(-inter // tp) + 3 * arch.hidden_size) * dtype_bytes)
+    if max_num_batched_tokens is None:
+        max_num_batched_tokens = VLLM_MAX_NUM_BATCHED_TOKENS
     a = VLLM_ACTIVATION_BASE_BYTES
     a += VLLM_SAMPLER_BYTES_PER_SEQ_VOCAB * max_num_seqs * arch.vocab_size
     a += VLLM_ACTIVATION_HIDDEN_COPIES * max_num_batched_tokens * arch.hidden_size * dtype_bytes
@@ -304,3 +478,29 @@ def vllm_non_torch_bytes(*, tp: int = 1) -> int:
     return VLLM_NON_TORCH_BYTES_TP1 if tp == 1 else VLLM_NON_TORCH_BYTES_TP
 
 
+def vllm_available_kv_bytes(*, total_bytes: float, gpu_memory_utilization: float, weights_bytes: float,
+                            activation_bytes: float, non_torch_bytes: float, cudagraph_bytes: float = 0,
+                            vllm_version: "str | tuple[int, ...]" = VLLM_DEFAULT_VERSION,
+                            engine: str | None = None) -> int:
+    """Memory vLLM leaves for the KV cache: ``u × total − weights − activation − non-torch``
+    (``− CUDA-graph estimate`` in 0.19 with ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1``).
+
+    The formula has one shape in every version; what each term holds is the version's rule
+    (:func:`vllm_rules` ``budget``): ``free-delta`` (≤ 0.6.3) counts torch's reserved activations
+    and the non-torch growth since the worker started; ``torch-peak`` (V0 0.6.4, V1 0.8) counts
+    *all* non-torch memory on the GPU (CUDA context, other processes); ``profiling`` (≥ 0.6.5 V0,
+    ≥ 0.9 V1) the increases since the instance's start snapshot. Pass the terms in that sense.
+
+    >>> round(vllm_available_kv_bytes(total_bytes=23.58 * 2**30, gpu_memory_utilization=0.9,
+    ...       weights_bytes=14.9888 * 2**30, activation_bytes=(17.06 - 14.9888) * 2**30,
+    ...       non_torch_bytes=0.35 * 2**30, vllm_version="0.6.4") / 2**30, 2)   # vLLM printed 3.81
+    3.81
+    """
+    rules = vllm_rules(vllm_version, engine=engine)
+    if not 0 < gpu_memory_utilization <= 1:
+        raise K3InputError("gpu_memory_utilization", f"{gpu_memory_utilization!r} is outside (0, 1]",
+                           "a fraction such as 0.9")
+    if total_bytes <= 0:
+        raise K3InputError("total_bytes", f"{total_bytes!r} is not a positive byte count", "the GPU's total bytes")
+    cg = cudagraph_bytes if rules.version >= (0, 19, 0) else 0
+    return int(gpu_memory_utilization * total_bytes - weights_bytes - activation_bytes - non_torch_bytes - cg)
