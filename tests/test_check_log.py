@@ -184,3 +184,31 @@ def test_vllm_v1_fp8_kv_qwen3_30b_a3b():
     t = _row(chk, "KV cache tokens")
     assert t.logged == 230528 and t.predicted == int(10.55 * GiB) // 786432 * 16 and t.within
     assert abs(t.error_pct) <= 0.5 and _row(chk, "maximum concurrency").within
+
+
+def test_sglang_kv_budget_from_free_memory_and_mem_fraction_static():
+    # profile_max_num_token: rest = free after load - free before load x (1 - 0.911); free before = 230.20 + 56.98
+    # (mem usage = before - after) -> 230.20 - 287.18 x 0.089 = 204.64 GiB; SGLang printed 219,721,119,039 B
+    chk = check_log(_read("sglang-qwen3-30b-a3b-mi355x-budget.log"), model="qwen3-30b-a3b")
+    assert chk.config["mem_fraction_static"] == 0.911
+    r = _row(chk, "KV budget (rest memory)")
+    assert r.logged == 219721119039 and r.within
+    assert abs(r.predicted - (230.20 - (230.20 + 56.98) * (1 - 0.911)) * GiB) < 1e-3 * GiB
+    assert abs(r.error_pct) <= 0.5
+
+
+def test_sglang_pool_tokens_from_a_printed_budget():
+    # Qwen3-30B-A3B bf16: 48 layers x 4 KV heads x 128 x 2 (K,V) x 2 B = 98,304 B per slot;
+    # a printed budget of 17.67 GB allows floor((17.665..17.675) GiB / 98,304) = 192,947..193,056 slots
+    text = ("python3 -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --mem-fraction-static 0.85\n"
+            "The available memory for KV cache is 17.67 GB.\n"
+            "KV Cache is allocated. #tokens: 193000, K size: 8.84 GB, V size: 8.84 GB\n")
+    chk = check_log(text)
+    r = _row(chk, "pool tokens")
+    assert r.predicted == int(17.67 * GiB) // 98304 and r.within
+
+
+def test_sglang_budget_bad_fraction_is_one_clear_error():
+    from k3lib.engines.sglang import sglang_kv_budget_bytes
+    with pytest.raises(K3InputError, match="mem_fraction_static"):
+        sglang_kv_budget_bytes(available_after_load_bytes=GiB, total_before_load_bytes=2 * GiB, mem_fraction_static=1.2)

@@ -333,6 +333,17 @@ def _s_kv(m, cfg, figs, n, t):
     _add(figs, "V", _f(m.group(4)) * GiB, "B", n, t)
 
 
+@_rule("sglang", r"Load weight begin\. avail mem=" + _NUM + " GB")
+def _s_before(m, cfg, figs, n, t):
+    cfg.setdefault("avail_before_load_bytes", _f(m.group(1)) * GiB)
+
+
+@_rule("sglang", r"(?:The available memory for KV cache is\s+" + _NUM + r" GB|initial available_bytes (\d+))")
+def _s_budget(m, cfg, figs, n, t):
+    v = _f(m.group(1)) * GiB if m.group(1) else float(m.group(2))
+    _add(figs, "KV budget", v, "B", n, t)
+
+
 @_rule("sglang", r"Memory pool end\. avail mem=" + _NUM + " GB")
 def _s_pool_end(m, cfg, figs, n, t):
     _add(figs, "free after pool", _f(m.group(1)) * GiB, "B", n, t)
@@ -610,10 +621,45 @@ def _check_sglang(cfg, figs, arch, rows, missing, notes):
         w = vllm_weights_bytes_per_rank(arch, tp=tp)["total"]
         rows.append(_row("weights per rank", f.value, w, "B", WEIGHTS_TOLERANCE_PCT,
                          "weights sharded ÷ TP like vLLM (SGLang's mem usage also holds the CUDA context)"))
-    for q in ("pool tokens", "free after pool"):
-        for f in _fig(figs, q):
-            missing.append(f"{q} = {f.value:,.0f}{' B' if f.unit == 'B' else ''}: needs the GPU's free memory "
-                           "before loading, which the log does not print")
+    _check_sglang_pool(cfg, figs, arch, tp, kv_b, rows, missing)
+
+
+def _check_sglang_pool(cfg, figs, arch, tp, kv_b, rows, missing):
+    """The KV budget and pool size from the log's free-memory figures and mem_fraction_static."""
+    from k3lib.engines.sglang import sglang_cell_bytes, sglang_kv_budget_bytes
+
+    after, frac = cfg.get("avail_after_load_bytes"), cfg.get("mem_fraction_static")
+    usage = next((f.value for f in _fig(figs, "weights")), None)
+    before = cfg.get("avail_before_load_bytes") or (after + usage if after is not None and usage is not None else None)
+    budget_logged = _fig(figs, "KV budget")
+    pred_budget, n_printed = None, 3 if cfg.get("avail_before_load_bytes") else 4
+    rule = ("SGLang 0.5.5 model_runner.py profile_max_num_token: free after loading − free before loading × "
+            f"(1 − mem_fraction_static {frac}); free before = 'Load weight begin' avail mem, or 'Load weight end' "
+            "avail mem + mem usage")
+    if after is not None and before is not None and frac:
+        pred_budget = sglang_kv_budget_bytes(available_after_load_bytes=after, total_before_load_bytes=before,
+                                             mem_fraction_static=frac)
+        for f in budget_logged[:1]:
+            r = _row("KV budget (rest memory)", f.value, pred_budget, "B", KV_TOLERANCE_PCT, rule)
+            ok = abs(pred_budget - f.value) <= n_printed * 0.005 * GiB
+            rows.append(r if r.within or not ok else dataclasses.replace(r, within=True))
+    cell = sglang_cell_bytes(arch, tp=tp, kv_dtype=kv_b) if arch is not None else 0
+    for f in _fig(figs, "pool tokens"):
+        budget = budget_logged[0].value if budget_logged else pred_budget
+        if budget is None or not cell:
+            missing.append(f"pool tokens = {f.value:,.0f}: needs the free memory after loading (Load weight end), "
+                           "before loading and mem_fraction_static, or a printed KV budget")
+            continue
+        slack = (0.005 if budget_logged else n_printed * 0.005) * GiB
+        pred = int(budget) // cell
+        lo, hi = int(budget - slack) // cell, int(budget + slack) // cell
+        r = _row("pool tokens", f.value, pred, "tokens", KV_TOLERANCE_PCT,
+                 f"⌊KV budget ÷ {cell:,} B per token slot⌋ ({'printed' if budget_logged else 'predicted'} budget; "
+                 f"its rounding allows {lo:,}–{hi:,})")
+        rows.append(r if r.within or not (lo <= f.value <= hi) else dataclasses.replace(r, within=True))
+    for f in _fig(figs, "free after pool"):
+        missing.append(f"free after pool = {f.value / GiB:,.2f} GiB: what is left after the pool (activations, "
+                       "CUDA graphs) is not predicted")
 
 
 def check_log(text: str, *, engine: str | None = None, model: Any = None, **overrides: Any) -> LogCheck:

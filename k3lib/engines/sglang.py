@@ -5,6 +5,7 @@ import math
 from typing import Any
 
 from k3lib.core.memory import kv_heads_per_rank
+from k3lib.core.errors import K3InputError
 from k3lib.core.units import GiB, MiB
 from k3lib.engines.base import _kv_bytes_per_element, _resolve_model
 
@@ -43,3 +44,36 @@ def sglang_cell_bytes(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "aut
     return int(math.ceil(n))
 
 
+
+
+def sglang_kv_budget_bytes(*, available_after_load_bytes: float, total_before_load_bytes: float,
+                           mem_fraction_static: float) -> int:
+    """Memory SGLang gives its KV pool: ``rest = free after loading − free before loading × (1 − f)``.
+
+    SGLang 0.5.5 ``python/sglang/srt/model_executor/model_runner.py`` ``profile_max_num_token``
+    (the same rule in ``model_runner_kv_cache_mixin.py`` on main, commit 01cc04e2): the "total"
+    is the free memory measured once torch.distributed is up (``init_torch_distributed``, the
+    minimum over ranks), the available memory is measured again after the weights load; both in
+    GiB (``1 << 30``). "Load weight end. … avail mem=A GB, mem usage=U GB" prints the second and
+    ``A + U`` = the free memory when loading began (``weight_load_mem_usage`` = before − after).
+
+    >>> round(sglang_kv_budget_bytes(available_after_load_bytes=230.20 * 2**30,
+    ...       total_before_load_bytes=(230.20 + 56.98) * 2**30, mem_fraction_static=0.911) / 2**30, 2)
+    204.64
+    """
+    if not 0 < mem_fraction_static < 1:
+        raise K3InputError("mem_fraction_static", f"{mem_fraction_static!r} is outside (0, 1)", "a fraction such as 0.88")
+    if total_before_load_bytes <= 0 or available_after_load_bytes < 0:
+        raise K3InputError("available memory", "free memory before/after loading must be positive byte counts",
+                           "the 'avail mem' figures of the log, in bytes")
+    return int(available_after_load_bytes - total_before_load_bytes * (1 - mem_fraction_static))
+
+
+def sglang_pool_tokens(model: Any, *, budget_bytes: float, tp: int = 1, kv_dtype: "str | float" = "auto",
+                       dtype_bytes: int = 2, page_size: int = 1) -> int:
+    """Token slots of SGLang's pool: ``⌊budget ÷ cell⌋``, floored to the page size
+    (``profile_max_num_token`` then ``init_memory_pool``, SGLang 0.5.5 model_runner.py)."""
+    if page_size < 1:
+        raise K3InputError("page_size", f"{page_size!r} is not a positive token count", "an integer ≥ 1")
+    cell = sglang_cell_bytes(model, tp=tp, kv_dtype=kv_dtype, dtype_bytes=dtype_bytes)
+    return max(0, int(budget_bytes) // cell) // page_size * page_size
