@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from k3lib.core.precisions import get_weight_format
+
 from k3lib.cli import main
 from k3lib.core.errors import K3InputError
 from k3lib.loaders.hf_config import AssumedFieldWarning, rope_caches, vision_tower_params
@@ -118,7 +120,9 @@ def test_compressed_tensors_int4_keeps_the_ignored_lm_head_in_bf16(tmp_path):
         "targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "group_size": 128}}}, "ignore": ["lm_head"]}
     (tmp_path / "config.json").write_text(json.dumps(doc))
     nf = dict(load_config(tmp_path).architecture.native_formats)
-    assert nf["attention"] == nf["dense_mlp"] == "int4-gptq"
+    # symmetric (compressed-tensors' default): no zero point, 4 + 16/128 = 4.125 bits per weight
+    assert nf["attention"] == nf["dense_mlp"] == "ct-int4-g128"
+    assert get_weight_format(nf["attention"]).bits_per_weight == 4 + 16 / 128
     assert "lm_head" not in nf and nf["*"] == "bf16"
 
 

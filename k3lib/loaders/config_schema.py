@@ -22,7 +22,10 @@ Cross-field rules: ``num_key_value_heads`` ≤ ``num_attention_heads`` and divid
 ``first_k_dense_replace`` ≤ ``num_hidden_layers``; ``num_kv_shared_layers`` <
 ``num_hidden_layers``; a per-layer ``intermediate_size`` list has one entry per layer; ``num_experts_per_tok`` ≤ the
 routed expert count; ``quantization_config.bits`` (GPTQ/AWQ) is 4 or 8 and
-``num_bits`` (compressed-tensors) one of 4 or 8, as numbers.
+``num_bits`` (compressed-tensors) one of 4 or 8, as numbers; a ``group_size`` is a positive
+integer or −1; ``ignore`` / ``modules_to_not_convert`` / ``llm_int8_skip_modules`` are lists of
+names; bitsandbytes' ``load_in_4bit`` / ``load_in_8bit`` / ``bnb_4bit_use_double_quant`` are
+booleans and ``bnb_4bit_quant_type`` is nf4 or fp4.
 """
 from __future__ import annotations
 
@@ -181,6 +184,20 @@ def _check_quantization(q: Any, prefix: str, source: str) -> None:
         if isinstance(bits, bool) or not isinstance(bits, int) or bits not in (4, 8):
             raise K3InputError(field + ".bits", f"{bits!r} in {source} is not a bit width k3lib knows",
                                "the number 4 or 8")
+    if "group_size" in q and method in ("gptq", "awq", ""):
+        _check_group_size(q["group_size"], field + ".group_size", source)
+    for key in ("ignore", "modules_to_not_convert", "llm_int8_skip_modules"):
+        v = q.get(key)
+        if v is not None and (not isinstance(v, list) or not all(isinstance(x, str) for x in v)):
+            raise K3InputError(f"{field}.{key}", f"{v!r:.60} in {source} is not a list of module names",
+                               "a JSON list of strings, or null")
+    for key in ("load_in_4bit", "load_in_8bit", "bnb_4bit_use_double_quant"):
+        if key in q and not isinstance(q[key], bool):
+            raise K3InputError(f"{field}.{key}", f"{q[key]!r} in {source} is not true or false", "true or false")
+    qt = q.get("bnb_4bit_quant_type")
+    if q.get("load_in_4bit") and qt is not None and str(qt).lower() not in ("nf4", "fp4"):
+        raise K3InputError(f"{field}.bnb_4bit_quant_type", f"{qt!r} in {source} is not a 4-bit type k3lib knows",
+                           "nf4 or fp4")
     for name, group in (q.get("config_groups") or {}).items() if isinstance(q.get("config_groups"), Mapping) else ():
         w = group.get("weights") if isinstance(group, Mapping) else None
         if isinstance(w, Mapping) and "num_bits" in w:
@@ -188,6 +205,16 @@ def _check_quantization(q: Any, prefix: str, source: str) -> None:
             if isinstance(bits, bool) or not isinstance(bits, int) or bits not in (4, 8):
                 raise K3InputError(f"{field}.config_groups.{name}.weights.num_bits",
                                    f"{bits!r} in {source} is not a bit width k3lib knows", "the number 4 or 8")
+        if isinstance(w, Mapping) and w.get("group_size") is not None:
+            _check_group_size(w["group_size"], f"{field}.config_groups.{name}.weights.group_size", source)
+
+
+def _check_group_size(g: Any, field: str, source: str) -> None:
+    if g is None:
+        return
+    if isinstance(g, bool) or not isinstance(g, int) or not (g == -1 or 0 < g <= MAX_WIDTH):
+        raise K3InputError(field, f"{g!r} in {source} is not a group size",
+                           f"a positive integer up to {MAX_WIDTH:,}, or -1 (one group per column)")
 
 
 def validate_hf_config(cfg: Mapping[str, Any], tc: Mapping[str, Any], prefix: str, source: str) -> TextConfig:

@@ -74,16 +74,15 @@ WRAPPER_MODEL_TYPES = ("mistral3", "kimi_vl", "llava", "llava_next", "pixtral", 
 _GEMMA_QK_NORM = ("gemma3", "gemma3_text", "gemma3n", "gemma3n_text", "gemma4", "gemma4_text")
 
 _LINEAR_GROUPS = ("attention", "dense_mlp", "shared_experts", "routed_experts", "lm_head")
-# a representative module name per parameter group, matched against a checkpoint's
-# list of modules left unquantized (``ignore`` / ``modules_to_not_convert``)
+# module names of each parameter group in layer {i}, matched against a checkpoint's list of
+# modules left unquantized (``ignore`` / ``modules_to_not_convert`` / ``llm_int8_skip_modules``)
 _GROUP_MODULES = {
-    "attention": ("model.layers.1.self_attn.q_proj", "model.layers.1.self_attn.o_proj"),
-    "dense_mlp": ("model.layers.0.mlp.gate_proj", "model.layers.0.mlp.down_proj"),
-    "shared_experts": ("model.layers.1.mlp.shared_experts.gate_proj", "model.layers.1.mlp.shared_expert.gate_proj"),
-    "routed_experts": ("model.layers.1.mlp.experts.0.gate_proj", "model.layers.1.mlp.experts.gate_up_proj"),
+    "attention": ("model.layers.{i}.self_attn.q_proj", "model.layers.{i}.self_attn.o_proj"),
+    "dense_mlp": ("model.layers.{i}.mlp.gate_proj", "model.layers.{i}.mlp.down_proj"),
+    "shared_experts": ("model.layers.{i}.mlp.shared_experts.gate_proj", "model.layers.{i}.mlp.shared_expert.gate_proj"),
+    "routed_experts": ("model.layers.{i}.mlp.experts.0.gate_proj", "model.layers.{i}.mlp.experts.gate_up_proj"),
     "lm_head": ("lm_head",),
 }
-
 
 class AssumedFieldWarning(UserWarning):
     """A config lacked a field and a standard default was assumed."""
@@ -124,42 +123,105 @@ def model_type_of(cfg: Mapping[str, Any]) -> str:
     return top or text
 
 
-def _ignored(patterns: list[str], module: str) -> bool:
+def _ignore_matcher(patterns: list[Any]):
+    """A predicate: is a module name in ``patterns``? A pattern is ``re:REGEX`` (matched from
+    the start, compressed-tensors), or a run of whole name components anywhere in the name
+    (``lm_head``, ``model.layers.0``, ``mlp``, ``model.layers.*.self_attn`` with ``*`` one
+    component) — the substring rule of transformers' bitsandbytes, fbgemm and AWQ
+    integrations, held to component boundaries."""
+    plain, regexes = [], []
     for p in patterns:
         p = str(p)
         if p.startswith("re:"):
-            if re.fullmatch(p[3:], module) or re.match(p[3:], module):
-                return True
-        elif p.replace("*", "") and (module == p or module.startswith(p + ".")
-                                     or re.fullmatch(re.escape(p).replace(r"\*", r"[^.]+") + r"(\..*)?", module)):
-            return True
-    return False
+            regexes.append(re.compile(p[3:]))
+        elif p.replace("*", "").strip("."):
+            plain.append(re.compile(r"(?:^|\.)" + re.escape(p.strip(".")).replace(r"\*", r"[^.]+") + r"(?:\.|$)"))
+    return lambda module: any(r.search(module) for r in plain) or any(r.match(module) for r in regexes)
 
 
-def _quantized_groups(q: Mapping[str, Any]) -> list[str]:
-    """Linear-layer groups a checkpoint quantizes: all of them minus the ignore list."""
-    patterns = list(q.get("ignore") or []) + list(q.get("modules_to_not_convert") or [])
-    out = [g for g in _LINEAR_GROUPS if not any(_ignored(patterns, m) for m in _GROUP_MODULES[g])]
+def _ignored(patterns: list[str], module: str) -> bool:
+    return _ignore_matcher(patterns)(module)
+
+
+def _group_layers(tc: Mapping[str, Any]) -> dict[str, list[int]]:
+    """Layer indices holding each linear group: every layer for attention; the first
+    ``first_k_dense_replace`` (or all, without experts) for the dense MLP; the rest for experts."""
+    n = tc.get("num_hidden_layers") if isinstance(tc.get("num_hidden_layers"), int) else 0
+    experts = tc.get("n_routed_experts") or tc.get("num_experts") or tc.get("num_local_experts") or 0
+    first = tc.get("first_k_dense_replace") or 0 if experts else n
+    first = first if isinstance(first, int) else 0
+    every = list(range(n))
+    return {"attention": every, "dense_mlp": every[:first], "shared_experts": every[first:],
+            "routed_experts": every[first:], "lm_head": []}
+
+
+def _quantized_share(patterns: list[Any], tc: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
+    """{group: (layers quantized, layers holding it)} — a group's layers minus those the
+    ``patterns`` leave out (a group no layer holds is judged on layer 1, as one layer)."""
+    ignored = _ignore_matcher(patterns)
+    layers = _group_layers(tc)
+    out = {}
+    for g in _LINEAR_GROUPS:
+        idx = layers[g] or [1]
+        kept = sum(1 for i in idx if not any(ignored(m.format(i=i)) for m in _GROUP_MODULES[g]))
+        out[g] = (kept, len(idx))
     return out
 
 
+def _quantized_groups(q: Mapping[str, Any], tc: Mapping[str, Any] | None = None) -> list[str]:
+    """Linear-layer groups a checkpoint quantizes in every layer: all of them minus the ignore list."""
+    patterns = list(q.get("ignore") or []) + list(q.get("modules_to_not_convert") or [])
+    return [g for g, (k, n) in _quantized_share(patterns, tc or {}).items() if k == n]
+
+
+def _formats_for(body: str, patterns: list[Any], tc: Mapping[str, Any]) -> dict[str, str]:
+    """``body`` on every linear group the patterns do not leave out; a group left out in some
+    of its layers gets ``body:k/n`` (k of n layers quantized, the rest BF16)."""
+    out = {}
+    for g, (k, n) in _quantized_share(patterns, tc).items():
+        if k == n:
+            out[g] = body
+        elif k:
+            out[g] = f"{body}:{k}/{n}"
+    return {**out, "*": "bf16"}
+
+
+def _group_size(q: Mapping[str, Any], default: int | None) -> str:
+    g = q.get("group_size", default)
+    return "ch" if g in (None, -1) else str(g)
+
+
 def _native_formats(cfg: Mapping[str, Any], tc: Mapping[str, Any]) -> dict[str, str]:
+    """Native precision per parameter group from ``quantization_config``.
+
+    Method → format (bits per weight in :mod:`k3lib.core.precisions`): ``mxfp4`` (gpt-oss,
+    compressed-tensors ``mxfp4-pack-quantized``) on the routed experts; ``fp8`` (per-tensor or
+    128×128 blocks); ``fbgemm_fp8`` (``fbgemm-fp8``, FP32 scale per row); ``compressed-tensors``
+    integer (``ct-int{b}-g{G}``, ``-asym`` when not symmetric), NVFP4, 8-bit; ``gptq`` / ``awq``
+    (``{method}-int{b}-g{G}``; INT4 group 128 keeps the ids ``int4-gptq`` / ``int4-awq``);
+    ``bitsandbytes`` 4-bit (``bnb-nf4`` with double quantization, ``bnb-nf4-nodq`` without) and
+    8-bit (``bnb-int8``); ModelOpt FP4. Only linear layers are quantized: embeddings, norms and
+    routers stay in the checkpoint dtype, and so do the modules a method leaves out —
+    ``ignore`` (compressed-tensors), ``modules_to_not_convert`` (fbgemm, AWQ, mxfp4),
+    ``llm_int8_skip_modules`` (bitsandbytes; ``lm_head`` when unset), and ``lm_head`` for
+    GPTQ, AWQ, fbgemm and bitsandbytes.
+    """
     q = tc.get("quantization_config") or cfg.get("quantization_config") or {}
     if not isinstance(q, Mapping):
         return {"*": "bf16"}
     method = str(q.get("quant_method", "")).lower()
     fmt = str(q.get("format", "")).lower()
+    listed = list(q.get("ignore") or []) + list(q.get("modules_to_not_convert") or [])
     if method == "mxfp4" or "mxfp4" in fmt:
-        groups = _quantized_groups(q) if method == "compressed-tensors" else ["routed_experts"]
+        groups = _quantized_groups(q, tc) if method == "compressed-tensors" else ["routed_experts"]
         return {**{g: "mxfp4" for g in groups}, "*": "bf16"}
     if method == "fp8":
         block = q.get("weight_block_size")
         body = "fp8-block" if block else "fp8"
         # embeddings, lm_head, norms and routers stay in BF16
         return {"*": body, "embedding": "bf16", "lm_head": "bf16", "norms": "bf16", "moe_other": "bf16"}
-    body = None
     if method == "compressed-tensors":
-        weights = {}
+        weights: Mapping[str, Any] = {}
         for group in (q.get("config_groups") or {}).values():
             if isinstance(group, Mapping) and isinstance(group.get("weights"), Mapping):
                 weights = group["weights"]
@@ -168,19 +230,32 @@ def _native_formats(cfg: Mapping[str, Any], tc: Mapping[str, Any]) -> dict[str, 
         if "nvfp4" in fmt or (bits == 4 and kind == "float" and weights.get("group_size") == 16):
             body = "nvfp4"
         elif bits == 4:
-            body = "int4-gptq"      # 4 bits + FP16 scale per group of 128 (zero point counted: +0.03 bit)
+            grp = "ch" if str(weights.get("strategy", "")).lower() == "channel" else _group_size(weights, 128)
+            body = f"ct-int4-g{grp}" + ("" if weights.get("symmetric", True) is not False else "-asym")
         elif bits == 8:
-            body = "fp8"            # FP8 or INT8: one byte per weight (per-channel scales negligible)
-    elif method in ("gptq", "awq") and q.get("bits", 4) == 4:
-        body = "int4-gptq" if method == "gptq" else "int4-awq"
-    elif method in ("gptq", "awq") and q.get("bits") == 8:
-        body = "fp8"                # 8-bit GPTQ/AWQ: one byte per weight, like compressed-tensors' 8-bit branch
-    elif method == "modelopt" and "fp4" in str(q.get("quant_algo", "")).lower():
-        body = "nvfp4"
-    if body is None:
-        return {"*": "bf16"}
-    groups = _quantized_groups(q) if method == "compressed-tensors" else [g for g in _LINEAR_GROUPS if g != "lm_head"]
-    return {**{g: body for g in groups}, "*": "bf16"}
+            body = "fp8"            # FP8 or INT8: one byte per weight (per-channel scales: 16/K bits)
+        else:
+            return {"*": "bf16"}
+        return _formats_for(body, listed, tc)
+    if method in ("gptq", "awq"):
+        bits, grp = q.get("bits", 4), _group_size(q, 128)
+        body = f"int4-{method}" if (bits, grp) == (4, "128") else f"{method}-int{bits}-g{grp}"
+        return _formats_for(body, listed + ["lm_head"], tc)
+    if method == "bitsandbytes" or q.get("load_in_4bit") or q.get("load_in_8bit"):
+        skip = q.get("llm_int8_skip_modules")
+        patterns = list(skip) if isinstance(skip, list) else ["lm_head"]
+        if q.get("load_in_4bit"):
+            body = "bnb-nf4" if q.get("bnb_4bit_use_double_quant") else "bnb-nf4-nodq"
+        elif q.get("load_in_8bit"):
+            body = "bnb-int8"
+        else:
+            return {"*": "bf16"}
+        return _formats_for(body, patterns, tc)
+    if method == "fbgemm_fp8":
+        return _formats_for("fbgemm-fp8", listed + ["lm_head"], tc)
+    if method == "modelopt" and "fp4" in str(q.get("quant_algo", "")).lower():
+        return _formats_for("nvfp4", listed + ["lm_head"], tc)
+    return {"*": "bf16"}
 
 
 def _layer_kinds(mtype: str, tc: Mapping[str, Any], n_layers: int) -> list[str] | None:
