@@ -35,9 +35,11 @@ get wrong are explicit here:
   their ``text_config``; the vision tower is counted separately by
   :func:`vision_tower_params`.
 * ``quantization_config`` sets the native precision per parameter group: FP8
-  (per-tensor or 128×128 blocks), MXFP4 experts (gpt-oss, Kimi K3), and
-  ``compressed-tensors`` / GPTQ / AWQ checkpoints, whose ``ignore`` list keeps
-  the named modules in BF16.
+  (per-tensor or 128×128 blocks), FBGEMM FP8 (row scales), MXFP4 experts (gpt-oss,
+  Kimi K3), compressed-tensors integer/NVFP4, GPTQ and AWQ (any bits and group size),
+  bitsandbytes 4-bit (NF4/FP4, double quantization) and 8-bit. Modules a method leaves
+  out (``ignore``, ``modules_to_not_convert``, ``llm_int8_skip_modules``, ``lm_head``)
+  stay in BF16, per layer when only some layers are left out (see :func:`_native_formats`).
 
 A config that lacks a field the formulas need raises
 :class:`~k3lib.core.errors.K3InputError` naming ``config.<field>`` and the file. An
