@@ -97,6 +97,9 @@ def test_vllm_v1_lmcache_run_is_reported_as_a_miss():
     r = _row(chk, "KV cache tokens")
     assert r.predicted == int(8.11 * GiB) // (16 * 94 * 512) * 16
     assert not r.within and 1.0 < r.error_pct < 1.3
+    # 178,880 tokens = 11,180 blocks x 770,048 B = 8.02 GiB: with TP=4 each rank prints its own available memory and
+    # vLLM keeps the smallest rank's blocks, so check-log says which rank budget the printed tokens fit
+    assert any("8.02 GiB" in n and "different ranks" in n for n in chk.notes)
 
 
 def test_parse_lists_engine_memory_lines():
@@ -212,3 +215,12 @@ def test_sglang_budget_bad_fraction_is_one_clear_error():
     from k3lib.engines.sglang import sglang_kv_budget_bytes
     with pytest.raises(K3InputError, match="mem_fraction_static"):
         sglang_kv_budget_bytes(available_after_load_bytes=GiB, total_before_load_bytes=2 * GiB, mem_fraction_static=1.2)
+
+
+def test_cli_kv_dtype_and_vllm_version_options(capsys):
+    log = str(LOGS / "vllm-v1-qwen3-30b-a3b-fp8-kv.log")
+    assert main(["check-log", log, "--model", "qwen3-30b-a3b", "--kv-cache-dtype", "fp8", "--vllm-version", "0.10.2"]) == 0
+    out = capsys.readouterr().out
+    assert "vLLM 0.10.2 (V1)" in out and "2 of 2 figures within tolerance" in out
+    assert main(["check-log", log, "--vllm-version", "banana"]) == 2
+    assert "vllm_version" in capsys.readouterr().err

@@ -573,6 +573,12 @@ def _check_vllm(cfg, figs, arch, rows, missing, notes):
                  f"{rules.label}: ⌊available ÷ ({lay.page_bytes:,} B page × {lay.group_size} layers)⌋ ÷ "
                  f"{lay.num_groups} group(s) × {lay.block_tokens}; the printed GiB (2 decimals) allows {lo:,}–{hi:,}")
         rows.append(r if r.within or not (lo <= f.value <= hi) else dataclasses.replace(r, within=True))
+        if tp > 1 and f.value < lo:
+            need = f.value / lay.block_tokens * lay.num_groups * lay.bytes_per_block / GiB
+            notes.append(f"TP={tp}: every rank prints its own 'Available KV cache memory' and vLLM keeps the smallest "
+                         f"rank's blocks (0.10.2 unify_kv_cache_configs, 0.19.0 get_kv_cache_configs); the printed "
+                         f"tokens fit a rank with about {need:.2f} GiB, so the excerpt's two lines may come from "
+                         "different ranks")
     for f in _fig(figs, "KV cache blocks"):
         pred = lay.num_blocks(int(a))
         blo, bhi = lay.num_blocks(lo_b), lay.num_blocks(hi_b)
@@ -729,6 +735,8 @@ def add_check_log_parser(sub) -> None:
     p.add_argument("--engine", default=None, help="vllm, sglang, llama.cpp or ollama (default: detected)")
     p.add_argument("--model", default=None, help="the model when the log does not name it (a built-in id)")
     p.add_argument("--tp", type=int, default=None, help="tensor-parallel size when the log does not say")
+    p.add_argument("--kv-cache-dtype", default=None, help="KV cache dtype when the log does not say (fp8, auto…)")
+    p.add_argument("--vllm-version", default=None, help="vLLM version whose rules apply when the log prints none")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_check_log)
 
@@ -744,7 +752,11 @@ def cmd_check_log(args: argparse.Namespace) -> int:
         if not path.is_file():
             raise K3InputError("LOG", f"{args.log!r} is not a readable file", "a path to an engine log, or -")
         text = path.read_text(encoding="utf-8", errors="replace")
-    chk = check_log(text, engine=args.engine, model=args.model, tp=args.tp)
+    if args.vllm_version is not None:
+        from k3lib.engines.vllm import parse_vllm_version
+        parse_vllm_version(args.vllm_version)                 # one clear error for a bad version
+    chk = check_log(text, engine=args.engine, model=args.model, tp=args.tp, kv_cache_dtype=args.kv_cache_dtype,
+                    vllm_version=args.vllm_version)
     if args.json:
         print(json.dumps({"engine": chk.engine, "model": chk.model_id, "config": chk.config,
                           "rows": [dataclasses.asdict(r) for r in chk.rows], "not_predicted": list(chk.not_predicted),
