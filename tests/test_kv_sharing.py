@@ -173,3 +173,4 @@ def test_sweep_equals_plan_for_a_kv_sharing_model():
                     contexts=[ctx])
         plan = make_plan(model=arch, gpu="h100-sxm", gpus=gpus, weights="bf16", kv_dtype="bf16", context=ctx)
         assert int(res.total_bytes_per_gpu.ravel()[0]) == plan.per_gpu.total_bytes
+

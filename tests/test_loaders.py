@@ -616,6 +616,18 @@ def test_safetensors_exact_bytes_by_dtype_group_and_experts(tmp_path):
     assert m.architecture.mlp.moe_layers == 2
 
 
+def test_plan_for_a_checkpoint_leaves_its_mtp_layers_out(tmp_path):
+    # the MTP layer (layer 2 of a 2-layer model: 8,192 B) loads only for speculative decoding
+    _moe_shards(tmp_path / "m")
+    m = load_safetensors(tmp_path / "m")
+    kw = dict(gpu="h100-sxm", gpus=1, context="4k")
+    plain, with_mtp = plan_for_loaded(m, **kw), plan_for_loaded(m, include_mtp=True, **kw)
+    assert with_mtp.total.weights_bytes - plain.total.weights_bytes == 8_192
+    assert plain.total.weights_bytes == 87_428 - 8_192
+    assert plain.total.kv_cache_bytes == with_mtp.total.kv_cache_bytes
+    assert any("MTP" in n for n in plain.notes)
+
+
 def test_single_safetensors_file_without_config(tmp_path):
     p = write_safetensors(tmp_path / "w.safetensors", {"a": ("F4", [3, 5]), "b": ("U8", [7])})
     m = load_safetensors(p)
@@ -667,10 +679,10 @@ def test_safetensors_index_must_match_the_shards(tmp_path):
 def test_plan_and_cli_for_safetensors(tmp_path, capsys):
     _moe_shards(tmp_path / "m")
     plan = plan_for_loaded(load_safetensors(tmp_path / "m"), gpus=1, context=1024)
-    assert plan.total.weights_bytes == 87_428
+    assert plan.total.weights_bytes == 87_428 - 8_192          # the file's bytes less its MTP layer
     assert main(["estimate", "--safetensors", str(tmp_path / "m"), "--gpus", "1", "--context", "1024",
                  "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["weights_bytes"] == 87_428
+    assert json.loads(capsys.readouterr().out)["weights_bytes"] == 87_428 - 8_192
 
 
 def test_load_path_detects_the_format(tmp_path):

@@ -226,7 +226,7 @@ def summarise_tensors(tensors: list[TensorInfo]) -> tuple[dict[str, int], dict[s
     return by_group, by_dtype, dict(sorted(by_layer.items()))
 
 
-def plan_for_loaded(loaded: LoadedModel, **make_plan_kwargs):
+def plan_for_loaded(loaded: LoadedModel, *, include_mtp: bool = False, **make_plan_kwargs):
     """A :func:`~k3lib.core.plan.make_plan` plan for a loaded model (the loader builds no plan
     of its own: it hands make_plan the exact bytes).
 
@@ -234,6 +234,11 @@ def plan_for_loaded(loaded: LoadedModel, **make_plan_kwargs):
     formula's weights (``weights_total_bytes``); for a bare config the vision tower, when
     there is one, is added at the checkpoint dtype. Any other ``weights=`` re-prices the
     architecture in that format.
+
+    MTP (multi-token prediction) layers stored in the file are left out unless
+    ``include_mtp``: vLLM and SGLang load them only for speculative decoding, and no KV
+    cache is planned for them (the same rule as
+    :func:`k3lib.core.memory.weights_bytes`).
     """
     from k3lib.core.memory import weights_bytes
     from k3lib.core.plan import make_plan
@@ -243,8 +248,10 @@ def plan_for_loaded(loaded: LoadedModel, **make_plan_kwargs):
     native = str(weights).lower() in ("native", "checkpoint", "auto")
     exact, notes = None, ()
     if native and loaded.exact:
-        exact = loaded.weights_bytes
-        notes = (f"weights: exact bytes of {loaded.tensor_count:,} tensors in {loaded.source}",)
+        mtp = 0 if include_mtp else loaded.weights_bytes_by_group.get("mtp", 0)
+        exact = loaded.weights_bytes - mtp
+        notes = (f"weights: exact bytes of {loaded.tensor_count:,} tensors in {loaded.source}"
+                 + (f", less {mtp:,} bytes of MTP layers (loaded only for speculative decoding)" if mtp else ""),)
     elif native and loaded.vision_params:
         exact = weights_bytes(arch, "native") + loaded.vision_params * loaded.dtype_bytes
         notes = (f"weights: text weights from the architecture + vision tower ≈ {loaded.vision_params:,} "
