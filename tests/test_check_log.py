@@ -224,3 +224,17 @@ def test_cli_kv_dtype_and_vllm_version_options(capsys):
     assert "vLLM 0.10.2 (V1)" in out and "2 of 2 figures within tolerance" in out
     assert main(["check-log", log, "--vllm-version", "banana"]) == 2
     assert "vllm_version" in capsys.readouterr().err
+
+
+def test_vllm_hybrid_block_and_padding_kimi_linear_tp2():
+    # TP=2: a KDA state = 16 heads x 128 x 128 x 4 B (float32) + 3 x 3 x 2,048 x 2 B = 1,085,440 B; MLA 1,152 B per
+    # token. From 0.11.1: 64 x ceil(1,085,440 / 73,728) = 64 x 15 = 960 tokens (vLLM printed 960), and the state page
+    # is padded by 960 x 1,152 / 1,085,440 - 1 = 1.89 % (printed 1.89%)
+    chk = check_log(_read("vllm-v1-kimi-linear-tp2-hybrid-block.log"), model="kimi-linear-48b")
+    assert chk.config["tp"] == 2
+    b, p = _row(chk, "hybrid attention block"), _row(chk, "state page padding")
+    assert b.logged == 960 and b.predicted == 64 * -(-1085440 // (64 * 1152)) == 960 and b.within
+    assert p.logged == 1.89 and p.predicted == round(100 * (960 * 1152 / 1085440 - 1), 2) and p.within
+    # 0.11.0's 16-token alignment would give 16 x ceil(58.9) = 944: the version decides
+    old = check_log(_read("vllm-v1-kimi-linear-tp2-hybrid-block.log"), model="kimi-linear-48b", vllm_version="0.11.0")
+    assert _row(old, "hybrid attention block").predicted == 944 and not _row(old, "hybrid attention block").within

@@ -368,11 +368,13 @@ def test_vllm_rules_by_version_and_bad_input():
 
 def test_vllm_hybrid_mla_block_alignment_changed_between_011_and_019():
     # Kimi Linear: MLA page per token (512 + 64) x 2 B = 1,152 B; a KDA layer's state = 32 heads x 128 x 128
-    # recurrent + 3 x (4 - 1) x 32 x 128 conv elements = 561,152 x 2 B = 1,122,304 B.
-    # 0.11: 16 x ceil(1,122,304 / (16 x 1,152)) = 16 x 61 = 976; 0.14+: MLA alignment 64 -> 64 x ceil(15.2) = 1,024
-    assert vllm_kv_layout("kimi-linear-48b", vllm_version="0.11.0").block_tokens == 976
-    assert vllm_kv_layout("kimi-linear-48b", vllm_version="0.19.0").block_tokens == 1024
-    assert vllm_kv_layout("kimi-linear-48b").page_bytes == 1024 * 1152
+    # recurrent elements in float32 (kda_state_dtype) + 3 x (4 - 1) x 32 x 128 conv elements in bf16
+    # = 2,097,152 + 73,728 = 2,170,880 B at TP=1.
+    # 0.11.0: 16 x ceil(2,170,880 / (16 x 1,152)) = 16 x 118 = 1,888; from 0.11.1 MLA aligns to 64: 64 x 30 = 1,920
+    assert vllm_kv_layout("kimi-linear-48b", vllm_version="0.11.0").block_tokens == 1888
+    assert vllm_kv_layout("kimi-linear-48b", vllm_version="0.11.1").block_tokens == 1920
+    lay = vllm_kv_layout("kimi-linear-48b")
+    assert lay.block_tokens == 1920 and lay.page_bytes == 1920 * 1152 and lay.state_bytes == 2170880
     # a non-MLA hybrid keeps the 16 alignment: Qwen3-Next stays the same in both versions
     assert (vllm_kv_layout("qwen3-next-80b", vllm_version="0.11.0").block_tokens
             == vllm_kv_layout("qwen3-next-80b", vllm_version="0.19.0").block_tokens)

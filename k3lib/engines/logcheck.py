@@ -290,12 +290,22 @@ def _v_profile(m, cfg, figs, n, t):
         cfg[k + "_bytes"] = float(v) * GiB
 
 
-@_rule("vllm", r"gpu_memory_utilization[=:'\" (]+([\d.]+)")
+@_rule("vllm", r"Setting attention block size to (\d+) tokens")
+def _v_hybrid_block(m, cfg, figs, n, t):
+    _add(figs, "hybrid attention block", float(m.group(1)), "tokens", n, t)
+
+
+@_rule("vllm", r"Padding mamba page size by " + _NUM + "%")
+def _v_hybrid_pad(m, cfg, figs, n, t):
+    _add(figs, "state page padding", _f(m.group(1)), "%", n, t)
+
+
+@_rule("vllm", r"gpu[_-]memory[_-]utilization[=:'\" (]+([\d.]+)")
 def _v_util(m, cfg, figs, n, t):
     cfg["gpu_memory_utilization"] = float(m.group(1))
 
 
-@_rule("vllm", r"(?:tensor_parallel_size[=:'\" ]+|--tensor-parallel-size\s+|--tp(?:-size)?\s+|tp_size=)(\d+)")
+@_rule("vllm", r"(?:tensor_parallel_size[=:'\" ]+|--tensor[-_]parallel(?:[-_]size)?[= ]+|--tp(?:-size)?\s+|tp_size=)(\d+)")
 def _v_tp(m, cfg, figs, n, t):
     cfg["tp"] = int(m.group(1))
 
@@ -531,6 +541,17 @@ def _check_vllm(cfg, figs, arch, rows, missing, notes):
     for f in _fig(figs, "weights"):
         rows.append(_row("weights per rank", f.value, w_pred, "B", WEIGHTS_TOLERANCE_PCT,
                          f"vLLM weights rule (vocab padded to 64, sharded ÷ TP={tp}, replicated parts whole)"))
+    hyb = _fig(figs, "hybrid attention block") + _fig(figs, "state page padding")
+    if hyb:
+        hl = vllm_kv_layout(arch, tp=tp, kv_dtype=kv, vllm_version=version, engine=rules.engine)
+        for f in hyb:
+            block = f.quantity == "hybrid attention block"
+            rows.append(_row(f.quantity, f.value, hl.block_tokens if block else round(hl.state_padding_pct, 2),
+                             "tokens" if block else "%", KV_TOLERANCE_PCT if block else 1.0,
+                             f"{rules.label} HybridAttentionMambaModelConfig: a × ⌈{hl.state_bytes:,} B recurrent state "
+                             f"÷ (a × {hl.page_bytes // hl.block_tokens:,} B per token)⌉, a = "
+                             f"{rules.mla_hybrid_alignment if any(k == 'mla' for k, _ in hl.groups) else 16}"
+                             + ("" if block else "; padding = page ÷ state − 1, printed to 2 decimals")))
     avail = _fig(figs, "available KV memory")
     total, util = cfg.get("total_gpu_memory_bytes"), cfg.get("gpu_memory_utilization")
     for f in avail[-1:]:
@@ -699,6 +720,8 @@ def check_log(text: str, *, engine: str | None = None, model: Any = None, **over
 def _fmt(v: float, unit: str) -> str:
     if unit == "x":
         return f"{v:,.3f}x"
+    if unit == "%":
+        return f"{v:,.2f} %"
     return f"{v / MiB:,.2f} MiB" if unit == "B" else f"{v:,.0f} {unit}"
 
 

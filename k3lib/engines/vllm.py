@@ -10,9 +10,9 @@ Versions read (PyPI source distributions, file paths inside ``vllm/``):
 0.6.6.post1             ``worker/worker.py``; ``utils.py`` ``memory_profiling``
 0.8.5                   ``v1/worker/gpu_worker.py``; ``v1/core/kv_cache_utils.py``
 0.9.2, 0.10.2           ``v1/worker/gpu_worker.py``; ``v1/core/kv_cache_utils.py``
-0.11.0, 0.14.0, 0.19.0  ``v1/core/kv_cache_utils.py``; ``v1/kv_cache_interface.py``;
-                        ``model_executor/models/config.py`` ``HybridAttentionMambaModelConfig``;
-                        ``utils/mem_utils.py`` (0.19)
+0.11.0 – 0.19.0         ``v1/core/kv_cache_utils.py``; ``v1/kv_cache_interface.py``;
+(0.11.0, 0.11.1,        ``model_executor/models/config.py`` ``HybridAttentionMambaModelConfig``;
+0.11.2, 0.14.0, 0.19.0) ``model_executor/layers/mamba/mamba_utils.py``; ``utils/mem_utils.py`` (0.19)
 ======================  ======================================================================
 
 A version between two read versions gets the rule of the earlier one (:func:`vllm_rules`).
@@ -115,7 +115,7 @@ def vllm_rules(vllm_version: "str | tuple[int, ...]" = VLLM_DEFAULT_VERSION, *, 
       ⌈min(w − 1 + max_num_batched_tokens, L) ÷ block⌉ + 1; recurrent state: 1).
     * **hybrid block**: the attention block of a model with recurrent layers grows until one
       attention page holds a recurrent state, ``a × ⌈state ÷ (a × page per token)⌉``; ``a`` = 16
-      up to 0.11 (read at 0.11.0) and, from 0.14 (read at 0.14.0, 0.19.0), 64 when the attention
+      in 0.11.0 and, from 0.11.1 (read at 0.11.1, 0.11.2, 0.14.0, 0.19.0), 64 when the attention
       is MLA (``kernel_block_alignment_size``; 128 with CUTLASS MLA), 16 otherwise.
 
     ``engine`` chooses V0 for 0.8–0.10 (``VLLM_USE_V1=0``); V1 is the default from 0.8
@@ -143,7 +143,7 @@ def vllm_rules(vllm_version: "str | tuple[int, ...]" = VLLM_DEFAULT_VERSION, *, 
         return VLLMRules(v, "V0", budget, False, "tokens/len", 16, prints)
     if v < (0, 9, 0):
         return VLLMRules(v, "V1", "torch-peak", False, "tokens/len", 16, ("KV cache tokens",))
-    return VLLMRules(v, "V1", "profiling", True, "blocks/request", 64 if v >= (0, 14, 0) else 16,
+    return VLLMRules(v, "V1", "profiling", True, "blocks/request", 64 if v >= (0, 11, 1) else 16,
                      ("available KV memory", "KV cache tokens"))
 
 
@@ -163,6 +163,12 @@ class VLLMKVLayout:
     window_tokens: Mapping[str, int] = field(default_factory=dict)
     padded_layers: int = 0
     concurrency_rule: str = "blocks/request"
+    state_bytes: int = 0          # one recurrent layer's state per rank, before padding to the page
+
+    @property
+    def state_padding_pct(self) -> float:
+        """The "Padding mamba page size by X%" vLLM prints: (page − state) ÷ state × 100."""
+        return 100.0 * (self.page_bytes - self.state_bytes) / self.state_bytes if self.state_bytes else 0.0
 
     @property
     def num_groups(self) -> int:
@@ -241,7 +247,7 @@ def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto",
     (``v1/core/kv_cache_utils.py``, 0.10.2–0.19.0). Before 0.9 (and in V0) all layers form one
     uniform group and sliding-window layers are paged like full ones. With recurrent layers the
     attention block becomes ``a × ⌈state ÷ (a × page per token)⌉`` (``a`` = 16, or 64 for MLA
-    from 0.14: ``HybridAttentionMambaModelConfig``).
+    from 0.11.1: ``HybridAttentionMambaModelConfig``); a KDA layer's recurrent state is float32.
 
     >>> lay = vllm_kv_layout("gemma-3-27b")            # 52 sliding + 10 full layers
     >>> lay.group_size, lay.num_groups, lay.page_bytes  # 7 groups of 10 layers, 16 × 8,192 B pages
@@ -258,7 +264,10 @@ def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto",
     state_bytes = 0.0
     for g in arch.attention:
         if g.kind in LINEAR_KINDS:
-            per_layer = (g.recurrent_state_elements_per_layer + g.conv_state_elements_per_layer) / tp * state_b
+            # KDA keeps its recurrent state in float32 (0.11.1–0.19.0 mamba_utils.py kda_state_dtype); GDN's
+            # follows mamba_ssm_cache_dtype ("auto" = the model dtype)
+            rec_b = 4.0 if g.kind == "kda" and state_bytes_per_element is None else state_b
+            per_layer = (g.recurrent_state_elements_per_layer * rec_b + g.conv_state_elements_per_layer * state_b) / tp
             state_bytes = max(state_bytes, per_layer)
             kinds.append(("state", g.count, 0.0))
             continue
@@ -304,7 +313,8 @@ def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto",
             out.extend((label, base + (1 if i < extra else 0)) for i in range(n))
         groups = tuple(out)
     return VLLMKVLayout(block_tokens=block, page_bytes=page, group_size=group_size, groups=groups,
-                        window_tokens=windows, padded_layers=padded, concurrency_rule=rules.concurrency)
+                        window_tokens=windows, padded_layers=padded, concurrency_rule=rules.concurrency,
+                        state_bytes=int(math.ceil(state_bytes)))
 
 
 def vllm_kv_cache_tokens(model: Any, *, available_bytes: int, tp: int = 1, kv_dtype: "str | float" = "auto",
