@@ -409,3 +409,13 @@ def test_vllm_available_kv_bytes_one_shape_per_version():
         **kw, vllm_version="0.10.2")
     with pytest.raises(K3InputError, match="gpu_memory_utilization"):
         vllm_available_kv_bytes(**{**kw, "gpu_memory_utilization": 1.5})
+
+
+def test_estimate_with_an_older_vllm_release_profiles_its_batch():
+    # V0 0.6.4 profiles max(context, 2048) tokens: Llama 3.1 8B at 20,000 tokens -> 20,000 x (3 x 14,336 + 3 x 4,096)
+    # x 2 B = 2.06 GiB of activation (vllm issue 10517 printed 2.07); 0.19 uses its fitted 1.89 GiB
+    new = estimate_for_engine("vllm", model="llama-3.1-8b", gpu="h100", context=20000)
+    old = estimate_for_engine("vllm", model="llama-3.1-8b", gpu="h100", context=20000, vllm_version="0.6.4")
+    assert old.activation_bytes == 20000 * (3 * 14336 + 3 * 4096) * 2
+    assert new.activation_bytes != old.activation_bytes and any("0.6.4" in n for n in old.notes)
+    assert new.kv_available_bytes - old.kv_available_bytes == old.activation_bytes - new.activation_bytes

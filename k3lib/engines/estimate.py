@@ -11,9 +11,9 @@ from k3lib.engines.base import ENGINES, EngineEstimate, EngineProfile, _gib, _ha
 from k3lib.engines.llamacpp import llamacpp_compute_buffer_bytes, llamacpp_kv_cache_bytes, llamacpp_weights_bytes
 from k3lib.engines.sglang import sglang_cell_bytes, sglang_mem_fraction_static
 from k3lib.engines.transformers import transformers_cache_bytes
-from k3lib.engines.vllm import (VLLM_BLOCK_TOKENS, VLLM_CUDA_GRAPH_ESTIMATE_BYTES, VLLM_MAX_NUM_BATCHED_TOKENS,
-                                VLLM_MAX_NUM_SEQS, vllm_activation_peak_bytes, vllm_kv_layout, vllm_non_torch_bytes,
-                                vllm_weights_bytes_per_rank)
+from k3lib.engines.vllm import (VLLM_BLOCK_TOKENS, VLLM_CUDA_GRAPH_ESTIMATE_BYTES,
+                                VLLM_MAX_NUM_SEQS, VLLM_DEFAULT_VERSION, vllm_activation_peak_bytes, vllm_kv_layout,
+                                vllm_non_torch_bytes, vllm_rules, vllm_weights_bytes_per_rank)
 
 
 def estimate_for_engine(engine: "str | EngineProfile", *, model: Any = "kimi-k3", gpu: Any = "h100-sxm",
@@ -26,7 +26,8 @@ def estimate_for_engine(engine: "str | EngineProfile", *, model: Any = "kimi-k3"
     the GPUs share the layers (``pp`` is then implied). With ``pp`` > 1 (vLLM, SGLang) every
     stage is costed (:mod:`k3lib.engines.pipeline`) and the estimate is the binding stage's,
     with all stages in ``stages``. Options: vLLM ``estimate_cuda_graphs``, ``max_num_seqs``,
-    ``max_num_batched_tokens``; llama.cpp ``flash_attn``, ``type_k``, ``type_v``,
+    ``max_num_batched_tokens``, ``vllm_version`` (the rules of that release, :func:`~k3lib.engines.vllm.vllm_rules`;
+    default the newest modelled; a V0 release profiles ``context`` tokens as its max_model_len); llama.cpp ``flash_attn``, ``type_k``, ``type_v``,
     ``n_ubatch``, ``swa_full``, ``kv_unified``; SGLang ``mem_fraction_static``.
     """
     from k3lib.core.units import parse_context_tokens, parse_positive_int
@@ -66,10 +67,11 @@ def estimate_for_engine(engine: "str | EngineProfile", *, model: Any = "kimi-k3"
             raise K3InputError("gpu_memory_utilization", f"{util!r} must be in (0, 1]")
         budget = int(util * total)
         w = vllm_weights_bytes_per_rank(model, tp=tp_i, weights=weights, dtype_bytes=dtype_bytes)["total"]
+        version = options.get("vllm_version", VLLM_DEFAULT_VERSION)
         act = vllm_activation_peak_bytes(model, tp=tp_i, dtype_bytes=base_b,
-                                         max_num_batched_tokens=options.get("max_num_batched_tokens",
-                                                                            VLLM_MAX_NUM_BATCHED_TOKENS),
-                                         max_num_seqs=options.get("max_num_seqs", VLLM_MAX_NUM_SEQS))
+                                         max_num_batched_tokens=options.get("max_num_batched_tokens"),
+                                         max_num_seqs=options.get("max_num_seqs", VLLM_MAX_NUM_SEQS),
+                                         vllm_version=version, max_model_len=ctx)
         rt = vllm_non_torch_bytes(tp=tp_i)
         if options.get("estimate_cuda_graphs"):
             cg = int(options.get("cuda_graph_bytes", VLLM_CUDA_GRAPH_ESTIMATE_BYTES))
@@ -78,7 +80,9 @@ def estimate_for_engine(engine: "str | EngineProfile", *, model: Any = "kimi-k3"
                          f"{1 - util:.0%} left outside gpu_memory_utilization")
         avail = budget - w - act - rt - cg
         layout = vllm_kv_layout(model, tp=tp_i, kv_dtype=kv_dtype, dtype_bytes=base_b,
-                                mla_fp8_ds=str(kv_dtype) == "fp8_ds_mla")
+                                mla_fp8_ds=str(kv_dtype) == "fp8_ds_mla", vllm_version=version)
+        if version != VLLM_DEFAULT_VERSION:
+            notes.append(f"rules of {vllm_rules(version).label}")
         cap = layout.tokens(max(avail, 0))
         need = layout.bytes_for(context_tokens=ctx, batch=n_batch)
         per_req = layout.blocks_per_request(ctx)
