@@ -396,6 +396,13 @@ def test_vllm_v0_activation_scales_with_the_profiled_batch():
         a = vllm_activation_peak_bytes("llama-3.1-8b", vllm_version="0.6.4", max_model_len=tokens)
         assert a == tokens * (3 * 14336 + 3 * 4096) * 2
         assert abs(a / 2**30 - printed) <= 0.015
+    # the 35k run of the same thread: above 32,768 tokens V0 turns chunked prefill on and profiles 512 tokens, so the
+    # logits of its 256 sequences, 256 x 128,256 x 2 B = 0.061 GiB, are the peak; vLLM printed 15.05 - 14.99 = 0.06
+    from k3lib.engines.vllm import vllm_v0_batched_tokens
+    assert vllm_v0_batched_tokens("llama-3.1-8b", max_model_len=35000, vllm_version="0.6.4") == 512
+    assert vllm_v0_batched_tokens("llama-3.1-8b", max_model_len=35000, vllm_version="0.6.6") == 2048
+    a = vllm_activation_peak_bytes("llama-3.1-8b", vllm_version="0.6.4", max_model_len=35000)
+    assert a == 256 * 128256 * 2 and abs(a / 2**30 - (15.05 - 14.9888)) <= 0.005
 
 
 def test_vllm_available_kv_bytes_one_shape_per_version():

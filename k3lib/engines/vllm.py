@@ -431,6 +431,21 @@ def _default_rope_caches(arch: Architecture) -> tuple[tuple[int, int], ...]:
     return ((arch.max_context_tokens, rot),) if rot else ()
 
 
+def vllm_v0_batched_tokens(model: Any, *, max_model_len: int | None = None,
+                           vllm_version: "str | tuple[int, ...]" = "0.6.4") -> int:
+    """Tokens a V0 engine's profiling run pushes through the model (its default
+    ``max_num_batched_tokens``): max(max_model_len, 2048), unless chunked prefill is on, which V0
+    turns on by itself above 32,768 tokens for a model without sliding windows
+    (``engine/arg_utils.py`` ``use_long_context``); then 512 (``config.py`` SchedulerConfig, read at
+    0.5.5 and 0.6.4.post1) or 2048 (read at 0.6.6.post1)."""
+    arch, _ = _resolve_model(model)
+    v = parse_vllm_version(vllm_version)
+    length = int(max_model_len or arch.max_context_tokens)
+    if length > 32768 and not any(g.kind == "sliding" for g in arch.attention):
+        return 512 if v < (0, 6, 6) else 2048
+    return max(length, VLLM_V0_MIN_BATCHED_TOKENS)
+
+
 def vllm_activation_peak_bytes(model: Any, *, tp: int = 1, dtype_bytes: int = 2,
                                max_num_batched_tokens: int | None = None,
                                max_num_seqs: int = VLLM_MAX_NUM_SEQS,
@@ -439,12 +454,16 @@ def vllm_activation_peak_bytes(model: Any, *, tp: int = 1, dtype_bytes: int = 2,
     """The activation peak vLLM's profiling run records.
 
     **V0** (any 0.5–0.10 V0 engine): the profiling batch is ``max_num_batched_tokens`` tokens,
-    by default max(max_model_len, 2048) without chunked prefill (0.6.x ``SchedulerConfig``), and
+    by default :func:`vllm_v0_batched_tokens` (max(max_model_len, 2048), or the chunked-prefill
+    batch above 32K tokens), and
     the peak is the MLP's live tensors: the gate/up output (2·I), its activated half (I) and three
     hidden-size tensors (residual, normed input, layer output), ``T·(3·I/TP + 3·D)·b``; MoE
-    layers count ``k·I_e``. Checked on Llama 3.1 8B (vllm issue 10517, 0.6.4 on an RTX 3090):
-    20,000 and 29,000 profiled tokens give 2.06 and 2.99 GiB; vLLM printed peak_torch_memory −
-    weights = 17.06 − 14.99 = 2.07 and 17.98 − 14.99 = 2.99 GiB.
+    layers count ``k·I_e``; or, when larger (a short chunked-prefill batch), the logits of the
+    profiled sequences, ``min(S, T)·V·b`` with S = 256 (V0's max_num_seqs). Checked on Llama 3.1
+    8B (vllm issue 10517, 0.6.4 on an RTX 3090): 20,000 and 29,000 profiled tokens give 2.06 and
+    2.99 GiB, and the 35,000-token run (chunked prefill, 512 tokens) 256 × 128,256 × 2 B =
+    0.06 GiB; vLLM printed peak_torch_memory − weights = 17.06 − 14.99 = 2.07, 17.98 − 14.99 =
+    2.99 and 15.05 − 14.99 = 0.06 GiB.
 
     **V1** (0.8 and later; fitted to 0.19, TP-invariant in the sweep):
 
@@ -466,10 +485,12 @@ def vllm_activation_peak_bytes(model: Any, *, tp: int = 1, dtype_bytes: int = 2,
     m = arch.mlp
     if rules.engine == "V0":
         if max_num_batched_tokens is None:
-            max_num_batched_tokens = max(max_model_len or arch.max_context_tokens, VLLM_V0_MIN_BATCHED_TOKENS)
+            max_num_batched_tokens = vllm_v0_batched_tokens(arch, max_model_len=max_model_len, vllm_version=vllm_version)
         inter = (m.experts_per_token * m.moe_intermediate if m.moe_layers and not m.dense_layers
                  else m.dense_intermediate)
-        return int(max_num_batched_tokens * (3 * -(-inter // tp) + 3 * arch.hidden_size) * dtype_bytes)
+        mlp = max_num_batched_tokens * (3 * -(-inter // tp) + 3 * arch.hidden_size) * dtype_bytes
+        seqs = min(VLLM_V0_MAX_NUM_SEQS if max_num_seqs == VLLM_MAX_NUM_SEQS else max_num_seqs, max_num_batched_tokens)
+        return int(max(mlp, seqs * arch.vocab_size * dtype_bytes))
     if max_num_batched_tokens is None:
         max_num_batched_tokens = VLLM_MAX_NUM_BATCHED_TOKENS
     a = VLLM_ACTIVATION_BASE_BYTES
