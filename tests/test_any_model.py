@@ -278,7 +278,7 @@ def test_side_by_side_mla_differs_in_the_cache():
     df = any_model.engine_side_by_side("deepseek-v3", gpu="h200-sxm", gpus=8, context="32K")
     assert df.loc["KV bytes per token per GPU (B)"].tolist() == [
         61 * 576 * 2,                    # vLLM: the latent on every rank
-        61 * (576 + 512) * 2 // 8,       # llama.cpp: K row 576, V row 512, layers split over 8
+        61 * 576 * 2 // 8,               # llama.cpp@0c1e570: the latent K row only (V is a view), layers split
         61 * 576 * 2,                    # SGLang: as vLLM
         61 * 128 * (128 + 64 + 128) * 2 // 8]   # transformers: expanded K and V, layers split
 
@@ -437,7 +437,7 @@ def test_explorer_update_good_and_bad():
     assert "prints: GPU KV cache size" in t.index
     table, message = any_model.explorer_update(**{**GOOD, "engine": "llama.cpp", "config": "deepseek-v3",
                                                   "gpu": "h200", "gpus": 8})
-    assert table.set_index("item").loc["KV bytes per token per GPU", "value"] == 16_592
+    assert table.set_index("item").loc["KV bytes per token per GPU", "value"] == 61 * 576 * 2 // 8   # 8,784
     table, message = any_model.explorer_update(**{**GOOD, "gpus": 1})
     assert message.startswith("DOES NOT FIT")
     table, message = any_model.explorer_update(**{**GOOD, "gpu": "nosuch"})

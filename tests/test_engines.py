@@ -184,14 +184,25 @@ def test_llamacpp_recurrent_state_is_f32_per_sequence():
 
 
 def test_llamacpp_mla_rows():
+    # llama.cpp@0c1e570 keeps only the latent K row (576) for MLA: V is a view of it ('V (f16): 0.00 MiB',
+    # measured in tests/llamacpp); releases before it ("2025") also stored a 512-wide V row
     kv = llamacpp_kv_cache_bytes("deepseek-v3", context_tokens=4096)
-    assert kv["total"] == 61 * 4096 * (576 + 512) * 2
+    assert kv["total"] == kv["k"] == 61 * 4096 * 576 * 2 and kv["v"] == 0
+    from k3lib.engines.llamacpp import llamacpp_memory
+    old = llamacpp_memory("deepseek-v3", n_ctx=4096, rules="2025")
+    assert old["total"] == 61 * 4096 * (576 + 512) * 2
+    with pytest.raises(K3InputError) as exc:          # V is K: the same cache type or llama.cpp refuses
+        llamacpp_memory("deepseek-v3", n_ctx=4096, type_k="q8_0", type_v="f16")
+    assert exc.value.field == "type_v"
 
 
 def test_llamacpp_compute_buffer_grows_with_context_only_without_flash_attention():
     fa = [llamacpp_compute_buffer_bytes("llama-3.1-8b", context_tokens=c) for c in (4096, 65536)]
     no = [llamacpp_compute_buffer_bytes("llama-3.1-8b", context_tokens=c, flash_attn=False) for c in (4096, 65536)]
-    assert fa[0] == fa[1] and no[1] - no[0] == 32 * 512 * (65536 - 4096) * 4
+    # with flash attention only the F16 mask grows (n_ubatch × cells × 2 B); without, the F32 mask and
+    # the 32 heads' F32 scores (n_ubatch × cells × (4 + 32 × 4) B)
+    assert fa[1] - fa[0] == 512 * (65536 - 4096) * 2
+    assert no[1] - no[0] == 512 * (65536 - 4096) * (4 + 32 * 4)
 
 
 def test_llamacpp_keeps_token_embd_on_the_host():

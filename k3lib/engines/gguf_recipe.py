@@ -77,6 +77,8 @@ def _tensors(arch) -> list[tuple[str, tuple[int, ...], int]]:
                 (f"blk.{i}.attn_q.weight", (d, q), i), (f"blk.{i}.attn_k.weight", (d, kv), i),
                 (f"blk.{i}.attn_v.weight", (d, g.kv_heads * (g.v_head_dim or g.head_dim)), i),
                 (f"blk.{i}.attn_output.weight", (q, d), i)]
+        if g.qk_norm:                                   # Qwen3, Gemma 3: per-head RMS norms of q and k
+            out += [(f"blk.{i}.attn_q_norm.weight", (g.head_dim,), i), (f"blk.{i}.attn_k_norm.weight", (g.head_dim,), i)]
         if i < m.dense_layers:
             out += [(f"blk.{i}.ffn_gate.weight", (d, m.dense_intermediate), i),
                     (f"blk.{i}.ffn_up.weight", (d, m.dense_intermediate), i),

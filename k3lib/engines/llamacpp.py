@@ -29,63 +29,209 @@ def _llamacpp_row_bytes(cache_type: str, n: int) -> float:
     return n // block * size
 
 
+#: llama.cpp rule sets by version: "0c1e570" (ggml-org/llama.cpp@0c1e57098, October 2026, the one
+#: llama-cpp-python 0.3.36 vendors and the real-engine test tier builds) and "2025" (releases before
+#: PR 17046: cells padded to 256 with flash attention, to 32 without)
+LLAMACPP_RULES = ("0c1e570", "2025")
+
+
+def _pad(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+def llamacpp_cells(*, n_ctx: int, n_seq: int = 1, kv_unified: bool = False, flash_attn: bool = True,
+                   rules: str = "0c1e570") -> tuple[int, int]:
+    """(cells per stream, streams) llama.cpp gives a context of ``n_ctx`` tokens for ``n_seq``
+    sequences (``n_ctx`` is the whole context, as ``-c`` takes it).
+
+    Rules at ggml-org/llama.cpp@0c1e57098 (src/llama-context.cpp, the constructor):
+    $n_{ctx} ← ⌈n_{ctx}⌉_{256}$; unified: one stream of $n_{ctx}$ cells; otherwise $n_{seq}$
+    streams of $⌈n_{ctx} ÷ n_{seq}⌉_{256}$ cells (integer division first). Older releases ("2025"):
+    one pad of 256 with flash attention, 32 without, and per-stream cells $⌈n_{ctx} ÷ n_{seq}⌉$.
+
+    >>> llamacpp_cells(n_ctx=3000), llamacpp_cells(n_ctx=3000, n_seq=4), llamacpp_cells(n_ctx=3000, n_seq=4, kv_unified=True)
+    ((3072, 1), (768, 4), (3072, 1))
+    """
+    if rules not in LLAMACPP_RULES:
+        raise K3InputError("rules", f"{rules!r} is not a llama.cpp rule set", ", ".join(LLAMACPP_RULES))
+    if n_ctx <= 0 or n_seq <= 0:
+        raise K3InputError("n_ctx", f"n_ctx={n_ctx}, n_seq={n_seq}", "positive whole numbers")
+    if rules == "2025":
+        pad = 256 if flash_attn else 32
+        if kv_unified:
+            return _pad(n_ctx, pad), 1
+        return _pad(-(-n_ctx // n_seq), pad), n_seq
+    n_ctx = _pad(n_ctx, 256)
+    if kv_unified:
+        return n_ctx, 1
+    return _pad(n_ctx // n_seq, 256), n_seq
+
+
+#: llama.cpp architectures whose recurrent state keeps ``n_rs_seq`` snapshots per sequence for
+#: rollback (``llm_arch_supports_rs_rollback``, src/llama-arch.cpp @0c1e570), names without '-'/'_'
+RS_ROLLBACK_FAMILIES = frozenset(("kimik3", "qwen35", "qwen35moe", "qwen4exp", "deepseek4", "glm5next", "nemotronh",
+                                  "nemotronhmoe", "lfm2", "lfm2moe", "bailingmoe3"))
+
+
+def supports_rs_rollback(arch: Any) -> bool:
+    """Whether llama.cpp keeps recurrent-state snapshots (``n_rs_seq``) for ``arch``'s family."""
+    fam = str(getattr(arch, "family", "")).removeprefix("gguf:").replace("-", "").replace("_", "").lower()
+    return fam in RS_ROLLBACK_FAMILIES
+
+
+def _recurrent_rows(g) -> tuple[int, int]:
+    """(R, S) elements per layer and sequence of a linear-attention layer in llama.cpp:
+    R = the short-conv history, (kernel − 1) × conv channels; S = the recurrent matrix state
+    (``n_embd_r()`` / ``n_embd_s()``, src/llama-hparams.cpp)."""
+    return g.conv_state_elements_per_layer, g.recurrent_state_elements_per_layer
+
+
+def llamacpp_memory(model: Any, *, n_ctx: int, n_seq: int = 1, flash_attn: bool = True, type_k: str = "f16",
+                    type_v: str = "f16", n_ubatch: int = 512, swa_full: bool = False, kv_unified: bool = False,
+                    n_rs_seq: int = 0, rules: str = "0c1e570") -> dict[str, int]:
+    r"""Every KV and state buffer llama.cpp allocates for ``model``, in the engine's own terms
+    (``n_ctx`` = the whole context across ``n_seq`` sequences, as ``llama-server -c -np`` take it).
+
+    * cells and streams: :func:`llamacpp_cells`;
+    * full-attention and MLA layers: K = layers × streams × cells × row bytes(type_k), V likewise
+      (src/llama-kv-cache.cpp). An MLA row is the latent: K = kv_lora + rope dims; at 0c1e570 V is a
+      view of K (the 'V (f16): 0.00 MiB' of a DeepSeek or Kimi log), before it ("2025") a kv_lora row;
+    * sliding-window layers (src/llama-kv-cache-iswa.cpp): their own cache of
+      $⌈\min(cells, W·(n_{seq}\text{ if unified else }1) + n_{ubatch})⌉_{256}$ cells, or all cells with
+      ``swa_full``;
+    * recurrent layers (src/llama-memory-recurrent.cpp): $\max(1, n_{seq})·(1 + n_{rs\_seq})$ rows of
+      R (conv history) and S (state) in F32 per layer; ``n_rs_seq`` (snapshots for rollback, e.g.
+      MTP drafts) counts only for the families of :data:`RS_ROLLBACK_FAMILIES`, llama.cpp clamps
+      it to 0 for the others;
+    * MLA models need ``type_k == type_v`` (V is a view of K): anything else is refused.
+
+    Returns bytes for ``k``/``v`` (full + MLA layers), ``swa_k``/``swa_v``, ``r``/``s``, their
+    ``total``, and ``cells``, ``swa_cells``, ``streams``, ``rs_rows``.
+
+    >>> m = llamacpp_memory("llama-3.1-8b", n_ctx=8000)          # 32 layers × 8 KV heads × 128, f16
+    >>> m["cells"], m["k"] == 32 * 8192 * 1024 * 2, m["total"] // 2**20
+    (8192, True, 1024)
+    """
+    arch, _ = _resolve_model(model)
+    if not flash_attn and str(type_v).lower() not in ("f16", "f32", "bf16"):
+        raise K3InputError("type_v", "a quantized V cache needs flash attention in llama.cpp", "f16, or flash_attn=True")
+    if n_ubatch <= 0 or n_rs_seq < 0:
+        raise K3InputError("n_ubatch", f"n_ubatch={n_ubatch}, n_rs_seq={n_rs_seq}", "n_ubatch > 0, n_rs_seq >= 0")
+    cells, streams = llamacpp_cells(n_ctx=n_ctx, n_seq=n_seq, kv_unified=kv_unified, flash_attn=flash_attn,
+                                    rules=rules)
+    if (rules != "2025" and any(g.kind == "mla" for g in arch.attention)
+            and str(type_k).lower() != str(type_v).lower()):
+        raise K3InputError("type_v", f"{arch.id} has MLA layers, whose V is a view of the K cache: llama.cpp "
+                           f"refuses K {type_k} with V {type_v} (src/llama-context.cpp, llama_init_from_model)",
+                           f"type_v = type_k ({type_k})")
+    if n_rs_seq and not supports_rs_rollback(arch):
+        n_rs_seq = 0                                 # llama.cpp clamps it to 0 and says so
+    out = {"cells": cells, "streams": streams, "swa_cells": 0, "k": 0, "v": 0, "swa_k": 0, "swa_v": 0,
+           "r": 0, "s": 0, "rs_rows": max(1, n_seq) * (1 + n_rs_seq)}
+    for g in arch.attention:
+        if g.kind in LINEAR_KINDS:
+            r, s = _recurrent_rows(g)
+            out["r"] += g.count * out["rs_rows"] * r * 4
+            out["s"] += g.count * out["rs_rows"] * s * 4
+            continue
+        if g.kind == "mla":
+            k_row = _llamacpp_row_bytes(type_k, g.kv_lora_rank + g.qk_rope_head_dim)
+            v_row = _llamacpp_row_bytes(type_v, g.kv_lora_rank) if rules == "2025" else 0
+        else:
+            k_row = _llamacpp_row_bytes(type_k, g.kv_heads * g.head_dim)
+            v_row = _llamacpp_row_bytes(type_v, g.kv_heads * (g.v_head_dim or g.head_dim))
+        if g.kind == "sliding":
+            n_cells = cells
+            if not swa_full:
+                window = g.window_tokens * (n_seq if kv_unified else 1) + n_ubatch
+                n_cells = (_pad(min(cells, window), 256) if rules != "2025"
+                           else min(cells, _pad(window, 256 if flash_attn else 32)))
+            out["swa_cells"] = n_cells
+            out["swa_k"] += int(g.count * n_cells * streams * k_row)
+            out["swa_v"] += int(g.count * n_cells * streams * v_row)
+        else:
+            out["k"] += int(g.count * cells * streams * k_row)
+            out["v"] += int(g.count * cells * streams * v_row)
+    out["total"] = out["k"] + out["v"] + out["swa_k"] + out["swa_v"] + out["r"] + out["s"]
+    return out
+
+
 def llamacpp_kv_cache_bytes(model: Any, *, context_tokens: int, n_seq: int = 1, flash_attn: bool = True,
                             type_k: str = "f16", type_v: str = "f16", n_ubatch: int = 512, swa_full: bool = False,
                             kv_unified: bool = False) -> dict[str, int]:
-    """llama.cpp's KV and recurrent-state buffers for ``n_seq`` sequences of ``context_tokens``:
-    ``k`` and ``v`` (as its 'K (f16): … MiB, V (f16): … MiB' line), ``full``/``sliding`` by
-    layer kind, ``state`` (recurrent), ``total``; K bytes = layers × cells × streams × K row bytes
-    (src/llama-kv-cache.cpp, ggml-org/llama.cpp).
+    """llama.cpp's KV and recurrent-state buffers for ``n_seq`` sequences of ``context_tokens``
+    each (the workbook's terms): :func:`llamacpp_memory` with ``n_ctx`` = context × sequences,
+    regrouped as ``k``/``v`` (every attention layer, as the 'K (f16): … MiB, V (f16): … MiB'
+    lines add up), ``full``/``sliding`` by layer kind, ``state`` (recurrent) and ``total``.
 
     >>> kv = llamacpp_kv_cache_bytes("llama-3.1-8b", context_tokens=8000)    # padded to 8,192 cells
     >>> kv["cells"], kv["total"] // 2**20                                     # MiB, as llama.cpp prints
     (8192, 1024)
     """
-    arch, _ = _resolve_model(model)
-    pad = 256 if flash_attn else 32
-    if not flash_attn and str(type_v).lower() not in ("f16", "f32", "bf16"):
-        raise K3InputError("type_v", "a quantized V cache needs flash attention in llama.cpp", "f16, or flash_attn=True")
-    streams = 1 if kv_unified else n_seq
-    ctx_per_stream = context_tokens * n_seq if kv_unified else context_tokens
-    cells = _round_up(ctx_per_stream, pad)
-    out = {"cells": cells, "streams": streams, "full": 0, "sliding": 0, "state": 0, "k": 0, "v": 0}
-    for g in arch.attention:
-        if g.kind in LINEAR_KINDS:
-            out["state"] += int(g.count * (g.recurrent_state_elements_per_layer + g.conv_state_elements_per_layer)
-                                * 4 * n_seq)
-            continue
-        if g.kind == "mla":
-            k_row = _llamacpp_row_bytes(type_k, g.kv_lora_rank + g.qk_rope_head_dim)
-            v_row = _llamacpp_row_bytes(type_v, g.kv_lora_rank)
-        else:
-            k_row = _llamacpp_row_bytes(type_k, g.kv_heads * g.head_dim)
-            v_row = _llamacpp_row_bytes(type_v, g.kv_heads * (g.v_head_dim or g.head_dim))
-        n_cells = cells
-        if g.kind == "sliding" and not swa_full:
-            n_cells = min(cells, _round_up(g.window_tokens * (n_seq if kv_unified else 1) + n_ubatch, pad))
-        size = int(g.count * n_cells * streams * (k_row + v_row))
-        out["k"] += int(g.count * n_cells * streams * k_row)      # llama.cpp prints K and V separately
-        out["v"] += int(g.count * n_cells * streams * v_row)
-        out["sliding" if g.kind == "sliding" else "full"] += size
-        if g.kind == "sliding":
-            out["swa_cells"] = n_cells
-    out["total"] = out["full"] + out["sliding"] + out["state"]
+    m = llamacpp_memory(model, n_ctx=context_tokens * n_seq, n_seq=n_seq, flash_attn=flash_attn, type_k=type_k,
+                        type_v=type_v, n_ubatch=n_ubatch, swa_full=swa_full, kv_unified=kv_unified)
+    out = {"cells": m["cells"], "streams": m["streams"], "full": m["k"] + m["v"],
+           "sliding": m["swa_k"] + m["swa_v"], "state": m["r"] + m["s"], "k": m["k"] + m["swa_k"],
+           "v": m["v"] + m["swa_v"], "total": m["total"]}
+    if m["swa_cells"]:
+        out["swa_cells"] = m["swa_cells"]
     return out
 
 
 def llamacpp_compute_buffer_bytes(model: Any, *, context_tokens: int, n_seq: int = 1, flash_attn: bool = True,
-                                  n_ubatch: int = 512) -> int:
-    """Approximate CUDA compute buffer: n_ubatch × 4 B × (V + 4D + 2·I), plus the
-    f32 attention scores (heads × n_ubatch × cells) without flash attention."""
+                                  n_ubatch: int = 512, n_ctx: int | None = None, swa_full: bool = False,
+                                  kv_unified: bool = False) -> int:
+    r"""llama.cpp's compute buffer (the scheduler's reserved worst-case graph), approximately.
+
+    The exact figure is the peak of ggml-alloc's plan for the prompt-processing graph, which
+    depends on the order of every node; this model keeps the terms that scale:
+
+    * the attention mask, one per cache: $n_{ubatch} · n_{kv}$ × 2 B (F16, flash attention) or
+      4 B (F32, without), $n_{kv}$ = the cache's cells (sliding caches: their own cells);
+    * without flash attention, the F32 scores of the widest layer: heads × $n_{ubatch}$ × $n_{kv}$ × 4 B
+      (for MLA, on top, the latent K converted per head);
+    * the activations: $n_{ubatch}$ × 4 B × ($V + 2F + 3D + H·r_{kv}$) with flash attention (logits,
+      the gate/up pair of the widest FFN F = dense width or active experts + shared, three
+      residual-width buffers, and for absorbed MLA every head's query in the latent space of rank
+      $r_{kv}$), $6D + H·r_{kv}$ without (the scores term then dominates).
+
+    ``n_ctx`` is llama.cpp's whole context (default ``context_tokens × n_seq``). Measured on
+    llama.cpp@0c1e570's CPU backend (``tests/llamacpp``, 12 settings per family; figures in
+    ``data/measured/llamacpp-0c1e570-cpu.csv``): GQA dense and iSWA models −1.2 … +3.4 %, MoE
+    −10 … +1 %, the hybrid recurrent model −17 … +8 %, DeepSeek MLA −0.3 … −0.1 % with flash
+    attention and −17 % without, Kimi K3's KDA + MLA −19 … −7 % (its attention-residual block
+    sums and the non-flash MLA path are not modelled).
+    """
     arch, _ = _resolve_model(model)
     m = arch.mlp
     width = max(m.dense_intermediate if m.dense_layers else 0,
                 m.experts_per_token * m.moe_intermediate + m.n_shared_experts * m.shared_intermediate)
-    b = n_ubatch * 4 * (arch.vocab_size + 4 * arch.hidden_size + 2 * width)
-    if not flash_attn:
-        cells = _round_up(context_tokens * n_seq, 32)
-        b += arch.attention_heads * n_ubatch * cells * 4
-    return int(b)
+    mem = llamacpp_memory(arch, n_ctx=n_ctx or context_tokens * n_seq, n_seq=n_seq, flash_attn=flash_attn,
+                          n_ubatch=n_ubatch, swa_full=swa_full, kv_unified=kv_unified)
+    kv_cells = [mem["cells"] * (1 if kv_unified else 1)]
+    if mem["swa_cells"]:
+        kv_cells.append(mem["swa_cells"])
+    if not (mem["k"] or mem["v"]):
+        kv_cells = kv_cells[1:]                      # no full-attention cache
+    mask = sum(n_ubatch * c * (2 if flash_attn else 4) for c in kv_cells)
+    d = arch.hidden_size
+    # absorbed MLA: every head's query is carried in the latent space (heads × kv_lora per token)
+    latent_q = max((g.num_heads * g.kv_lora_rank for g in arch.attention if g.kind == "mla"), default=0)
+    if flash_attn:
+        return int(mask + n_ubatch * 4 * (arch.vocab_size + 2 * width + 3 * d + latent_q))
+    heads = max((g.num_heads for g in arch.attention if g.kind not in LINEAR_KINDS), default=0)
+    scores = heads * n_ubatch * max(kv_cells, default=0) * 4
+    return int(mask + scores + n_ubatch * 4 * (6 * d + latent_q))
+
+
+def llamacpp_model_buffer_bytes(model: Any) -> int:
+    """The CPU model buffer llama.cpp allocates for a GGUF read without mmap: Σ over tensors of
+    their bytes rounded up to the CPU buffer's 32-byte alignment (ggml/src/ggml-backend.cpp,
+    ``TENSOR_ALIGNMENT``); the file's own tensor table gives the bytes (a real GGUF is needed)."""
+    _, loaded = _resolve_model(model)
+    if loaded is None or not getattr(loaded, "tensors", None) or loaded.file_format != "gguf":
+        raise K3InputError("model", "the model buffer needs the GGUF's tensor table", "a .gguf file")
+    return sum(_pad(t.n_bytes, 32) for t in loaded.tensors)
 
 
 def llamacpp_weights_bytes(model: Any, *, weights: str = "native") -> dict[str, int]:

@@ -44,11 +44,17 @@ _MAX_ARRAY_DEPTH = 4
 _MAX_ARRAY_VALUES = 4096
 #: string values longer than this (chat templates can be tens of KB) are kept as their length only
 _MAX_STRING_VALUE = 1 << 16
-#: metadata keys whose values are real numbers (epsilons, rope bases and factors, scales, soft caps)
-_REAL_KEY_MARKS = ("eps", "freq", "scale", "factor", "softcap", "multiplier", "mult", "temperature", "alpha",
-                   "beta", "weight")
-#: metadata keys whose values are text (rope scaling type, names)
-_TEXT_KEY_MARKS = ("type", "name")
+#: the architecture numbers :func:`architecture_from_gguf` reads (after ``{arch}.``): each must be a
+#: whole number from 0 to 2^31 (or a per-layer list of them)
+_ARCH_INT_KEYS = frozenset((
+    "attention.head_count", "attention.head_count_kv", "attention.key_length", "attention.key_length_mla",
+    "attention.kv_lora_rank", "attention.q_lora_rank", "attention.sliding_window",
+    "attention.sliding_window_pattern", "attention.value_length", "attention.value_length_mla", "block_count",
+    "context_length", "embedding_length", "expert_count", "expert_feed_forward_length", "expert_shared_count",
+    "expert_shared_feed_forward_length", "expert_used_count", "feed_forward_length", "kda.head_dim",
+    "kda_head_dim", "nextn_predict_layers", "rope.dimension_count", "ssm.conv_kernel", "ssm.group_count",
+    "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank", "vocab_size", "leading_dense_block_count",
+    "attention.recurrent_layers", "full_attention_interval"))
 #: no model has more layers than this (the deepest published LLMs have ~130); more is corrupt
 MAX_LAYERS = 10_000
 
@@ -290,10 +296,12 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
                                    "the unsigned integer llama.cpp's converter writes")
 
     for key, v in meta.items():
-        if not key.startswith(f"{arch}.") or any(mark in key for mark in _REAL_KEY_MARKS):
+        # only the numbers this reader uses: llama.cpp's own saver (llama_model_save_to_file) writes
+        # every hyper-parameter, float arrays such as swiglu_clamp_exp included
+        if not key.startswith(f"{arch}.") or key[len(arch) + 1:] not in _ARCH_INT_KEYS:
             continue
-        if isinstance(v, str) and any(mark in key for mark in _TEXT_KEY_MARKS):
-            continue
+        if isinstance(v, list) and key.endswith("sliding_window_pattern") and all(isinstance(x, bool) for x in v):
+            continue                                 # a per-layer true/false pattern
         ints(f"gguf.{key}", v)
     tokens = meta.get("tokenizer.ggml.tokens")
     if tokens is not None and not isinstance(tokens, int):
@@ -329,7 +337,18 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
     ctx = _scalar(meta, f"{arch}.context_length") or 4096
     groups: list[AttentionGroup] = []
     kv_lora = _scalar(meta, f"{arch}.attention.kv_lora_rank")
-    recurrent = [i for i in range(n_layers_main) if kv_list[i] == 0]
+    # recurrent layers: head_count_kv 0 (Kimi Linear/K3, Jamba…), an explicit attention.recurrent_layers
+    # list, or Qwen3-Next/3.5's full_attention_interval (every n-th layer attends, default 4):
+    # src/models/qwen3next.cpp, ggml-org/llama.cpp@0c1e57098
+    marks = meta.get(f"{arch}.attention.recurrent_layers")
+    interval = _scalar(meta, f"{arch}.full_attention_interval")
+    if isinstance(marks, list) and len(marks) >= n_layers_main:
+        recurrent = [i for i in range(n_layers_main) if marks[i]]
+    elif arch in ("qwen3next", "qwen35", "qwen35moe"):
+        step = int(interval or 4)
+        recurrent = [i for i in range(n_layers_main) if (i + 1) % step]
+    else:
+        recurrent = [i for i in range(n_layers_main) if kv_list[i] == 0]
     attn_layers = n_layers_main - len(recurrent)
     if kv_lora:
         rope = _scalar(meta, f"{arch}.rope.dimension_count") or 64
@@ -346,7 +365,8 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
         window, slides = _swa_layers(arch, meta, n_layers_main)
         kv_attn = max(kv_list)
         gqa = dict(num_heads=max(h for h in head_count if h) if any(head_count) else heads,
-                   kv_heads=kv_attn, head_dim=key_len, v_head_dim=val_len if val_len != key_len else 0)
+                   kv_heads=kv_attn, head_dim=key_len, v_head_dim=val_len if val_len != key_len else 0,
+                   qk_norm=any(n.endswith(".attn_q_norm.weight") for n in shapes))
         n_slide = sum(1 for i in range(n_layers_main) if slides[i] and kv_list[i])
         if n_slide:
             groups.append(AttentionGroup(kind="sliding", count=n_slide, window_tokens=window, **gqa))
@@ -397,10 +417,13 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
             shared = 1
         if shared and shared_inter and sh_up and shared > 1 and sh_up[1] == shared * moe_inter:
             shared_inter = moe_inter                       # DeepSeek stores n shared experts as one wide MLP
+        first = moe_layer_ids[0]
         mlp = MLPSpec(dense_layers=n_layers_main - len(moe_layer_ids), dense_intermediate=ffn,
                       moe_layers=len(moe_layer_ids), n_routed_experts=int(n_experts), experts_per_token=int(used),
                       moe_intermediate=int(moe_inter), n_shared_experts=int(shared),
-                      shared_intermediate=int(shared_inter) if shared else 0)
+                      shared_intermediate=int(shared_inter) if shared else 0,
+                      router_score_bias=f"blk.{first}.exp_probs_b.bias" in shapes,
+                      shared_expert_gate=f"blk.{first}.ffn_gate_inp_shexp.weight" in shapes)
     else:
         if not ffn:
             raise K3InputError(f"gguf.{arch}.feed_forward_length", f"missing in {source} (nor ffn_up tensors)")

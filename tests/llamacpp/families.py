@@ -1,0 +1,138 @@
+"""Tiny synthetic models, one per family the llama.cpp profile claims, as GGUF metadata.
+
+Each family is the metadata a converter would write (``general.architecture``, the
+``{arch}.*`` hyper-parameters, a 512-token test vocabulary), written with the ``gguf``
+package.  llama.cpp itself creates the tensors from that metadata
+(``llama_model_init_from_user``, include/llama.h) and saves a complete GGUF
+(``llama_model_save_to_file``), so every tensor has exactly the shape llama.cpp expects; the
+workbook then reads that file like any user's GGUF.
+
+Sizes are small (≤ 30 MB of F32 weights) but every cache row is a multiple of 32 elements, so
+quantized cache types (q8_0, q4_0) apply, and the K-quant recipes have 256-wide rows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+VOCAB = 512
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family: llama.cpp's architecture name and the metadata of its tiny model."""
+    name: str                     #: what the tests call it
+    arch: str                     #: general.architecture (llama.cpp's name)
+    hparams: dict[str, Any] = field(default_factory=dict)   #: keys without the "{arch}." prefix
+    claim: str = ""               #: what the family exercises in the profile
+
+
+def _base(n_embd: int, n_layer: int, n_head: Any, n_head_kv: Any, n_ff: int) -> dict[str, Any]:
+    return {"context_length": 65536, "embedding_length": n_embd, "block_count": n_layer,
+            "feed_forward_length": n_ff, "attention.head_count": n_head, "attention.head_count_kv": n_head_kv,
+            "attention.layer_norm_rms_epsilon": 1e-5, "rope.freq_base": 10000.0, "vocab_size": VOCAB}
+
+
+_MLA = {"attention.key_length": 576, "attention.value_length": 512, "rope.dimension_count": 64,
+        "attention.key_length_mla": 192, "attention.value_length_mla": 128, "attention.q_lora_rank": 256,
+        "attention.kv_lora_rank": 512}
+_MOE = {"expert_count": 4, "expert_used_count": 2, "expert_feed_forward_length": 256}
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family("llama-gqa", "llama", {**_base(256, 4, 4, 2, 512)},
+           "GQA: K and V rows = KV heads × head dim"),
+    Family("qwen3", "qwen3", {**_base(256, 4, 4, 1, 512), "attention.key_length": 128,
+                              "attention.value_length": 128},
+           "head dim (128) set apart from embedding ÷ heads (64); one KV head"),
+    Family("gemma3-iswa", "gemma3", {**_base(256, 6, 4, 2, 512), "attention.key_length": 64,
+                                     "attention.value_length": 64, "attention.sliding_window": 256},
+           "interleaved sliding window: 5 of 6 layers keep window + ubatch cells"),
+    Family("qwen3moe", "qwen3moe", {**_base(256, 4, 4, 2, 512), "attention.key_length": 64,
+                                    "attention.value_length": 64, **_MOE},
+           "MoE: expert tensors in the model buffer, KV as GQA"),
+    Family("deepseek2-mla-moe", "deepseek2", {**_base(256, 3, 2, 1, 512), **_MLA, **_MOE,
+                                              "expert_shared_count": 1, "leading_dense_block_count": 1,
+                                              "expert_weights_scale": 1.0, "expert_gating_func": 2},
+           "MLA: one latent row (kv_lora + rope) per token and layer (one KV head, as converters write "
+           "absorbed MLA); MoE with a shared expert"),
+    Family("qwen3next-hybrid", "qwen3next", {**_base(256, 4, 4, 2, 512), "attention.key_length": 64,
+                                             "attention.value_length": 64, **_MOE,
+                                             "expert_shared_feed_forward_length": 256,
+                                             "full_attention_interval": 4, "ssm.conv_kernel": 4,
+                                             "ssm.inner_size": 256, "ssm.state_size": 64,
+                                             "ssm.time_step_rank": 4, "ssm.group_count": 2},
+           "hybrid recurrent (gated delta net): a fixed state per sequence + KV on 1 of 4 layers"),
+    Family("kimi-k3-tiny", "kimi-k3", {**_base(256, 4, [2, 0, 0, 2], [1, 0, 0, 1], 512), **_MLA,
+                                       **_MOE, "expert_shared_count": 1, "leading_dense_block_count": 1,
+                                       "expert_weights_scale": 1.0, "expert_gating_func": 2,
+                                       "ssm.conv_kernel": 4, "kda.head_dim": 128,
+                                       "attn_res.block_size": 2, "activation.situ_beta": 4.0,
+                                       "activation.situ_linear_beta": 25.0},
+           "Kimi K3's layout in miniature: KDA state layers + MLA latent cache"),
+)}
+
+
+def write_metadata(family: Family, path: "str | Path") -> Path:
+    """Write ``family``'s metadata (no tensors) as a GGUF at ``path``."""
+    import gguf
+
+    path = Path(path)
+    w = gguf.GGUFWriter(str(path), family.arch)
+    w.add_name(f"{family.name} (synthetic)")
+    for key, value in family.hparams.items():
+        full = f"{family.arch}.{key}"
+        if isinstance(value, bool):
+            w.add_bool(full, value)
+        elif isinstance(value, int):
+            w.add_uint32(full, value)
+        elif isinstance(value, float):
+            w.add_float32(full, value)
+        elif isinstance(value, list):
+            w.add_array(full, value)
+        else:
+            w.add_string(full, str(value))
+    w.add_tokenizer_model("test")
+    w.add_token_list([f"tok_{i}" for i in range(VOCAB)])
+    w.add_token_scores([0.0] * VOCAB)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+#: tensors llama.cpp creates from metadata alone that a converter writes only for some checkpoints
+#: (per-tensor scales, projection biases, llama-3 rope factors): dropped so the file looks like a
+#: converted model; a tensor the family needs is kept (llama.cpp refuses to load without it)
+_OPTIONAL_SUFFIXES = (".scale", ".input_scale", "attn_q.bias", "attn_k.bias", "attn_v.bias",
+                      "attn_output.bias", "ffn_up.bias", "ffn_gate.bias", "ffn_down.bias")
+_OPTIONAL_NAMES = ("rope_freqs.weight", "cls.output.weight", "cls.weight", "cls.bias", "cls.output.bias")
+
+
+def strip_optional(src: "str | Path", dst: "str | Path") -> Path:
+    """Copy the GGUF ``src`` to ``dst`` without the optional tensors above (metadata unchanged)."""
+    import gguf
+
+    reader = gguf.GGUFReader(str(src))
+    arch = str(reader.fields["general.architecture"].contents())
+    w = gguf.GGUFWriter(str(dst), arch)
+    for name, f in reader.fields.items():
+        if name.startswith("GGUF.") or name == "general.architecture":
+            continue
+        vtype = f.types[0]
+        if vtype == gguf.GGUFValueType.ARRAY:
+            if not f.data:
+                continue                        # an empty array (a hyper-parameter left unset)
+            w.add_key_value(name, f.contents(), vtype, sub_type=f.types[-1])
+        else:
+            w.add_key_value(name, f.contents(), vtype)
+    for t in reader.tensors:
+        if t.name.endswith(_OPTIONAL_SUFFIXES) or t.name in _OPTIONAL_NAMES:
+            continue
+        w.add_tensor(t.name, t.data, raw_shape=tuple(int(x) for x in reversed(t.shape)), raw_dtype=t.tensor_type)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return Path(dst)
