@@ -564,6 +564,14 @@ def _check_vllm(cfg, figs, arch, rows, missing, notes):
         if act is None and cfg.get("peak_torch_memory_bytes") and w_logged:
             act = cfg["peak_torch_memory_bytes"] - w_logged        # 0.6.4 prints torch's peak with the weights
             printed += 1
+        if act is not None:
+            a_pred = vllm_activation_peak_bytes(arch, tp=tp, vllm_version=version, engine=rules.engine,
+                                                max_model_len=cfg.get("max_model_len"))
+            how = ("V0: T·(3·I/TP + 3·D)·b over the profiled batch, or the logits of 256 sequences"
+                   if rules.engine == "V0" else "V1: constants fitted to the 0.19 H100 sweep")
+            rows.append(_row("activation peak", act, a_pred, "B", WEIGHTS_TOLERANCE_PCT,
+                             f"{rules.label} profiling run, an estimate ({how}); the log's figure is used in the "
+                             "budget row below"))
         src = "activation and non-torch as the log prints them"
         if act is None or nt is None:
             src = f"activation and non-torch from the profile ({rules.label}; V1 constants fitted to 0.19 on H100)"
@@ -760,6 +768,7 @@ def add_check_log_parser(sub) -> None:
     p.add_argument("--tp", type=int, default=None, help="tensor-parallel size when the log does not say")
     p.add_argument("--kv-cache-dtype", default=None, help="KV cache dtype when the log does not say (fp8, auto…)")
     p.add_argument("--vllm-version", default=None, help="vLLM version whose rules apply when the log prints none")
+    p.add_argument("--max-model-len", type=int, default=None, help="vLLM max_model_len when the log does not say")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_check_log)
 
@@ -779,7 +788,7 @@ def cmd_check_log(args: argparse.Namespace) -> int:
         from k3lib.engines.vllm import parse_vllm_version
         parse_vllm_version(args.vllm_version)                 # one clear error for a bad version
     chk = check_log(text, engine=args.engine, model=args.model, tp=args.tp, kv_cache_dtype=args.kv_cache_dtype,
-                    vllm_version=args.vllm_version)
+                    vllm_version=args.vllm_version, max_model_len=args.max_model_len)
     if args.json:
         print(json.dumps({"engine": chk.engine, "model": chk.model_id, "config": chk.config,
                           "rows": [dataclasses.asdict(r) for r in chk.rows], "not_predicted": list(chk.not_predicted),
