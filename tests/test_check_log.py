@@ -192,7 +192,8 @@ def test_vllm_v1_qwen3_14b_tokens_and_concurrency():
 def test_vllm_v1_fp8_kv_qwen3_30b_a3b():
     # fp8 KV: 48 layers x 4 KV heads x 128 x 2 x 1 B = 49,152 B per token, 786,432 B per 16-token block.
     # 10.545-10.555 GiB -> 14,397-14,411 blocks; vLLM printed 230,528 tokens = 14,408 blocks; 14,408 / 6,250 = 2.305
-    chk = check_log(_read("vllm-v1-qwen3-30b-a3b-fp8-kv.log"), model="qwen3-30b-a3b", kv_cache_dtype="fp8")
+    chk = check_log(_read("vllm-v1-qwen3-30b-a3b-fp8-kv.log"), model="qwen3-30b-a3b")   # fp8 from "# config:"
+    assert chk.config["kv_cache_dtype"] == "fp8" and chk.config["max_model_len"] == 100000
     t = _row(chk, "KV cache tokens")
     assert t.logged == 230528 and t.predicted == int(10.55 * GiB) // 786432 * 16 and t.within
     assert abs(t.error_pct) <= 0.5 and _row(chk, "maximum concurrency").within

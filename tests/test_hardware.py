@@ -156,7 +156,6 @@ def test_usable_falls_back_to_marketed_when_unknown():
 @pytest.mark.parametrize("name, usable_gib, marketed_gib, bw_gb_s", [
     ("Tesla T4", 14.58, 16, 320),   # torch on a T4: "a total capacty of 14.58 GiB" (datawhalechina/self-llm#162)
     ("nvidia a10", 22.18, 24, 600),  # torch on an A10: "a total capacity of 22.18 GiB" (OpenBMB/MiniCPM-V#640)
-    ("l4", 22.49, 24, 300),         # nvidia-smi on an L4: 23034MiB / 1024 (NVIDIA/TensorRT-LLM#2398)
 ])
 def test_inference_cards_usable_memory_from_public_logs(name, usable_gib, marketed_gib, bw_gb_s):
     spec = get_gpu(name)

@@ -315,7 +315,7 @@ def _v_pp(m, cfg, figs, n, t):
     cfg["pp"] = int(m.group(1))
 
 
-@_rule("vllm", r"kv_cache_dtype[=:'\" ]+(\w+)")
+@_rule("vllm", r"kv[_-]cache[_-]dtype[=:'\" ]+(\w+)")
 def _v_kvd(m, cfg, figs, n, t):
     cfg["kv_cache_dtype"] = m.group(1)
 
@@ -364,6 +364,15 @@ def _s_frac(m, cfg, figs, n, t):
     cfg["mem_fraction_static"] = float(m.group(1))
 
 
+@_rule("vllm", r"--max[_-]model[_-]len[= ]+(\d+)")
+def _v_max_len(m, cfg, figs, n, t):
+    cfg.setdefault("max_model_len", int(m.group(1)))
+
+
+#: handlers that only set configuration (a fixture's "# config:" header line may use them)
+_CONFIG_HANDLERS = {"_v_kvd", "_v_max_len", "_v_tp", "_v_pp", "_v_util", "_v_version", "_s_frac", "_n_ctx", "_fa",
+                    "_n_seq", "_ubatch"}
+
 _FAMILY = {"ollama": ("gguf",), "llama.cpp": ("gguf",), "vllm": ("vllm",), "sglang": ("sglang", "vllm")}
 
 
@@ -379,7 +388,14 @@ def parse_log(text: str, engine: str | None = None) -> tuple[str, dict[str, Any]
     header = True
     for n, line in enumerate(text.splitlines(), 1):
         if header and line.startswith("#"):
-            continue                                   # a leading comment block (fixtures: the source)
+            # a leading comment block (fixtures: the source); a "# config:" line there states settings the source
+            # gives in prose (read as configuration, never as a figure)
+            if line.startswith("# config:"):
+                for fam, pat, fn in _PATTERNS:
+                    m = pat.search(line)
+                    if fam in fams and m and fn.__name__ in _CONFIG_HANDLERS:
+                        fn(m, cfg, [], n, line)
+            continue
         header = False
         hit = False
         for fam, pat, fn in _PATTERNS:
@@ -407,9 +423,12 @@ def _resolve(name: str | None, given: Any):
     from k3lib.engines.base import _resolve_model
 
     if given is not None:
-        if isinstance(given, (str, Path)) and Path(str(given)).suffix == ".json" and Path(str(given)).exists():
+        if isinstance(given, (str, Path)) and Path(str(given)).suffix == ".json":
+            from k3lib.core.data import DATA_DIR
             from k3lib.loaders import load_config
-            return load_config(given)
+            for cand in (Path(str(given)), DATA_DIR.parent / str(given)):   # as given, or from the repository root
+                if cand.exists():
+                    return load_config(cand)
         return _resolve_model(given)[0] if not isinstance(given, str) else get_model(given)
     if not name:
         return None
