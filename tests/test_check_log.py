@@ -172,7 +172,8 @@ def test_vllm_v0_profiling_rule_pr_10511_h100():
     assert w.logged == pytest.approx(14.96 * GiB) and abs(w.error_pct) <= 3.0
     # the activation estimate is the known miss on this H100 run: Meta-Llama-3-8B's max_model_len 8192 gives
     # 8,192 x (3 x 14,336 + 3 x 4,096) x 2 B = 0.84 GiB against the printed 1.26 GiB
-    chk = check_log(_read("vllm-v0-llama-3-8b-h100-budget.log"), model="llama-3.1-8b", max_model_len=8192)
+    chk = check_log(_read("vllm-v0-llama-3-8b-h100-budget.log"), model="llama-3.1-8b")
+    assert chk.config["max_model_len"] == 8192
     a = _row(chk, "activation peak")
     assert a.predicted == 8192 * (3 * 14336 + 3 * 4096) * 2 and a.logged == pytest.approx(1.26 * GiB)
     assert not a.within and -35 < a.error_pct < -30
