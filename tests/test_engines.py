@@ -437,3 +437,16 @@ def test_estimate_with_an_older_vllm_release_profiles_its_batch():
     assert old.activation_bytes == 20000 * (3 * 14336 + 3 * 4096) * 2
     assert new.activation_bytes != old.activation_bytes and any("0.6.4" in n for n in old.notes)
     assert new.kv_available_bytes - old.kv_available_bytes == old.activation_bytes - new.activation_bytes
+
+
+@pytest.mark.parametrize("gib, tp, reserved_mib", [
+    (24, 1, 512 + 2048 * 1.5 + 24 * 2 + 128),        # A10 / L4 class (< 35 GiB): chunk 2048, graph bs 24
+    (24, 4, 512 + 2048 * 1.5 + 80 * 2 + 512),        # ... 80 from TP 4
+    (16, 1, 512 + 2048 * 1.5 + 8 * 2 + 128),         # T4 class (< 20 GiB): graph bs 8
+    (40, 1, 512 + 4096 * 1.5 + 32 * 2 + 128),        # A100 40GB class (< 60 GiB): chunk 4096, bs 32
+    (40, 8, 512 + 4096 * 1.5 + 160 * 2 + 1024),
+])
+def test_sglang_mem_fraction_static_small_gpus(gib, tp, reserved_mib):
+    # SGLang 0.5.5 server_args.py _handle_gpu_memory_settings, worked by hand
+    mib = gib * 1024
+    assert sglang_mem_fraction_static(gpu_memory_bytes=gib * GiB, tp=tp) == round((mib - reserved_mib) / mib, 3)

@@ -15,19 +15,27 @@ from k3lib.engines.base import _kv_bytes_per_element, _resolve_model
 
 def sglang_mem_fraction_static(*, gpu_memory_bytes: int, tp: int = 1, pp: int = 1,
                                chunked_prefill_size: int | None = None, cuda_graph_max_bs: int | None = None) -> float:
-    """SGLang's default ``mem_fraction_static`` (server_args.py, 0.5.x):
-    (GPU MiB − reserved) ÷ GPU MiB with reserved = 512 + 1.5·max(chunk, 2048) + 2·graph bs + 1024·TP·PP/8.
+    """SGLang's default ``mem_fraction_static`` (0.5.5 ``python/sglang/srt/server_args.py``
+    ``_handle_gpu_memory_settings``): (GPU MiB − reserved) ÷ GPU MiB, rounded to 3 decimals, with
+    reserved = 512 + 1.5·max(chunk, 2048) + 2·graph bs + 1024·TP·PP/8 (at least 10,240 MiB above
+    60 GiB). Chunk and graph batch by GPU size: < 20 GiB 2048 / 8; < 35 GiB 2048 / 24 (80 from
+    TP 4); < 60 GiB 4096 / 32 (160); < 160 GiB 8192 / 256 (512); larger 16384 / 512. (No DP
+    attention, speculative decoding or vision tower, which reserve more.)
 
     >>> sglang_mem_fraction_static(gpu_memory_bytes=int(79.19 * 2**30))      # H100, TP=1
     0.834
     """
     mib = gpu_memory_bytes / MiB
-    gib = gpu_memory_bytes / GiB
-    if chunked_prefill_size is None:
-        chunked_prefill_size = 2048 if gib < 35 else 4096 if gib < 60 else 8192 if gib < 160 else 16384
-    if cuda_graph_max_bs is None:
-        cuda_graph_max_bs = 8 if gib < 35 else (256 if tp < 4 else 512)
+    if chunked_prefill_size is None or cuda_graph_max_bs is None:
+        big = tp >= 4
+        tier = ((2048, 8) if mib < 20 * 1024 else (2048, 80 if big else 24) if mib < 35 * 1024
+                else (4096, 160 if big else 32) if mib < 60 * 1024 else (8192, 512 if big else 256) if mib < 160 * 1024
+                else (16384, 512))
+        chunked_prefill_size = tier[0] if chunked_prefill_size is None else chunked_prefill_size
+        cuda_graph_max_bs = tier[1] if cuda_graph_max_bs is None else cuda_graph_max_bs
     reserved = 512 + max(chunked_prefill_size, 2048) * 1.5 + cuda_graph_max_bs * 2 + tp * pp / 8 * 1024
+    if mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
     return round((mib - reserved) / mib, 3)
 
 
