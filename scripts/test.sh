@@ -18,6 +18,13 @@ if [[ "${K3_SKIP_BROWSER_INSTALL:-0}" != "1" ]]; then
     bash scripts/install-browser.sh || echo "test.sh: browser set-up failed; browser tests will skip" >&2
 fi
 
+# llama.cpp itself for the real-engine tier (tests/llamacpp, marker `llamacpp`): built once from
+# llama-cpp-python's source distribution. Without it the tier skips with its reason, except in CI
+# (CI=true), where its absence fails the tier.
+if [[ "${K3_SKIP_LLAMACPP:-0}" != "1" ]]; then
+    bash scripts/install-llamacpp.sh || echo "test.sh: llama.cpp build failed; the llamacpp tier will skip (fail in CI)" >&2
+fi
+
 export MPLBACKEND=Agg
 export JUPYTER_PLATFORM_DIRS=1
 export PYTHONDONTWRITEBYTECODE=1

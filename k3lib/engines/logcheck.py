@@ -125,6 +125,34 @@ def _fa(m, cfg, figs, n, t):
     cfg["flash_attn"] = m.group(1).lower() in ("1", "true", "enabled", "on")
 
 
+@_rule("gguf", r"\bn_ctx_seq\s*=\s*(\d+)")
+def _n_ctx_seq(m, cfg, figs, n, t):
+    cfg["n_ctx_seq"] = int(m.group(1))             # printed since llama.cpp's 256-cell padding (PR 17046)
+
+
+@_rule("gguf", r"\bkv_unified\s*=\s*(\w+)")
+def _kv_unified(m, cfg, figs, n, t):
+    cfg["kv_unified"] = m.group(1).lower() in ("1", "true")
+
+
+@_rule("gguf", r"\bn_rs_seq\s*=\s*(\d+)")
+def _n_rs_seq(m, cfg, figs, n, t):
+    cfg["n_rs_seq"] = int(m.group(1))
+
+
+@_rule("gguf", r"using full-size SWA cache")
+def _swa_full(m, cfg, figs, n, t):
+    cfg["swa_full"] = True
+
+
+@_rule("gguf", r"llama_memory_recurrent: size =\s*" + _NUM + r" MiB \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+) seqs"
+       r"\s+(\d+) rs_seq\), R \((\w+)\):\s*" + _NUM + r" MiB, S \((\w+)\):\s*" + _NUM + " MiB")
+def _rs_size(m, cfg, figs, n, t):
+    cfg["rs_cells"], cfg["n_rs_seq"] = int(m.group(2)), int(m.group(5))
+    _add(figs, "R", _f(m.group(7)) * MiB, "B", n, t)
+    _add(figs, "S", _f(m.group(9)) * MiB, "B", n, t)
+
+
 @_rule("gguf", r"\bn_ubatch\s*=\s*(\d+)")
 def _ubatch(m, cfg, figs, n, t):
     cfg["n_ubatch"] = int(m.group(1))
@@ -176,7 +204,8 @@ def _kv_self(m, cfg, figs, n, t):
 @_rule("gguf", r"size =\s*" + _NUM + r" MiB \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+)/\s*(\d+) seqs\), K \((\w+)\):\s*"
        + _NUM + r" MiB, V \((\w+)\):\s*" + _NUM + " MiB")
 def _kv_size(m, cfg, figs, n, t):
-    cfg["cells"], cfg["kv_layers"], cfg["n_seq_max"] = int(m.group(2)), int(m.group(3)), int(m.group(5))
+    cfg["cells"], cfg["kv_layers"] = int(m.group(2)), int(m.group(3))
+    cfg.setdefault("n_seq_max", int(m.group(4)))    # 'n/m seqs': sequences / streams
     cfg["type_k"], cfg["type_v"] = m.group(6), m.group(8)
     _add(figs, "KV total", _f(m.group(1)) * MiB, "B", n, t)
     _add(figs, "K", _f(m.group(7)) * MiB, "B", n, t)
@@ -413,7 +442,7 @@ def parse_log(text: str, engine: str | None = None) -> tuple[str, dict[str, Any]
 # ----------------------------------------------------------------------------- predicting
 
 def _row(component: str, logged: float, predicted: float, unit: str, tol: float, rule: str) -> CheckRow:
-    err = 100.0 * (predicted - logged) / logged if logged else 0.0
+    err = 100.0 * (predicted - logged) / logged if logged else (0.0 if not predicted else 100.0)
     return CheckRow(component, logged, predicted, unit, round(err, 3), tol, abs(err) <= tol, rule)
 
 
@@ -429,6 +458,9 @@ def _resolve(name: str | None, given: Any):
             for cand in (Path(str(given)), DATA_DIR.parent / str(given)):   # as given, or from the repository root
                 if cand.exists():
                     return load_config(cand)
+        if isinstance(given, (str, Path)) and Path(str(given)).exists():
+            from k3lib.loaders import load_path        # a .gguf file or a safetensors folder
+            return load_path(given)
         return _resolve_model(given)[0] if not isinstance(given, str) else get_model(given)
     if not name:
         return None
@@ -451,9 +483,12 @@ def _check_gguf(cfg, figs, arch, rows, missing, notes):
     from k3lib.engines.llamacpp import _llamacpp_row_bytes
 
     bufs = [f for f in figs if f.quantity.startswith("KV buffer (")]
-    for f in _fig(figs, "KV total"):
-        if bufs:
-            rows.append(_row("KV buffers summed over devices", f.value, sum(b.value for b in bufs), "B",
+    prev = 0
+    for f in _fig(figs, "KV total"):              # each cache's buffer lines come just before its size line
+        mine = [b for b in bufs if prev < b.line < f.line]
+        prev = f.line
+        if mine:
+            rows.append(_row("KV buffers summed over devices", f.value, sum(b.value for b in mine), "B",
                              KV_TOLERANCE_PCT, "llama.cpp allocates each layer's K and V on the device of its "
                              "layer (-ngl / partial offload), so the per-device KV buffers add up to the total"))
     for f in figs:
@@ -475,6 +510,9 @@ def _check_gguf(cfg, figs, arch, rows, missing, notes):
                          f"a {cfg['ftype']} file from {arch.id}'s shapes"))
     cells = cfg.get("cells") or cfg.get("n_ctx")
     tk, tv = (cfg.get("type_k") or "f16").lower(), (cfg.get("type_v") or "f16").lower()
+    if arch is not None and cfg.get("n_ctx") and not cfg.get("layer_dims"):
+        _check_gguf_caches(cfg, figs, arch, rows, missing, tk, tv)
+        return
     dims = cfg.get("layer_dims")
     if dims:
         k_rows = [d[0] for d in dims.values()]
@@ -538,6 +576,48 @@ def _vllm_version_of(cfg, figs, notes) -> tuple[str, str | None]:
         v, why = VLLM_DEFAULT_VERSION, "no version line; the newest rules modelled"
     notes.append(f"vLLM version not printed; rules of {v} taken from {why}")
     return v, ("V0" if fmt else None)
+
+
+def _check_gguf_caches(cfg, figs, arch, rows, missing, tk, tv):
+    """Each KV cache line (full, then sliding) and the recurrent line against
+    :func:`~k3lib.engines.llamacpp.llamacpp_memory` with the log's settings; the rule set follows
+    the log (an ``n_ctx_seq`` line means llama.cpp@0c1e570's 256-cell padding)."""
+    from k3lib.engines.llamacpp import llamacpp_memory
+
+    rules = "0c1e570" if "n_ctx_seq" in cfg else "2025"
+    try:
+        mem = llamacpp_memory(arch, n_ctx=cfg["n_ctx"], n_seq=cfg.get("n_seq_max", 1),
+                              flash_attn=cfg.get("flash_attn", True), type_k=tk, type_v=tv,
+                              n_ubatch=cfg.get("n_ubatch", 512), swa_full=cfg.get("swa_full", False),
+                              kv_unified=cfg.get("kv_unified", False), n_rs_seq=cfg.get("n_rs_seq", 0), rules=rules)
+    except K3InputError as exc:
+        missing.append(f"K and V: {exc}")
+        return
+    caches = []
+    if mem["k"] or mem["v"]:
+        caches.append(("", mem["cells"], mem["k"], mem["v"]))
+    if mem["swa_cells"]:
+        caches.append(("sliding-window ", mem["swa_cells"], mem["swa_k"], mem["swa_v"]))
+    def row(component, logged, predicted, unit, tol, rule):
+        # llama.cpp prints MiB to 2 decimals: a figure within half of its last digit is reproduced
+        r = _row(component, logged, predicted, unit, tol, rule)
+        return r if r.within or abs(predicted - logged) > 0.005 * MiB + 1 else dataclasses.replace(r, within=True)
+
+    rule = (f"llama.cpp src/llama-kv-cache.cpp (rules {rules}): {{}} cells × Σ {arch.id}'s layers of that cache "
+            f"× row bytes of {{}} ({{}})")
+    for (label, n_cells, k, v), fk, fv, ft in zip(caches, _fig(figs, "K"), _fig(figs, "V"), _fig(figs, "KV total")):
+        rows.append(row(f"{label}K cache", fk.value, k, "B", KV_TOLERANCE_PCT, rule.format(f"{n_cells:,}", "K", tk)))
+        if fv.value or v:
+            rows.append(row(f"{label}V cache", fv.value, v, "B", KV_TOLERANCE_PCT,
+                             rule.format(f"{n_cells:,}", "V", tv)))
+        rows.append(row(f"{label}KV total", ft.value, k + v, "B", KV_TOLERANCE_PCT, "K + V"))
+    if len(_fig(figs, "K")) != len(caches):
+        missing.append(f"the log has {len(_fig(figs, 'K'))} KV cache lines; {arch.id} has {len(caches)} caches")
+    for q, pred in (("R", mem["r"]), ("S", mem["s"])):
+        for f in _fig(figs, q):
+            rows.append(row(f"recurrent {q} ({'conv history' if q == 'R' else 'state'})", f.value, pred, "B",
+                             KV_TOLERANCE_PCT, f"llama.cpp src/llama-memory-recurrent.cpp: {mem['rs_rows']} rows "
+                             f"(sequences × (1 + n_rs_seq)) × F32 per recurrent layer"))
 
 
 def _check_vllm(cfg, figs, arch, rows, missing, notes):

@@ -107,3 +107,38 @@ def test_compute_buffer_is_within_the_stated_band(tier_models, family):
         assert lo <= err <= hi, f"{setting_id(s)}: predicted {pred:,} B, llama.cpp {logged:,.0f} B ({err:+.1f} %)"
         checked += 1
     assert checked >= len(SETTINGS) - 1
+
+
+def test_committed_measurements_are_current(tier_models):
+    """data/measured/llamacpp-0c1e570-cpu.csv (what the calibration section counts) is what this
+    llama.cpp measures now and what the profile predicts now: rerun scripts/measure_llamacpp.py
+    after changing either."""
+    from k3lib.core.data import read_csv_rows
+    from .measure import measure_rows
+
+    committed = [(r["family"], r["setting"], r["quantity"], r["logged"], r["predicted"])
+                 for r in read_csv_rows("measured/llamacpp-0c1e570-cpu.csv")]
+    fresh = [(r["family"], r["setting"], r["quantity"], str(r["logged"]), str(r["predicted"]))
+             for r in measure_rows(tier_models)]
+    assert committed == fresh
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_check_log_reads_real_llamacpp_logs(tier_models, family):
+    """``k3plan check-log`` on the log llama.cpp itself printed: every KV, sliding-window and
+    recurrent figure within the KV tolerance, and no cache line left unexplained."""
+    from k3lib.engines.logcheck import check_log
+
+    checked = 0
+    for s in SETTINGS:
+        m = measure(tier_models[family], **s)
+        if not m.exact["ok"]:
+            continue
+        chk = check_log(m.log, engine="llama.cpp", model=tier_models[family])
+        bad = [f"{r.component}: logged {r.logged:,.0f}, predicted {r.predicted:,.0f}" for r in chk.rows if not r.within]
+        assert not bad, f"{setting_id(s)}: {bad}"
+        kv_rows = [r for r in chk.rows if "cache" in r.component or r.component.startswith("recurrent")]
+        assert len(kv_rows) >= len(m.kv) + (2 if m.rs else 0), (setting_id(s), [r.component for r in chk.rows])
+        assert not [x for x in chk.not_predicted if x.startswith(("K and V", "the log has"))], chk.not_predicted
+        checked += 1
+    assert checked >= len(SETTINGS) - 1
