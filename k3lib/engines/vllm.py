@@ -15,7 +15,9 @@ Versions read (PyPI source distributions, file paths inside ``vllm/``):
 0.11.2, 0.14.0, 0.19.0) ``model_executor/layers/mamba/mamba_utils.py``; ``utils/mem_utils.py`` (0.19)
 ======================  ======================================================================
 
-A version between two read versions gets the rule of the earlier one (:func:`vllm_rules`).
+A rule is taken to start at the first release read that has it (0.9.0 and 0.9.1 are assumed to
+behave like 0.9.2), except V0's ``memory_profiling`` budget, which starts at 0.6.5: it came with
+vllm PR 10511 (merged 2024-12-14), whose own sanity-check log is a test fixture.
 """
 from __future__ import annotations
 
@@ -100,7 +102,8 @@ def vllm_rules(vllm_version: "str | tuple[int, ...]" = VLLM_DEFAULT_VERSION, *, 
         peak (weights + activations) plus *all* GPU memory torch does not own
         (``total − free − torch current``: CUDA context, NCCL, other processes); V0 prints
         "Memory profiling results: … peak_torch_memory=… non_torch_memory=… kv_cache_size=…".
-      - ``profiling`` (V0 ≥ 0.6.5, read at 0.6.6.post1; V1 ≥ 0.9, read at 0.9.2, 0.10.2, 0.19.0):
+      - ``profiling`` (V0 ≥ 0.6.5, PR 10511, read at 0.6.6.post1; V1 ≥ 0.9, read at 0.9.2, 0.10.2,
+        0.19.0):
         ``requested − (weights + torch peak increase + non-torch increase)``, increases measured
         from the snapshot taken when the instance started (``memory_profiling``); V1 prints
         "Available KV cache memory: X GiB". 0.19 also subtracts the CUDA-graph estimate when
