@@ -88,7 +88,7 @@ def _recurrent_rows(g) -> tuple[int, int]:
 
 def llamacpp_memory(model: Any, *, n_ctx: int, n_seq: int = 1, flash_attn: bool = True, type_k: str = "f16",
                     type_v: str = "f16", n_ubatch: int = 512, swa_full: bool = False, kv_unified: bool = False,
-                    n_rs_seq: int = 0, rules: str = "0c1e570") -> dict[str, int]:
+                    n_rs_seq: int = 0, rules: str = "0c1e570", ik_mla: int | None = None) -> dict[str, int]:
     r"""Every KV and state buffer llama.cpp allocates for ``model``, in the engine's own terms
     (``n_ctx`` = the whole context across ``n_seq`` sequences, as ``llama-server -c -np`` take it).
 
@@ -103,7 +103,11 @@ def llamacpp_memory(model: Any, *, n_ctx: int, n_seq: int = 1, flash_attn: bool 
       R (conv history) and S (state) in F32 per layer; ``n_rs_seq`` (snapshots for rollback, e.g.
       MTP drafts) counts only for the families of :data:`RS_ROLLBACK_FAMILIES`, llama.cpp clamps
       it to 0 for the others;
-    * MLA models need ``type_k == type_v`` (V is a view of K): anything else is refused.
+    * MLA models need ``type_k == type_v`` (V is a view of K): anything else is refused;
+    * ``ik_mla`` (ikawrakow/ik_llama.cpp's ``-mla`` mode, for that fork): its MLA cache is the latent
+      row ``c^KV`` (kv_lora + rope) in ``type_k``, plus with ``-mla 1`` a transposed kv_lora row
+      ``kv^T`` kept in F16 (it cannot be quantized; ik_llama.cpp PRs 206 and 235); ``-mla 2``/``3``
+      keep no transposed cache. Cells follow the 2025 padding (the fork predates PR 17046).
 
     Returns bytes for ``k``/``v`` (full + MLA layers), ``swa_k``/``swa_v``, ``r``/``s``, their
     ``total``, and ``cells``, ``swa_cells``, ``streams``, ``rs_rows``.
@@ -113,10 +117,14 @@ def llamacpp_memory(model: Any, *, n_ctx: int, n_seq: int = 1, flash_attn: bool 
     (8192, True, 1024)
     """
     arch, _ = _resolve_model(model)
-    if not flash_attn and str(type_v).lower() not in ("f16", "f32", "bf16"):
+    if not flash_attn and ik_mla is None and str(type_v).lower() not in ("f16", "f32", "bf16"):
         raise K3InputError("type_v", "a quantized V cache needs flash attention in llama.cpp", "f16, or flash_attn=True")
     if n_ubatch <= 0 or n_rs_seq < 0:
         raise K3InputError("n_ubatch", f"n_ubatch={n_ubatch}, n_rs_seq={n_rs_seq}", "n_ubatch > 0, n_rs_seq >= 0")
+    if ik_mla is not None:
+        if ik_mla not in (1, 2, 3):
+            raise K3InputError("ik_mla", f"{ik_mla!r} is not an ik_llama.cpp -mla mode", "1, 2 or 3")
+        rules = "2025"
     cells, streams = llamacpp_cells(n_ctx=n_ctx, n_seq=n_seq, kv_unified=kv_unified, flash_attn=flash_attn,
                                     rules=rules)
     if (rules != "2025" and any(g.kind == "mla" for g in arch.attention)
@@ -136,7 +144,10 @@ def llamacpp_memory(model: Any, *, n_ctx: int, n_seq: int = 1, flash_attn: bool 
             continue
         if g.kind == "mla":
             k_row = _llamacpp_row_bytes(type_k, g.kv_lora_rank + g.qk_rope_head_dim)
-            v_row = _llamacpp_row_bytes(type_v, g.kv_lora_rank) if rules == "2025" else 0
+            if ik_mla is not None:
+                v_row = _llamacpp_row_bytes("f16", g.kv_lora_rank) if ik_mla == 1 else 0
+            else:
+                v_row = _llamacpp_row_bytes(type_v, g.kv_lora_rank) if rules == "2025" else 0
         else:
             k_row = _llamacpp_row_bytes(type_k, g.kv_heads * g.head_dim)
             v_row = _llamacpp_row_bytes(type_v, g.kv_heads * (g.v_head_dim or g.head_dim))

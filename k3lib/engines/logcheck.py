@@ -125,6 +125,32 @@ def _fa(m, cfg, figs, n, t):
     cfg["flash_attn"] = m.group(1).lower() in ("1", "true", "enabled", "on")
 
 
+@_rule("gguf", r"\bn_ctx_slot=(\d+)")
+def _n_ctx_slot(m, cfg, figs, n, t):
+    cfg.setdefault("n_ctx", int(m.group(1)))       # llama-server's slot line (one slot: the whole context)
+
+
+@_rule("gguf", r"\bmla_attn\s*=\s*(\d+)")
+def _mla_attn(m, cfg, figs, n, t):
+    cfg["ik_mla"] = int(m.group(1))                # ik_llama.cpp's -mla mode
+
+
+@_rule("gguf", r"layer\s+(\d+): n_embd_head_qk_rope = (\d+), kv_lora_rank = (\d+)")
+def _mla_dims(m, cfg, figs, n, t):
+    cfg.setdefault("mla_dims", {})[int(m.group(1))] = (int(m.group(2)), int(m.group(3)))
+
+
+@_rule("gguf", r"KV self size\s*=\s*" + _NUM + r" MiB, c\^KV \((\w+)\):\s*" + _NUM + r" MiB, kv\^T: (not used|"
+       + _NUM + " MiB)")
+def _kv_self_mla(m, cfg, figs, n, t):
+    # ik_llama.cpp's MLA cache: the latent c^KV (K) and, with -mla 1, its transposed copy kv^T (V, F16)
+    cfg["type_k"], cfg["type_v"] = m.group(2), "f16"
+    cfg["kvt_used"] = m.group(4) != "not used"
+    _add(figs, "KV total", _f(m.group(1)) * MiB, "B", n, t)
+    _add(figs, "K", _f(m.group(3)) * MiB, "B", n, t)
+    _add(figs, "V", _f(m.group(5)) * MiB if cfg["kvt_used"] else 0.0, "B", n, t)
+
+
 @_rule("gguf", r"\bn_ctx_seq\s*=\s*(\d+)")
 def _n_ctx_seq(m, cfg, figs, n, t):
     cfg["n_ctx_seq"] = int(m.group(1))             # printed since llama.cpp's 256-cell padding (PR 17046)
@@ -513,6 +539,9 @@ def _check_gguf(cfg, figs, arch, rows, missing, notes):
     if arch is not None and cfg.get("n_ctx") and not cfg.get("layer_dims"):
         _check_gguf_caches(cfg, figs, arch, rows, missing, tk, tv)
         return
+    if cfg.get("mla_dims"):                         # ik_llama.cpp: latent rows, kv^T only with -mla 1
+        cfg["layer_dims"] = {i: (rank + rope, rank if cfg.get("kvt_used", True) else 0)
+                             for i, (rope, rank) in cfg["mla_dims"].items()}
     dims = cfg.get("layer_dims")
     if dims:
         k_rows = [d[0] for d in dims.values()]
@@ -522,7 +551,9 @@ def _check_gguf(cfg, figs, arch, rows, missing, notes):
             k_rows = [k_rows[0]] * n_layers
             v_rows = [v_rows[0]] * n_layers
             notes.append(f"{len(dims)} of {n_layers} per-layer lines in the log; the others taken as the same shape")
-        source = "the log's per-layer n_embd_k_gqa / n_embd_v_gqa"
+        source = ("the log's per-layer kv_lora_rank + n_embd_head_qk_rope (ik_llama.cpp's latent c^KV; its "
+                  "transposed kv^T, F16, only with -mla 1)" if cfg.get("mla_dims")
+                  else "the log's per-layer n_embd_k_gqa / n_embd_v_gqa")
     elif cfg.get("n_layer") and cfg.get("n_embd_k_gqa"):
         n_layers = cfg["n_layer"]
         k_rows = [cfg["n_embd_k_gqa"]] * n_layers

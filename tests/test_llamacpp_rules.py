@@ -1,0 +1,54 @@
+"""llama.cpp profile rules without the engine: the hand-worked figures of ik_llama.cpp's MLA modes
+and the rule-set switch (the real-engine tier, tests/llamacpp, checks the 0c1e570 rules on a real build)."""
+from __future__ import annotations
+
+import pytest
+
+from k3lib.core.errors import K3InputError
+from k3lib.engines.llamacpp import llamacpp_cells, llamacpp_memory, supports_rs_rollback
+from k3lib.engines.logcheck import check_log
+from k3lib.views.calibration import engine_log_path
+
+MiB = 2**20
+
+
+def test_ik_llama_latent_cache_reproduces_its_log():
+    # ik_llama.cpp PR 259: DeepSeek, 61 MLA layers, 32,768 cells, -mla 2, c^KV in q8_0 (576 → 18 blocks × 34 B),
+    # printed "c^KV (q8_0): 1166.62 MiB, kv^T: not used"
+    m = llamacpp_memory("deepseek-r1", n_ctx=32768, type_k="q8_0", flash_attn=False, ik_mla=2)
+    assert m["k"] == 61 * 32768 * (576 // 32 * 34) and m["v"] == 0
+    assert f"{m['k'] / MiB:.2f}" == "1166.62"
+    chk = check_log(engine_log_path("ik-llama-deepseek-mla2-q8-32k.log").read_text(encoding="utf-8"))
+    rows = {r.component: r for r in chk.rows}
+    assert rows["K cache"].logged == pytest.approx(1166.62 * MiB) and rows["K cache"].within
+    assert rows["V cache"].logged == 0 and rows["V cache"].predicted == 0
+
+
+def test_ik_llama_mla_1_keeps_a_transposed_f16_copy():
+    # -mla 1: c^KV (576, type_k) plus kv^T (512, F16 whatever type_v says: it cannot be quantized)
+    m = llamacpp_memory("deepseek-v3", n_ctx=4096, type_k="q8_0", flash_attn=False, ik_mla=1)
+    assert m["v"] == 61 * 4096 * 512 * 2
+    with pytest.raises(K3InputError) as exc:
+        llamacpp_memory("deepseek-v3", n_ctx=4096, ik_mla=4)
+    assert exc.value.field == "ik_mla"
+
+
+def test_rule_sets_differ_where_the_engine_changed():
+    # PR 17046 padded every context to 256 cells; before it, 32 without flash attention
+    assert llamacpp_cells(n_ctx=1000, flash_attn=False) == (1024, 1)
+    assert llamacpp_cells(n_ctx=1000, flash_attn=False, rules="2025") == (1024, 1)   # ⌈1000⌉₃₂ = 1,024 too
+    assert llamacpp_cells(n_ctx=1100, flash_attn=False, rules="2025") == (1120, 1)
+    assert llamacpp_cells(n_ctx=1100, flash_attn=False) == (1280, 1)
+    with pytest.raises(K3InputError):
+        llamacpp_cells(n_ctx=0)
+    with pytest.raises(K3InputError):
+        llamacpp_cells(n_ctx=1000, rules="2024")
+
+
+def test_recurrent_snapshots_only_for_families_that_roll_back():
+    # n_rs_seq = 3 on 4 sequences: Kimi K3 keeps 4 × (1 + 3) rows; Qwen3-Next (no rollback) 4
+    k3 = llamacpp_memory("kimi-k3", n_ctx=4096, n_seq=4, n_rs_seq=3)
+    qn = llamacpp_memory("qwen3-next-80b", n_ctx=4096, n_seq=4, n_rs_seq=3)
+    assert (k3["rs_rows"], qn["rs_rows"]) == (16, 4)
+    assert supports_rs_rollback(type("A", (), {"family": "gguf:kimi-k3"})())
+    assert not supports_rs_rollback(type("A", (), {"family": "qwen3_next"})())
