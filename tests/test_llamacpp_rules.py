@@ -52,3 +52,19 @@ def test_recurrent_snapshots_only_for_families_that_roll_back():
     assert (k3["rs_rows"], qn["rs_rows"]) == (16, 4)
     assert supports_rs_rollback(type("A", (), {"family": "gguf:kimi-k3"})())
     assert not supports_rs_rollback(type("A", (), {"family": "qwen3_next"})())
+
+
+def test_n_gpu_layers_puts_the_last_layers_and_the_head_on_the_gpu():
+    from k3lib.engines.llamacpp import llamacpp_gpu_layers, llamacpp_offload_split
+
+    assert llamacpp_gpu_layers(32, 10) == (range(23, 32), True)     # i ≥ 32 + 1 − 10
+    assert llamacpp_gpu_layers(32, 1) == (range(32, 32), True)      # the output layer only
+    assert llamacpp_gpu_layers(32, 0) == (range(32, 32), False)
+    assert llamacpp_gpu_layers(32, -1) == (range(0, 32), True)      # the default: everything
+    # Llama 3.1 8B in BF16, -ngl 10, 8,192 cells: 9 layers of 218,112,000 parameters, the 128,256 × 4,096
+    # output head and the final norm on the GPU; 9 of 32 layers' f16 KV (1,024-wide K and V rows)
+    s = llamacpp_offload_split("llama-3.1-8b", n_gpu_layers=10, n_ctx=8192, weights="bf16")
+    assert s["gpu"]["weights"] == 9 * 218_112_000 * 2 + 128_256 * 4096 * 2 + 4096 * 2
+    assert s["gpu"]["kv"] == 9 * 8192 * 2 * 1024 * 2
+    assert s["gpu"]["weights"] + s["host"]["weights"] == 8_030_261_248 * 2
+    assert s["host"]["kv"] == 23 * 8192 * 2 * 1024 * 2

@@ -261,3 +261,75 @@ def llamacpp_weights_bytes(model: Any, *, weights: str = "native") -> dict[str, 
     return {"gpu": gpu, "host": emb, "total": sum(groups.values())}
 
 
+
+
+def llamacpp_gpu_layers(n_layers: int, n_gpu_layers: int) -> tuple[range, bool]:
+    """(repeating layers on the GPU, whether the output layer is) for ``-ngl n_gpu_layers``.
+
+    src/llama-model.cpp @0c1e570 (``load_tensors``): layer $i$ of $L$ (the output layer is
+    $i = L$) goes to the GPU when $i ≥ \\max(L + 1 - n_{gl}, 0)$; the input embedding always stays
+    on the CPU. So ``-ngl 10`` on a 32-layer model puts layers 23–31 and the output head there,
+    and ``-ngl 33`` (or ``-1``, the default) everything.
+
+    >>> llamacpp_gpu_layers(32, 10)
+    (range(23, 32), True)
+    """
+    if n_layers <= 0:
+        raise K3InputError("n_layers", f"{n_layers}", "a positive number of layers")
+    if n_gpu_layers < 0:
+        n_gpu_layers = n_layers + 1
+    start = max(n_layers + 1 - n_gpu_layers, 0)
+    return range(min(start, n_layers), n_layers), n_gpu_layers >= 1
+
+
+def llamacpp_offload_split(model: Any, *, n_gpu_layers: int, n_ctx: int, weights: str = "native",
+                           **cache: Any) -> dict[str, dict[str, int]]:
+    """Weights and KV/state bytes on the GPU and on the host for ``-ngl n_gpu_layers``.
+
+    Each layer's weights and its KV (or recurrent state) sit on that layer's device
+    (:func:`llamacpp_gpu_layers`; llama.cpp allocates the KV per layer on the layer's device,
+    src/llama-kv-cache.cpp). The token embedding stays on the host; the output head and final norm
+    move with the output layer. Per-layer weights come from the GGUF's tensor table when ``model``
+    is a GGUF, otherwise from the architecture; the order of layer kinds in a hybrid model is the
+    workbook's assumed interleave (:func:`k3lib.core.layout.layer_sequence`). ``cache`` takes
+    :func:`llamacpp_memory`'s settings (n_seq, type_k, type_v, flash_attn…).
+
+    Returns ``{"gpu": {"weights", "kv"}, "host": {"weights", "kv"}, "gpu_layers": n}``.
+    """
+    from k3lib.core.layout import layer_sequence, stage_architecture
+    from k3lib.core.memory import weights_bytes_by_group
+
+    arch, loaded = _resolve_model(model)
+    on_gpu, output_on_gpu = llamacpp_gpu_layers(arch.num_layers, n_gpu_layers)
+    seq = layer_sequence(arch)
+    parts = {"gpu": [seq[i] for i in on_gpu], "host": [seq[i] for i in range(arch.num_layers) if i not in on_gpu]}
+    out: dict[str, Any] = {"gpu_layers": len(on_gpu) + int(output_on_gpu)}
+    exact = loaded is not None and getattr(loaded, "exact", False) and weights == "native" and loaded.bytes_by_layer
+    if exact:
+        per_layer = dict(loaded.bytes_by_layer)
+        head = sum(b for g, b in loaded.weights_bytes_by_group.items() if g not in ("vision",)) - sum(
+            b for i, b in per_layer.items() if i is not None and 0 <= i < arch.num_layers)
+        emb = loaded.weights_bytes_by_group.get("embedding", 0)
+    else:
+        groups = weights_bytes_by_group(arch, weights)
+        emb = groups.get("embedding", 0)
+        head = sum(groups.values()) - emb            # what no layer holds: reduced below to head + final norm
+    for side, layers in parts.items():
+        if layers:
+            sub = stage_architecture(arch, layers)
+            kv = llamacpp_memory(sub, n_ctx=n_ctx, **cache)["total"]
+            if exact:
+                w = sum(per_layer.get(i, 0) for i in (on_gpu if side == "gpu" else
+                                                     [j for j in range(arch.num_layers) if j not in on_gpu]))
+            else:
+                g = weights_bytes_by_group(sub, weights)
+                final_norm = g.get("norms", 0) // (2 * sub.num_layers + 1)     # a stage counts one final norm
+                w = sum(b for k, b in g.items() if k not in ("embedding", "lm_head")) - final_norm
+                head -= w
+        else:
+            kv = w = 0
+        out[side] = {"weights": w, "kv": kv}
+    non_layer = head - (emb if exact else 0)                # the output head and final norm
+    out["gpu" if output_on_gpu else "host"]["weights"] += non_layer
+    out["host"]["weights"] += emb
+    return out
