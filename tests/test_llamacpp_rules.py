@@ -68,3 +68,21 @@ def test_n_gpu_layers_puts_the_last_layers_and_the_head_on_the_gpu():
     assert s["gpu"]["kv"] == 9 * 8192 * 2 * 1024 * 2
     assert s["gpu"]["weights"] + s["host"]["weights"] == 8_030_261_248 * 2
     assert s["host"]["kv"] == 23 * 8192 * 2 * 1024 * 2
+
+
+def test_override_tensor_keeps_the_experts_on_the_host():
+    # `-ngl 99 -ot exps=CPU` for Kimi K3 (native: MXFP4 experts): the GPU holds everything but the token
+    # embedding and the routed experts, which is the whole checkpoint's split by group
+    from k3lib.core.memory import weights_bytes_by_group
+    from k3lib.core.models import get_model
+    from k3lib.engines.llamacpp import llamacpp_offload_split
+
+    groups = weights_bytes_by_group(get_model("kimi-k3"), "native")
+    s = llamacpp_offload_split("kimi-k3", n_gpu_layers=-1, n_ctx=262144, override_tensor=["exps"],
+                               type_k="q8_0", type_v="q8_0")
+    assert s["host"]["weights"] == groups["embedding"] + groups["routed_experts"]
+    assert s["gpu"]["weights"] == sum(groups.values()) - groups["embedding"] - groups["routed_experts"]
+    assert s["host"]["kv"] == 0
+    with pytest.raises(K3InputError) as exc:
+        llamacpp_offload_split("kimi-k3", n_gpu_layers=-1, n_ctx=4096, override_tensor=["attn_q"])
+    assert exc.value.field == "override_tensor"

@@ -283,7 +283,7 @@ def llamacpp_gpu_layers(n_layers: int, n_gpu_layers: int) -> tuple[range, bool]:
 
 
 def llamacpp_offload_split(model: Any, *, n_gpu_layers: int, n_ctx: int, weights: str = "native",
-                           **cache: Any) -> dict[str, dict[str, int]]:
+                           override_tensor: "tuple[str, ...] | list[str]" = (), **cache: Any) -> dict[str, Any]:
     """Weights and KV/state bytes on the GPU and on the host for ``-ngl n_gpu_layers``.
 
     Each layer's weights and its KV (or recurrent state) sit on that layer's device
@@ -294,8 +294,16 @@ def llamacpp_offload_split(model: Any, *, n_gpu_layers: int, n_ctx: int, weights
     workbook's assumed interleave (:func:`k3lib.core.layout.layer_sequence`). ``cache`` takes
     :func:`llamacpp_memory`'s settings (n_seq, type_k, type_v, flash_attn…).
 
+    ``override_tensor``: the patterns of ``-ot PATTERN=CPU`` (llama.cpp matches them with
+    ``std::regex_search`` against tensor names, common/arg.cpp): matching tensors stay on the host
+    whatever their layer. With a GGUF every tensor is matched by name; without one, only expert
+    patterns are understood (``exps`` → the routed experts of every layer).
+
     Returns ``{"gpu": {"weights", "kv"}, "host": {"weights", "kv"}, "gpu_layers": n}``.
     """
+    import re
+
+    pats = [re.compile(p) for p in override_tensor]
     from k3lib.core.layout import layer_sequence, stage_architecture
     from k3lib.core.memory import weights_bytes_by_group
 
@@ -305,6 +313,26 @@ def llamacpp_offload_split(model: Any, *, n_gpu_layers: int, n_ctx: int, weights
     parts = {"gpu": [seq[i] for i in on_gpu], "host": [seq[i] for i in range(arch.num_layers) if i not in on_gpu]}
     out: dict[str, Any] = {"gpu_layers": len(on_gpu) + int(output_on_gpu)}
     exact = loaded is not None and getattr(loaded, "exact", False) and weights == "native" and loaded.bytes_by_layer
+    if exact and loaded.tensors:                    # every tensor on its device, overrides by name
+        gpu_set = set(on_gpu)
+        w = {"gpu": 0, "host": 0}
+        for t in loaded.tensors:
+            if t.group == "vision":
+                continue
+            if any(p.search(t.name) for p in pats) or t.name.startswith("token_embd"):
+                side = "host"
+            elif t.layer is None or not 0 <= t.layer < arch.num_layers:
+                side = "gpu" if output_on_gpu else "host"
+            else:
+                side = "gpu" if t.layer in gpu_set else "host"
+            w[side] += t.n_bytes
+        for side, layers in parts.items():
+            kv = llamacpp_memory(stage_architecture(arch, layers), n_ctx=n_ctx, **cache)["total"] if layers else 0
+            out[side] = {"weights": w[side], "kv": kv}
+        return out
+    if pats and not all(p.search("blk.0.ffn_up_exps.weight") for p in pats):
+        raise K3InputError("override_tensor", f"{list(override_tensor)} without a GGUF's tensor names",
+                           "a GGUF file as the model, or an expert pattern such as 'exps'")
     if exact:
         per_layer = dict(loaded.bytes_by_layer)
         head = sum(b for g, b in loaded.weights_bytes_by_group.items() if g not in ("vision",)) - sum(
@@ -332,4 +360,9 @@ def llamacpp_offload_split(model: Any, *, n_gpu_layers: int, n_ctx: int, weights
     non_layer = head - (emb if exact else 0)                # the output head and final norm
     out["gpu" if output_on_gpu else "host"]["weights"] += non_layer
     out["host"]["weights"] += emb
+    if pats and parts["gpu"]:                       # -ot exps=CPU: the GPU layers' routed experts go home
+        sub = stage_architecture(arch, parts["gpu"])
+        experts = weights_bytes_by_group(sub, weights).get("routed_experts", 0)
+        out["gpu"]["weights"] -= experts
+        out["host"]["weights"] += experts
     return out

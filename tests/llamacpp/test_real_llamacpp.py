@@ -142,3 +142,17 @@ def test_check_log_reads_real_llamacpp_logs(tier_models, family):
         assert not [x for x in chk.not_predicted if x.startswith(("K and V", "the log has"))], chk.not_predicted
         checked += 1
     assert checked >= len(SETTINGS) - 1
+
+
+def test_offload_split_by_tensor_name(tier_models):
+    """-ngl 3 -ot exps=CPU on the 4-layer MoE file, worked from its own tensor table: layers 2 and 3
+    and the output head on the GPU, minus their experts; the embedding and layers 0–1 on the host."""
+    from k3lib.engines.llamacpp import llamacpp_offload_split
+
+    loaded = _load(tier_models["qwen3moe"])
+    s = llamacpp_offload_split(loaded, n_gpu_layers=3, n_ctx=4096, override_tensor=["exps"])
+    gpu = sum(t.n_bytes for t in loaded.tensors
+              if "exps" not in t.name and (t.layer in (2, 3) or t.name.startswith("output")))
+    assert s["gpu"]["weights"] == gpu
+    assert s["gpu"]["weights"] + s["host"]["weights"] == sum(t.n_bytes for t in loaded.tensors)
+    assert s["gpu"]["kv"] == s["host"]["kv"] == 2 * 4096 * 2 * (2 * 64) * 2       # 2 layers each, K and V
