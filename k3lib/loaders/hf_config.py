@@ -150,8 +150,8 @@ def _group_layers(tc: Mapping[str, Any]) -> dict[str, list[int]]:
     ``first_k_dense_replace`` (or all, without experts) for the dense MLP; the rest for experts."""
     n = tc.get("num_hidden_layers") if isinstance(tc.get("num_hidden_layers"), int) else 0
     experts = tc.get("n_routed_experts") or tc.get("num_experts") or tc.get("num_local_experts") or 0
-    first = tc.get("first_k_dense_replace") or 0 if experts else n
-    first = first if isinstance(first, int) else 0
+    first = (tc.get("first_k_dense_replace") or 0) if experts else n
+    first = first if isinstance(first, int) and not isinstance(first, bool) else 0
     every = list(range(n))
     return {"attention": every, "dense_mlp": every[:first], "shared_experts": every[first:],
             "routed_experts": every[first:], "lm_head": []}
