@@ -546,10 +546,21 @@ def test_figures_reproduced_per_engine_counts_the_public_logs():
     # pools (2); Ollama: the 70B Q4_0 model size (1); vLLM: the 87 sweep rows + 2 weights + 2 V0 block counts + 1 V1 token count that misses (92, 91)
     from k3lib.views.calibration import figures_reproduced_table
 
+    # ik_llama.cpp's DeepSeek log adds its c^KV, kv^T and total (3); the vLLM/SGLang logs added in issue 16's
+    # second pass: vLLM 107 figures of which 105 within (the LMCache rank mix-up and PR 10511's V0 activation
+    # miss), SGLang 4 of 4 (see tests/test_check_log.py for each)
     t = figures_reproduced_table().set_index("engine")
-    assert (t.loc["llama.cpp", "figures"], t.loc["llama.cpp", "reproduced"]) == (3, 3)
-    assert (t.loc["sglang", "figures"], t.loc["sglang", "reproduced"]) == (2, 2)
-    assert (t.loc["vllm", "figures"], t.loc["vllm", "reproduced"]) == (92, 91)
+    assert (t.loc["llama.cpp", "figures"], t.loc["llama.cpp", "reproduced"]) == (6, 6)
+    assert (t.loc["sglang", "figures"], t.loc["sglang", "reproduced"]) == (4, 4)
+    assert (t.loc["vllm", "figures"], t.loc["vllm", "reproduced"]) == (107, 105)
+    # the real-llama.cpp tier: every non-compute row of its CSV (7 families × 12 settings), all equal
+    import csv
+
+    from k3lib.core.data import data_file
+    with data_file("measured", "llamacpp-0c1e570-cpu.csv").open(encoding="utf-8", newline="") as fh:
+        tier = [r for r in csv.DictReader(fh) if r["kind"] != "compute MiB"]
+    row = t.loc["llama.cpp@0c1e570 (built and measured by the tests)"]
+    assert (row["figures"], row["reproduced"], row["logs read"]) == (len(tier), len(tier), 84) == (704, 704, 84)
     # Ollama: the Llama 3.1 70B Q4_0 model size (1 prediction); the partial-offload KV split (1 consistency check)
     assert (t.loc["ollama", "figures"], t.loc["ollama", "reproduced"]) == (1, 1)
     assert t.loc["ollama", "log consistency checks passed"] == 1

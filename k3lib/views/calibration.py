@@ -181,8 +181,9 @@ FIGURES_BEFORE = {"vllm": (87, 87), "sglang": (0, 0), "llama.cpp": (0, 0), "olla
 
 def figures_reproduced_table(logs: pd.DataFrame | None = None, calibration: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per engine: real figures compared and reproduced within tolerance — the vLLM 0.19 H100
-    sweep (:func:`calibration_table`) plus the public logs (:func:`engine_log_rows`); with the
-    counts before issue 16 for comparison. A log-consistency check (per-device KV buffers adding
+    sweep (:func:`calibration_table`) plus the public logs (:func:`engine_log_rows`), and the
+    real-llama.cpp tier's logs (:data:`LLAMACPP_TIER_CSV`, compute buffers left out: they are
+    modelled, see :func:`llamacpp_tier_table`); with the counts before issue 16 for comparison. A log-consistency check (per-device KV buffers adding
     up to the total) is counted apart: it tests the reading, not a prediction."""
     logs = engine_log_rows() if logs is None else logs
     cal = calibration_table() if calibration is None else calibration
@@ -197,6 +198,13 @@ def figures_reproduced_table(logs: pd.DataFrame | None = None, calibration: pd.D
         rows.append({"engine": eng, "figures": n, "reproduced": w, "logs read": int(mine["log"].nunique()),
                      "log consistency checks passed": int(mine[mine["kind"] != "prediction"]["within"].sum()),
                      "before (figures / reproduced)": f"{before[0]} / {before[1]}"})
+    from k3lib.core.data import read_csv_rows
+
+    tier = [r for r in read_csv_rows(LLAMACPP_TIER_CSV) if r["kind"] != "compute MiB"]
+    rows.append({"engine": "llama.cpp@0c1e570 (built and measured by the tests)", "figures": len(tier),
+                 "reproduced": sum(r["match"] == "True" for r in tier),
+                 "logs read": len({(r["family"], r["setting"]) for r in tier}),
+                 "log consistency checks passed": 0, "before (figures / reproduced)": "0 / 0"})
     return pd.DataFrame(rows)
 
 

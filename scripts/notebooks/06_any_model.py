@@ -300,6 +300,20 @@ log_rows[["engine", "log", "component", "kind", "error_pct", "within"]]
 One vLLM V1 log (Qwen3-235B with the LMCache connector, July 2025) prints 1.1 % fewer tokens than the rule gives for its available memory: a miss we report, not hide.
 One Ollama log names Llama 3.1 70B in Q4_0: llama.cpp's per-tensor recipe (output in Q6_K, norms in F32, the rest Q4_0) gives its 37.22 GiB to 0.01 %; the other names no model, so only its reading is checked.
 """),
+    md("""
+### The real llama.cpp, measured
+
+The public logs above are what others happened to print.
+The test suite also builds llama.cpp itself (ggml-org/llama.cpp@0c1e57098, from llama-cpp-python's source distribution) and loads seven tiny models of the families the llama.cpp profile claims, in 12 settings each: flash attention on and off, f16/q8_0/q4_0 caches, several sequences, a unified cache, a smaller micro-batch, a full-size sliding window, recurrent snapshots.
+Every KV, sliding-window and recurrent-state line, every cell count and the model buffers must come out as llama.cpp prints them; the compute buffer is a model of the scheduler's worst-case graph, so it gets an error range instead:
+"""),
+    code(f"""
+{CHECK}
+cal_views.llamacpp_tier_table()
+"""),
+    md("""
+**Takeaway:** where the rule is a formula of the model's shape (cache rows, cells, padding, state rows), the profile is exact on a real llama.cpp; where the engine plans a graph (the compute buffer), the model says how far it can be off, family by family, and the MLA/KDA families are the ones to leave headroom for.
+"""),
     md(r"""
 ## Two nodes: the engine view per pipeline stage
 
