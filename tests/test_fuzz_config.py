@@ -56,7 +56,9 @@ def test_issue_cases_give_one_named_error(tmp_path, base, patch, field):
 
 def test_gptq_8_bit_is_one_byte_per_weight_not_bf16(tmp_path):
     m = load_config(_write(tmp_path, {**LLAMA, "quantization_config": {"quant_method": "gptq", "bits": 8}}))
-    assert m.architecture.native_formats["attention"] == "fp8"      # 1 byte per weight
+    from k3lib.core.precisions import get_weight_format
+    # 8-bit GPTQ is 1 byte per weight plus the group-128 fp16 scale and packed zero (24 bits per group)
+    assert get_weight_format(m.architecture.native_formats["attention"]).bits_per_weight == 8 + 24 / 128
 
 
 def test_json_nested_100k_deep_is_a_named_error(tmp_path):

@@ -86,3 +86,27 @@ def test_override_tensor_keeps_the_experts_on_the_host():
     with pytest.raises(K3InputError) as exc:
         llamacpp_offload_split("kimi-k3", n_gpu_layers=-1, n_ctx=4096, override_tensor=["attn_q"])
     assert exc.value.field == "override_tensor"
+
+
+def test_gguf_kv_sharing_layers_own_no_cache():
+    # Gemma 4 writes attention.shared_kv_layers; Gemma-3n's llama.cpp fixes n_layer_kv_from_start at 20.
+    # 10 layers, every 5th full (4 and 9), the last 4 (6–9) sharing: owning 0–5 = 5 sliding + 1 full; shared 3 + 1.
+    from k3lib.loaders._common import TensorInfo
+    from k3lib.loaders.gguf_file import architecture_from_gguf
+
+    meta = {"general.architecture": "gemma4", "gemma4.embedding_length": 256, "gemma4.block_count": 10,
+            "gemma4.attention.head_count": 4, "gemma4.attention.head_count_kv": 2, "gemma4.attention.key_length": 64,
+            "gemma4.feed_forward_length": 512, "gemma4.attention.sliding_window": 256,
+            "gemma4.attention.sliding_window_pattern": [i % 5 < 4 for i in range(10)],
+            "gemma4.attention.shared_kv_layers": 4, "tokenizer.ggml.tokens": 512}
+    tensors = [TensorInfo("token_embd.weight", "F32", (256, 512), 256 * 512 * 4, "embedding", None, False)]
+    arch = architecture_from_gguf(meta, tensors, id="g4", source="test")
+    got = sorted((g.kind, g.count, g.kv_shared) for g in arch.attention)
+    assert got == [("full", 1, False), ("full", 1, True), ("sliding", 3, True), ("sliding", 5, False)]
+    m = llamacpp_memory(arch, n_ctx=4096)
+    assert m["k"] == 1 * 4096 * 2 * 64 * 2                       # one owning full layer, f16
+    assert m["swa_k"] == 5 * 768 * 2 * 64 * 2                    # five owning sliding layers, ⌈256 + 512⌉₂₅₆ cells
+    meta["gemma4.attention.shared_kv_layers"] = 10
+    with pytest.raises(K3InputError) as exc:
+        architecture_from_gguf(meta, tensors, id="g4", source="test")
+    assert exc.value.field == "gguf.gemma4.attention.shared_kv_layers"

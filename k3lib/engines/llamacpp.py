@@ -104,6 +104,8 @@ def llamacpp_memory(model: Any, *, n_ctx: int, n_seq: int = 1, flash_attn: bool 
       MTP drafts) counts only for the families of :data:`RS_ROLLBACK_FAMILIES`, llama.cpp clamps
       it to 0 for the others;
     * MLA models need ``type_k == type_v`` (V is a view of K): anything else is refused;
+    * KV-sharing layers (Gemma-3n/4, ``kv_shared`` groups) own no cache: llama.cpp allocates KV for
+      the first ``n_layer_kv_from_start`` layers only (src/llama-kv-cache.cpp);
     * ``ik_mla`` (ikawrakow/ik_llama.cpp's ``-mla`` mode, for that fork): its MLA cache is the latent
       row ``c^KV`` (kv_lora + rope) in ``type_k``, plus with ``-mla 1`` a transposed kv_lora row
       ``kv^T`` kept in F16 (it cannot be quantized; ik_llama.cpp PRs 206 and 235); ``-mla 2``/``3``
@@ -137,6 +139,8 @@ def llamacpp_memory(model: Any, *, n_ctx: int, n_seq: int = 1, flash_attn: bool 
     out = {"cells": cells, "streams": streams, "swa_cells": 0, "k": 0, "v": 0, "swa_k": 0, "swa_v": 0,
            "r": 0, "s": 0, "rs_rows": max(1, n_seq) * (1 + n_rs_seq)}
     for g in arch.attention:
+        if g.kv_shared:
+            continue                 # reads an earlier layer's cache (llama.cpp: n_layer_kv_from_start)
         if g.kind in LINEAR_KINDS:
             r, s = _recurrent_rows(g)
             out["r"] += g.count * out["rs_rows"] * r * 4

@@ -54,7 +54,7 @@ _ARCH_INT_KEYS = frozenset((
     "expert_shared_feed_forward_length", "expert_used_count", "feed_forward_length", "kda.head_dim",
     "kda_head_dim", "nextn_predict_layers", "rope.dimension_count", "ssm.conv_kernel", "ssm.group_count",
     "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank", "vocab_size", "leading_dense_block_count",
-    "attention.recurrent_layers", "full_attention_interval"))
+    "attention.recurrent_layers", "full_attention_interval", "attention.shared_kv_layers"))
 #: no model has more layers than this (the deepest published LLMs have ~130); more is corrupt
 MAX_LAYERS = 10_000
 
@@ -367,11 +367,25 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
         gqa = dict(num_heads=max(h for h in head_count if h) if any(head_count) else heads,
                    kv_heads=kv_attn, head_dim=key_len, v_head_dim=val_len if val_len != key_len else 0,
                    qk_norm=any(n.endswith(".attn_q_norm.weight") for n in shapes))
-        n_slide = sum(1 for i in range(n_layers_main) if slides[i] and kv_list[i])
-        if n_slide:
-            groups.append(AttentionGroup(kind="sliding", count=n_slide, window_tokens=window, **gqa))
-        if attn_layers - n_slide:
-            groups.append(AttentionGroup(kind="full", count=attn_layers - n_slide, **gqa))
+        # KV-sharing layers: the last ones read an earlier layer's cache (llama.cpp's n_layer_kv_from_start:
+        # Gemma-3n fixes it at 20 layers, src/models/gemma3n.cpp; Gemma 4 writes attention.shared_kv_layers)
+        shared_n = int(_scalar(meta, f"{arch}.attention.shared_kv_layers", 0) or 0)
+        if arch == "gemma3n" and n_layers_main > 20:
+            shared_n = n_layers_main - 20
+        if not 0 <= shared_n < n_layers_main:
+            raise K3InputError(f"gguf.{arch}.attention.shared_kv_layers", f"{shared_n} of {n_layers_main} layers "
+                               f"in {source}", "fewer than block_count")
+        recur = set(recurrent)
+        attending = [i for i in range(n_layers_main) if i not in recur and kv_list[i]]
+        for kv_shared in (False, True):
+            layers = [i for i in attending if (i >= n_layers_main - shared_n) == kv_shared]
+            n_slide = sum(1 for i in layers if slides[i])
+            n_full = len(layers) - n_slide
+            if n_slide:
+                groups.append(AttentionGroup(kind="sliding", count=n_slide, window_tokens=window, kv_shared=kv_shared,
+                                             **gqa))
+            if n_full:
+                groups.append(AttentionGroup(kind="full", count=n_full, kv_shared=kv_shared, **gqa))
     if recurrent:
         conv = _scalar(meta, f"{arch}.ssm.conv_kernel") or 4
         state = _scalar(meta, f"{arch}.ssm.state_size")

@@ -107,17 +107,24 @@ def write_metadata(family: Family, path: "str | Path") -> Path:
 #: converted model; a tensor the family needs is kept (llama.cpp refuses to load without it)
 _OPTIONAL_SUFFIXES = (".scale", ".input_scale", "attn_q.bias", "attn_k.bias", "attn_v.bias",
                       "attn_output.bias", "ffn_up.bias", "ffn_gate.bias", "ffn_down.bias")
+_KEEP_ROPE_FREQS = ("gemma4",)          #: families whose rope_freqs tensor is required (proportional RoPE)
 _OPTIONAL_NAMES = ("rope_freqs.weight", "cls.output.weight", "cls.weight", "cls.bias", "cls.output.bias")
 
 
-def strip_optional(src: "str | Path", dst: "str | Path") -> Path:
-    """Copy the GGUF ``src`` to ``dst`` without the optional tensors above (metadata unchanged)."""
+def strip_optional(src: "str | Path", dst: "str | Path", meta: "str | Path | None" = None) -> Path:
+    """Copy the GGUF ``src`` to ``dst`` without the optional tensors above; keys of the metadata file
+    ``meta`` that llama.cpp's saver does not write back (Gemma 4's shared_kv_layers and per-layer
+    input width, its sliding-window pattern) are added from it."""
     import gguf
 
     reader = gguf.GGUFReader(str(src))
     arch = str(reader.fields["general.architecture"].contents())
     w = gguf.GGUFWriter(str(dst), arch)
-    for name, f in reader.fields.items():
+    fields = dict(reader.fields)
+    if meta is not None:
+        for name, f in gguf.GGUFReader(str(meta)).fields.items():
+            fields.setdefault(name, f)
+    for name, f in fields.items():
         if name.startswith("GGUF.") or name == "general.architecture":
             continue
         vtype = f.types[0]
@@ -128,7 +135,7 @@ def strip_optional(src: "str | Path", dst: "str | Path") -> Path:
         else:
             w.add_key_value(name, f.contents(), vtype)
     for t in reader.tensors:
-        if t.name.endswith(_OPTIONAL_SUFFIXES) or t.name in _OPTIONAL_NAMES:
+        if t.name.endswith(_OPTIONAL_SUFFIXES) or (t.name in _OPTIONAL_NAMES and arch not in _KEEP_ROPE_FREQS):
             continue
         w.add_tensor(t.name, t.data, raw_shape=tuple(int(x) for x in reversed(t.shape)), raw_dtype=t.tensor_type)
     w.write_header_to_file()

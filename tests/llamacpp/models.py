@@ -24,7 +24,7 @@ def build_all(directory: "str | Path") -> dict[str, Path]:
         if not path.exists():
             write_metadata(fam, meta)
             run("build", str(meta), str(raw))
-            strip_optional(raw, path)
+            strip_optional(raw, path, meta)
             raw.unlink()
         out[name] = path
     for name, ftype in QUANTIZED:
