@@ -45,6 +45,8 @@ def sglang_cell_bytes(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "aut
     kv_b = _kv_bytes_per_element(kv_dtype, dtype_bytes)
     n = 0.0
     for g in arch.attention:
+        if g.kv_shared:
+            continue                        # reads an earlier layer's cache
         if g.kind == "mla":
             n += g.count * (g.kv_lora_rank + g.qk_rope_head_dim) * kv_b
         elif g.kind in ("full", "sliding"):

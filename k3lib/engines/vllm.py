@@ -266,6 +266,8 @@ def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto",
     windows: dict[str, int] = {}
     state_bytes = 0.0
     for g in arch.attention:
+        if g.kv_shared:
+            continue                        # Gemma-3n/4: kv_sharing_target_layer_name, no cache of its own
         if g.kind in LINEAR_KINDS:
             # KDA keeps its recurrent state in float32 (0.11.1–0.19.0 mamba_utils.py kda_state_dtype); GDN's
             # follows mamba_ssm_cache_dtype ("auto" = the model dtype)
