@@ -42,6 +42,8 @@ def _smaller_weight_formats(plan, limit: int = 3) -> list[str]:
     current = plan.total.weights_bytes
     sizes: dict[int, str] = {}
     for f in weight_formats():
+        if f.kind == "checkpoint method":
+            continue                        # how a checkpoint was quantized, not a format a user picks
         try:
             n = weights_bytes(plan.model, f)
         except K3InputError:
