@@ -81,6 +81,12 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
                         "generic plan)")
     p.add_argument("--gpu-memory-utilization", default=None, metavar="F",
                    help="with --engine vllm: the fraction of GPU memory vLLM may use (vLLM's default 0.9)")
+    p.add_argument("--n-gpu-layers", default=None, metavar="N",
+                   help="with --engine llama.cpp: -ngl, the layers on the GPUs (the last N−1 and the output head; "
+                        "-1 = all, the default)")
+    p.add_argument("--override-tensor", action="append", default=None, metavar="PATTERN",
+                   help="with --engine llama.cpp: -ot PATTERN=CPU, tensors kept in system RAM (repeatable; e.g. exps "
+                        "for the routed experts)")
     p.add_argument("--unit", choices=tuple(UNITS), default="GiB", help="unit of the printed table (default GiB)")
     p.add_argument("--json", action="store_true", help="print one JSON object; sizes are integers in bytes")
 
@@ -227,9 +233,27 @@ def _cmd_estimate_engine(args, prof) -> int:
     elif args.pp is not None:
         raise K3InputError("pp", f"the {prof.name} profile splits layers over the GPUs itself",
                            "--gpus (and --tp for transformers), without --pp")
+    llama = {}
+    ngl, ot = getattr(args, "n_gpu_layers", None), getattr(args, "override_tensor", None)
+    if (ngl is not None or ot) and prof.id != "llama.cpp":
+        raise K3InputError("n-gpu-layers" if ngl is not None else "override-tensor",
+                           f"is a llama.cpp option; the {prof.name} profile has no layer offload", "--engine llama.cpp")
+    if ngl is not None:
+        text = str(ngl).strip()
+        llama["n_gpu_layers"] = int(text) if text in ("-1", "0") else parse_positive_int(
+            text, "n-gpu-layers", "a whole number ≥ 0, or -1 for every layer")
+    if ot:
+        import re
+        for pat in ot:
+            try:
+                re.compile(pat)
+            except re.error as exc:
+                raise K3InputError("override-tensor", f"{pat!r} is not a regular expression ({exc})",
+                                   "a pattern of tensor names such as exps or 'blk\\.[0-9]+\\.ffn_.*_exps'") from None
+        llama["override_tensor"] = tuple(ot)
     est = estimate_for_engine(prof, model=model, gpu=args.gpu, gpus=args.gpus, tp=tp, pp=pp, context=args.context,
                               batch=args.batch, kv_dtype=args.kv_dtype, weights=args.weights or "native",
-                              gpu_memory_utilization=_utilization(args))
+                              gpu_memory_utilization=_utilization(args), **llama)
     if args.json:
         print(json.dumps(est.to_dict(), indent=2))
     else:

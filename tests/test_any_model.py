@@ -323,7 +323,9 @@ def test_printed_lines_table():
     vllm = df[df["engine"] == "vLLM"].set_index("line")["value"]
     assert vllm["GPU KV cache size"].endswith(" tokens")
     llamacpp = df[df["engine"] == "llama.cpp"].set_index("line")["value"]
-    assert llamacpp["KV self size"] == f"{81_920 * 32_768 / 2**20:,.2f} MiB"          # 2,560.00 MiB
+    # 80 layers × 8 KV heads × 128 × (K + V) × 2 B = 327,680 B per token; 32,768 cells; layers split over 4 GPUs
+    assert llamacpp["CUDA0 KV buffer size"] == f"{327_680 * 32_768 / 4 / 2**20:,.2f} MiB"          # 2,560.00 MiB
+    assert llamacpp["llama_kv_cache: size (32,768 cells)"].startswith("10,240.00 MiB, K (f16): 5,120.00 MiB")
     assert df[df["engine"] == "Hugging Face transformers"]["line"].tolist() == ["(prints no memory figures)"]
 
 

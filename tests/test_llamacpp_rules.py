@@ -110,3 +110,24 @@ def test_gguf_kv_sharing_layers_own_no_cache():
     with pytest.raises(K3InputError) as exc:
         architecture_from_gguf(meta, tensors, id="g4", source="test")
     assert exc.value.field == "gguf.gemma4.attention.shared_kv_layers"
+
+
+def test_engine_estimate_and_cli_take_ngl_and_override_tensor(capsys):
+    import json
+
+    from k3lib.cli import main
+    from k3lib.engines import estimate_for_engine
+
+    est = estimate_for_engine("llama.cpp", model="llama-3.1-8b", gpu="h100", gpus=1, context=8192, weights="bf16",
+                              n_gpu_layers=10)
+    # worked above: 9 layers + head + final norm on the GPU; 9 of 32 layers' KV
+    assert est.weights_bytes == 9 * 218_112_000 * 2 + 128_256 * 4096 * 2 + 4096 * 2
+    assert est.kv_needed_bytes == 9 * 8192 * 2 * 1024 * 2
+    rc = main(["estimate", "--model", "llama-3.1-8b", "--engine", "llama.cpp", "--gpu", "h100", "--gpus", "1",
+               "--context", "8192", "--weights", "bf16", "--n-gpu-layers", "10", "--json"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["weights_bytes"] == est.weights_bytes
+    for argv, field in ((["--engine", "vllm", "--n-gpu-layers", "3"], "n-gpu-layers"),
+                        (["--engine", "llama.cpp", "--n-gpu-layers", "-2"], "n-gpu-layers"),
+                        (["--engine", "llama.cpp", "--override-tensor", "("], "override-tensor")):
+        rc = main(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", *argv])
+        assert rc == 2 and field in capsys.readouterr().err

@@ -68,31 +68,38 @@ ENGINES: dict[str, EngineProfile] = {
         calibration="87 figures from vLLM 0.19.0 on H100 80GB (data/measured/vllm-0.19-h100-sweep.csv); "
                     "see vllm_calibration()"),
     "llama.cpp": EngineProfile(
-        id="llama.cpp", name="llama.cpp", version="b6400-era source (Sept 2025)",
+        id="llama.cpp", name="llama.cpp", version="ggml-org/llama.cpp@0c1e57098 (Oct 2026, vendored by llama-cpp-python 0.3.36)",
         printed_unit="MiB",
-        unit_note="llama.cpp prints binary MiB and labels them MiB ('KV self size = 4096.00 MiB').",
-        sources=("ggml-org/llama.cpp src/llama-kv-cache.cpp", "src/llama-kv-cache-iswa.cpp",
-                 "src/llama-memory-recurrent.cpp", "src/llama-context.cpp", "ggml/src/ggml-common.h (block sizes)"),
+        unit_note="llama.cpp prints binary MiB and labels them MiB ('llama_kv_cache: size = 4096.00 MiB').",
+        sources=("ggml-org/llama.cpp@0c1e57098 src/llama-kv-cache.cpp", "src/llama-kv-cache-iswa.cpp",
+                 "src/llama-memory-recurrent.cpp", "src/llama-context.cpp", "src/llama-model.cpp (load_tensors)",
+                 "src/llama-quant.cpp", "ggml/src/ggml-common.h (block sizes)"),
         rules=(
-            "weights: the GGUF's exact tensor bytes; with every layer offloaded (-ngl 999) token_embd stays in host "
-            "memory, and a tied output head is duplicated onto the GPU",
-            "weights without the file (src/llama-quant.cpp llama_tensor_get_type, commit 007dbbf): per-tensor types "
-            "of a file type — output Q6_K, attn_v/ffn_down Q6_K on use_more_bits layers for Q4_K_M/Q5_K_M, 8-expert "
-            "attn_k/attn_v Q8_0, norms and routers F32 (k3lib.engines.gguf_recipe)",
-            "K and V printed separately: K = layers × cells × K row bytes, V likewise",
-            "KV cells = context padded to 256 with flash attention (-fa), to 32 without",
-            "per-sequence streams when the cache is not unified (--kv-unified off, the server default for -np > 1): "
-            "each of n_seq streams holds the padded per-sequence context",
-            "sliding-window layers (iSWA cache): min(cells, pad(window × streams-in-cache + n_ubatch)); --swa-full "
-            "keeps the full context",
+            "weights: the GGUF's exact tensor bytes; the token embedding stays in host memory; -ngl N puts the last "
+            "N−1 layers and the output head on the GPUs (layer i when i ≥ L + 1 − N); -ot PATTERN=CPU keeps matching "
+            "tensors in host memory",
+            "weights without the file (src/llama-quant.cpp llama_tensor_get_type): per-tensor types of a file type — "
+            "output Q6_K, attn_v/ffn_down Q6_K on use_more_bits layers for Q4_K_M/Q5_K_M, 8-expert attn_k/attn_v Q8_0, "
+            "norms and routers F32 (k3lib.engines.gguf_recipe; equal to llama_model_quantize on every tensor of 10 "
+            "test quantizations)",
+            "K and V printed separately: K = layers × streams × cells × K row bytes, V likewise",
+            "cells: the context padded to 256 (PR 17046); per-sequence streams of ⌈n_ctx ÷ n_seq⌉₂₅₆ cells unless "
+            "--kv-unified (before PR 17046: 256 with flash attention, 32 without)",
+            "sliding-window layers (iSWA cache): ⌈min(cells, window × (n_seq if unified else 1) + n_ubatch)⌉₂₅₆ "
+            "cells; --swa-full keeps the full context; KV-sharing layers (Gemma 3n/4) own no cache",
             "K and V rows stored in --cache-type-k/-v: f16 (2 B), q8_0 (34 B per 32), q4_0 (18 B per 32); quantized "
             "V needs flash attention",
-            "MLA (deepseek2 GGUFs converted for MLA): K row = kv_lora_rank + rope dim, V row = kv_lora_rank, one KV head",
-            "recurrent layers (Gated DeltaNet, KDA, Mamba): conv + recurrent state per sequence in f32",
-            "compute buffer ≈ n_ubatch × 4 B × (vocab + 4·hidden + 2·FFN width); without flash attention add the "
-            "n_head × n_ubatch × cells f32 score matrix, which grows with context (an approximation, not calibrated)",
+            "MLA: one latent row (kv_lora_rank + rope dim) in the K cache, V a view of it (PR 19067, Jan 2026; "
+            "before it a kv_lora_rank V row too); K and V cache types must match; ik_llama.cpp -mla 1 keeps an F16 "
+            "transposed copy, -mla 2/3 none",
+            "recurrent layers (Gated DeltaNet, KDA, Mamba): max(1, n_seq) × (1 + n_rs_seq) rows of F32 conv history "
+            "(R) and state (S) per layer; n_rs_seq (rollback snapshots) only for the families that support it",
+            "compute buffer: a model of the worst-case graph — attention mask per cache (F16 with flash attention, "
+            "F32 without) + without flash attention the F32 scores + n_ubatch × 4 B × (vocab + 2·FFN width + "
+            "3·hidden + heads·kv_lora for MLA); measured −1 … +3 % for GQA, −19 … +8 % elsewhere",
         ),
-        calibration="not calibrated against measurements; block sizes from ggml-common.h"),
+        calibration="data/measured/llamacpp-0c1e570-cpu.csv: 704 figures of a real llama.cpp build (tests/llamacpp), "
+                    "all reproduced; compute buffers within the stated bands; public logs in data/measured/engine_logs.csv"),
     "sglang": EngineProfile(
         id="sglang", name="SGLang", version="0.5.x source (2025)", printed_unit="GB (meaning GiB)",
         unit_note="SGLang divides by 2^30 but prints 'GB' ('KV Cache is allocated. K size: 10.00 GB'): read its GB as GiB.",

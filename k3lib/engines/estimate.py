@@ -8,7 +8,7 @@ from k3lib.core.errors import K3InputError
 from k3lib.core.layout import check_tp
 from k3lib.core.units import GiB, MiB
 from k3lib.engines.base import ENGINES, EngineEstimate, EngineProfile, _gib, _hardware, _resolve_model, get_engine
-from k3lib.engines.llamacpp import llamacpp_compute_buffer_bytes, llamacpp_kv_cache_bytes, llamacpp_weights_bytes
+from k3lib.engines.llamacpp import llamacpp_compute_buffer_bytes, llamacpp_memory, llamacpp_offload_split
 from k3lib.engines.sglang import sglang_cell_bytes, sglang_mem_fraction_static
 from k3lib.engines.transformers import transformers_cache_bytes
 from k3lib.engines.vllm import (VLLM_BLOCK_TOKENS, VLLM_CUDA_GRAPH_ESTIMATE_BYTES,
@@ -28,7 +28,8 @@ def estimate_for_engine(engine: "str | EngineProfile", *, model: Any = "kimi-k3"
     with all stages in ``stages``. Options: vLLM ``estimate_cuda_graphs``, ``max_num_seqs``,
     ``max_num_batched_tokens``, ``vllm_version`` (the rules of that release, :func:`~k3lib.engines.vllm.vllm_rules`;
     default the newest modelled; a V0 release profiles ``context`` tokens as its max_model_len); llama.cpp ``flash_attn``, ``type_k``, ``type_v``,
-    ``n_ubatch``, ``swa_full``, ``kv_unified``; SGLang ``mem_fraction_static``.
+    ``n_ubatch``, ``swa_full``, ``kv_unified``, ``n_gpu_layers`` (``-ngl``; -1 = all), ``override_tensor``
+    (``-ot PATTERN=CPU`` patterns); SGLang ``mem_fraction_static``.
     """
     from k3lib.core.units import parse_context_tokens, parse_positive_int
 
@@ -111,25 +112,47 @@ def estimate_for_engine(engine: "str | EngineProfile", *, model: Any = "kimi-k3"
         fa = options.get("flash_attn", True)
         type_k = options.get("type_k") or ("f16" if kv_dtype in ("auto", "bf16", "f16", "fp16") else kv_dtype)
         type_v = options.get("type_v") or type_k
-        kv = llamacpp_kv_cache_bytes(model, context_tokens=ctx, n_seq=n_batch, flash_attn=fa, type_k=type_k,
-                                     type_v=type_v, n_ubatch=options.get("n_ubatch", 512),
-                                     swa_full=options.get("swa_full", False),
-                                     kv_unified=options.get("kv_unified", False))
-        wts = llamacpp_weights_bytes(model, weights=weights)
-        w = -(-wts["gpu"] // n_gpus)
-        need = -(-kv["total"] // n_gpus)
-        act = llamacpp_compute_buffer_bytes(model, context_tokens=ctx, n_seq=n_batch, flash_attn=fa,
-                                            n_ubatch=options.get("n_ubatch", 512))
+        ub = options.get("n_ubatch", 512)
+        cache = dict(n_seq=n_batch, flash_attn=fa, type_k=type_k, type_v=type_v, n_ubatch=ub,
+                     swa_full=options.get("swa_full", False), kv_unified=options.get("kv_unified", False))
+        mem = llamacpp_memory(model, n_ctx=ctx * n_batch, **cache)
+        ngl = options.get("n_gpu_layers")
+        ot = tuple(options.get("override_tensor") or ())
+        if ngl is not None and (isinstance(ngl, bool) or not isinstance(ngl, int) or ngl < -1):
+            raise K3InputError("n_gpu_layers", f"{ngl!r}", "a whole number ≥ 0, or -1 for every layer")
+        split = llamacpp_offload_split(model, n_gpu_layers=-1 if ngl is None else ngl, n_ctx=ctx * n_batch,
+                                       weights=weights, override_tensor=ot, **cache)
+        w = -(-split["gpu"]["weights"] // n_gpus)
+        need = -(-split["gpu"]["kv"] // n_gpus)
+        act = llamacpp_compute_buffer_bytes(model, context_tokens=ctx, n_ctx=ctx * n_batch, n_seq=n_batch,
+                                            flash_attn=fa, n_ubatch=ub, swa_full=cache["swa_full"],
+                                            kv_unified=cache["kv_unified"])
         rt = int(options.get("cuda_context_bytes", 0.5 * GiB))
         avail = total - w - act - rt
-        per_cell = kv["total"] / max(1, kv["cells"] * kv["streams"])
+        per_cell = mem["total"] / max(1, mem["cells"] * mem["streams"])
         cap = int(max(avail, 0) * n_gpus // per_cell) if per_cell else 0
         fits = need <= avail
-        printed = {"CUDA0 model buffer size": f"{w / MiB:,.2f} MiB", "CPU model buffer size": f"{wts['host'] / MiB:,.2f} MiB",
-                   "KV self size": f"{need / MiB:,.2f} MiB", "CUDA0 compute buffer size": f"{act / MiB:,.2f} MiB",
-                   "n_ctx (cells per stream)": f"{kv['cells']:,}"}
-        notes.append(f"cells = {kv['cells']:,} per stream × {kv['streams']} stream(s)"
-                     + (f"; SWA cells {kv['swa_cells']:,}" if "swa_cells" in kv else ""))
+        host = split["host"]["weights"] + split["host"]["kv"]
+        printed = {"CUDA0 model buffer size": f"{w / MiB:,.2f} MiB",
+                   "CPU model buffer size": f"{split['host']['weights'] / MiB:,.2f} MiB",
+                   "CUDA0 KV buffer size": f"{need / MiB:,.2f} MiB",
+                   f"llama_kv_cache: size ({mem['cells']:,} cells)":
+                       f"{(mem['k'] + mem['v']) / MiB:,.2f} MiB, K ({type_k}): {mem['k'] / MiB:,.2f} MiB, "
+                       f"V ({type_v}): {mem['v'] / MiB:,.2f} MiB"}
+        if mem["swa_cells"]:
+            printed[f"llama_kv_cache: size ({mem['swa_cells']:,} cells, sliding window)"] = (
+                f"{(mem['swa_k'] + mem['swa_v']) / MiB:,.2f} MiB")
+        if mem["r"] or mem["s"]:
+            printed["llama_memory_recurrent: size"] = (f"{(mem['r'] + mem['s']) / MiB:,.2f} MiB, R (f32): "
+                                                       f"{mem['r'] / MiB:,.2f} MiB, S (f32): {mem['s'] / MiB:,.2f} MiB")
+        printed["CUDA0 compute buffer size"] = f"{act / MiB:,.2f} MiB (modelled; see llamacpp_compute_buffer_bytes)"
+        notes.append(f"cells = {mem['cells']:,} per stream × {mem['streams']} stream(s)"
+                     + (f"; SWA cells {mem['swa_cells']:,}" if mem["swa_cells"] else "")
+                     + " (rules of ggml-org/llama.cpp@0c1e570, checked on a real build by tests/llamacpp)")
+        if ngl is not None or ot:
+            notes.append(f"-ngl {ngl if ngl is not None else -1}" + "".join(f" -ot {p}=CPU" for p in ot)
+                         + f": {split['gpu_layers']} layers on the GPUs; {host / GiB:,.2f} GiB of weights and "
+                         "KV stay in system RAM")
         reason = (f"{'fits' if fits else 'does not fit'}: KV {need / MiB:,.0f} MiB needed, "
                   f"{max(avail, 0) / MiB:,.0f} MiB left after weights and buffers")
         return EngineEstimate(prof.id, prof.version, arch.id, hw.id, n_gpus, n_gpus, ctx, n_batch, f"{type_k}/{type_v}",
