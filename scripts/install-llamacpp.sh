@@ -11,7 +11,12 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-version="0.3.36"
+# the version pinned in pyproject.toml's `llamacpp` extra (one place to change it)
+version="$(sed -n 's/^ *"llama-cpp-python==\([0-9.]*\)".*/\1/p' pyproject.toml | head -1)"
+if [[ -z "$version" ]]; then
+    echo "install-llamacpp.sh: no llama-cpp-python pin in pyproject.toml's llamacpp extra" >&2
+    exit 1
+fi
 if [[ "${K3_SKIP_LLAMACPP:-0}" == "1" ]]; then
     echo "install-llamacpp.sh: K3_SKIP_LLAMACPP=1, not building llama.cpp" >&2
     exit 0
