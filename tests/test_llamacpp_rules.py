@@ -131,3 +131,20 @@ def test_engine_estimate_and_cli_take_ngl_and_override_tensor(capsys):
                         (["--engine", "llama.cpp", "--override-tensor", "("], "override-tensor")):
         rc = main(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", *argv])
         assert rc == 2 and field in capsys.readouterr().err
+
+
+def test_ggml_block_types_match_the_gguf_package():
+    # every GGUF block type the workbook knows has the (weights, bytes) per block of llama.cpp's own gguf-py
+    import gguf
+
+    from k3lib.core.data import read_csv_rows
+    from k3lib.engines.gguf_recipe import GGML_TYPES
+
+    rows = [r for r in read_csv_rows("weight_formats.csv") if r["kind"] == "ggml block type"]
+    assert {"q4_0", "q4_1", "q5_0", "q5_1", "iq4_xs", "iq2_xxs", "iq1_m"} <= {r["id"] for r in rows}
+    for r in rows:
+        qt = gguf.GGMLQuantizationType[r["id"].upper()]
+        assert (int(r["block_weights"]), int(r["block_bytes"])) == gguf.GGML_QUANT_SIZES[qt], r["id"]
+        assert float(r["bits_per_weight"]) == 8 * int(r["block_bytes"]) / int(r["block_weights"])
+    for name, (per, size) in GGML_TYPES.items():
+        assert gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[name.upper()]] == (per, size), name
