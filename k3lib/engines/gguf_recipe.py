@@ -4,7 +4,9 @@
 A "Q4_K_M" file is not 4.5 bits everywhere: ``llama-quantize`` picks a type per tensor.
 Rules read from ggml-org/llama.cpp ``src/llama-quant.cpp`` (``llama_tensor_get_type_impl``,
 ``tensor_allows_quantization``, ``tensor_type_fallback``) at commit
-007dbbf3fd17eefe9b47fee45f48f7ba5e62b714, for GQA transformers (dense or MoE):
+007dbbf3fd17eefe9b47fee45f48f7ba5e62b714, for GQA transformers (dense or MoE); at 0c1e57098 the recipe
+equals ``llama_model_quantize`` on every tensor of ten quantizations (Q2_K … Q8_0, F16) of the test
+tier's llama, qwen3 and qwen3moe models (tests/llamacpp):
 
 * 1-D tensors (norms), the MoE router ``ffn_gate_inp`` and ``rope_freqs`` are not quantized (F32);
 * ``output`` (or a tied ``token_embd``): Q6_K, unless the file type is Q8_0 (kept) or the row
