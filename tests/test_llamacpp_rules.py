@@ -148,3 +148,19 @@ def test_ggml_block_types_match_the_gguf_package():
         assert float(r["bits_per_weight"]) == 8 * int(r["block_bytes"]) / int(r["block_weights"])
     for name, (per, size) in GGML_TYPES.items():
         assert gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[name.upper()]] == (per, size), name
+
+
+def test_gemma_counts_its_sandwich_norms():
+    # Gemma 2/3 normalise before and after attention and the MLP: 4 RMS norms of width D per layer, not 2
+    # (the real llama.cpp's n_params for the tier's gemma3 model agrees, tests/llamacpp); Gemma 3 27B:
+    # 62 layers × 2 extra norms × 5,376 = 666,624 parameters more than a llama-style count
+    from k3lib.core.models import get_model
+    import dataclasses
+
+    g = get_model("gemma-3-27b")
+    assert g.norms_per_layer == 4 and get_model("llama-3.1-8b").norms_per_layer == 2
+    llama_style = dataclasses.replace(g, norms_per_layer=2)
+    assert g.params_total - llama_style.params_total == 62 * 2 * 5376
+    with pytest.raises(K3InputError) as exc:
+        dataclasses.replace(g, norms_per_layer=0)
+    assert exc.value.field == "norms_per_layer"

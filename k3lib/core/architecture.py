@@ -259,6 +259,9 @@ class Architecture:
     mtp_layers: int = 0
     per_layer_input_dim: int = 0
     per_layer_input_vocab: int = 0
+    #: RMS norms of width D per layer: 2 (before attention and before the MLP), 4 for Gemma 2/3/3n/4,
+    #: which also normalise each block's output ("sandwich" norms)
+    norms_per_layer: int = 2
 
     kind = "architecture"
 
@@ -270,6 +273,9 @@ class Architecture:
         _positive("mtp_layers", self.mtp_layers, allow_zero=True)
         _positive("per_layer_input_dim", self.per_layer_input_dim, allow_zero=True)
         _positive("per_layer_input_vocab", self.per_layer_input_vocab, allow_zero=True)
+        if isinstance(self.norms_per_layer, bool) or not isinstance(self.norms_per_layer, int) \
+                or not 1 <= self.norms_per_layer <= 8:
+            raise K3InputError("norms_per_layer", f"{self.norms_per_layer!r}", "a whole number from 1 to 8")
         if sum(g.count for g in self.attention) != self.num_layers:
             raise K3InputError("attention", f"layer groups cover {sum(g.count for g in self.attention)} layers, "
                                f"the model has {self.num_layers}")
@@ -300,7 +306,7 @@ class Architecture:
             "shared_experts": m.moe_layers * 3 * d * m.shared_intermediate * m.n_shared_experts,
             "routed_experts": m.moe_layers * m.n_routed_experts * m.expert_params(d),
             "moe_other": m.moe_layers * (router + latent + gate),
-            "norms": (2 * self.num_layers + 1) * d,
+            "norms": (self.norms_per_layer * self.num_layers + 1) * d,
         }
 
     @property

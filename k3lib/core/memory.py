@@ -220,7 +220,7 @@ def stage_weight_bytes_per_rank(model: Architecture, stage: Architecture, *, bit
     bit = lambda group: bits.get(group, bits.get("*", 16))  # noqa: E731
     rep_attn = sum(grp.count * replicated_attention_params(grp, d) for grp in stage.attention)
     rep_moe = stage.mlp.moe_layers * replicated_moe_params(stage)
-    norms = (2 * stage.num_layers + (1 if last else 0)) * d
+    norms = (stage.norms_per_layer * stage.num_layers + (1 if last else 0)) * d
     embedding = g["embedding"] if first else 0
     if not last:
         lm_head = 0

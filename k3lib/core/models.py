@@ -86,7 +86,7 @@ def architecture_from_dict(doc: Mapping[str, Any]) -> Architecture:
         keys = ("id", "name", "hidden_size", "vocab_size", "num_layers", "max_context_tokens",
                 "tie_word_embeddings", "native_formats", "source", "notes", "family",
                 "official_params_total", "official_params_active", "mtp_layers", "per_layer_input_dim",
-                "per_layer_input_vocab")
+                "per_layer_input_vocab", "norms_per_layer")
         return Architecture(attention=groups, mlp=mlp, **{k: doc[k] for k in keys if k in doc})
     except (KeyError, TypeError) as exc:
         raise K3InputError("model", f"malformed architecture document: {exc}") from None

@@ -443,10 +443,14 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
             raise K3InputError(f"gguf.{arch}.feed_forward_length", f"missing in {source} (nor ffn_up tensors)")
         mlp = MLPSpec(dense_layers=n_layers_main, dense_intermediate=int(ffn))
     tie = "output.weight" not in shapes
+    # per-layer RMS norms of width D (Gemma's post-attention/post-FFN norms make 4): counted on layer 0
+    norms = sum(1 for n in ("attn_norm", "ffn_norm", "post_attention_norm", "post_ffw_norm")
+                if shapes.get(f"blk.0.{n}.weight") == (d,))
     name = meta.get("general.name") if isinstance(meta.get("general.name"), str) else id
     return Architecture(id=id, name=name or id, hidden_size=d, vocab_size=int(vocab), num_layers=n_layers_main,
                         attention=tuple(groups), mlp=mlp, max_context_tokens=int(ctx), tie_word_embeddings=tie,
-                        native_formats={"*": "bf16"}, source=source, family=f"gguf:{arch}")
+                        native_formats={"*": "bf16"}, source=source, family=f"gguf:{arch}",
+                        norms_per_layer=norms if 2 < norms <= 8 else 2)
 
 
 def load_gguf(path: "str | os.PathLike[str]", *, id: str | None = None) -> LoadedModel:

@@ -496,6 +496,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
         attention=tuple(groups), mlp=mlp, max_context_tokens=int(max_ctx), tie_word_embeddings=tie,
         native_formats=_native_formats(cfg, tc), source=src, family=mtype,
         mtp_layers=int(tc.get("num_nextn_predict_layers") or 0),
+        norms_per_layer=4 if mtype.startswith(("gemma2", "gemma3", "gemma4")) else 2,
         per_layer_input_dim=int(tc.get("hidden_size_per_layer_input") or 0),
         per_layer_input_vocab=int(tc.get("vocab_size_per_layer_input") or 0)
         if tc.get("hidden_size_per_layer_input") else 0,
