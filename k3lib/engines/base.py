@@ -96,7 +96,7 @@ ENGINES: dict[str, EngineProfile] = {
             "(R) and state (S) per layer; n_rs_seq (rollback snapshots) only for the families that support it",
             "compute buffer: a model of the worst-case graph — attention mask per cache (F16 with flash attention, "
             "F32 without) + without flash attention the F32 scores + n_ubatch × 4 B × (vocab + 2·FFN width + "
-            "3·hidden + heads·kv_lora for MLA); measured −1 … +3 % for GQA, −19 … +8 % elsewhere",
+            "3·hidden + heads·kv_lora for MLA); measured −1 … +3 % for GQA, −18 … +3 % elsewhere",
         ),
         calibration="data/measured/llamacpp-0c1e570-cpu.csv: 704 figures of a real llama.cpp build (tests/llamacpp), "
                     "all reproduced; compute buffers within the stated bands; public logs in data/measured/engine_logs.csv"),

@@ -205,6 +205,7 @@ def llamacpp_compute_buffer_bytes(model: Any, *, context_tokens: int, n_seq: int
       4 B (F32, without), $n_{kv}$ = the cache's cells (sliding caches: their own cells);
     * without flash attention, the F32 scores of the widest layer: heads × $n_{ubatch}$ × $n_{kv}$ × 4 B
       (for MLA, on top, the latent K converted per head);
+    * linear attention: one layer's F32 recurrent state for every sequence (×2 for a gated delta net);
     * the activations: $n_{ubatch}$ × 4 B × ($V + 2F + 3D + H·r_{kv}$) with flash attention (logits,
       the gate/up pair of the widest FFN F = dense width or active experts + shared, three
       residual-width buffers, and for absorbed MLA every head's query in the latent space of rank
@@ -213,8 +214,8 @@ def llamacpp_compute_buffer_bytes(model: Any, *, context_tokens: int, n_seq: int
     ``n_ctx`` is llama.cpp's whole context (default ``context_tokens × n_seq``). Measured on
     llama.cpp@0c1e570's CPU backend (``tests/llamacpp``, 12 settings per family; figures in
     ``data/measured/llamacpp-0c1e570-cpu.csv``): GQA dense and iSWA models −1.2 … +3.4 %, MoE
-    −10 … +1 %, the hybrid recurrent model −17 … +8 %, DeepSeek MLA −0.3 … −0.1 % with flash
-    attention and −17 % without, Kimi K3's KDA + MLA −19 … −7 % (its attention-residual block
+    −10 … +1 %, the hybrid gated-delta-net model −7 … −0.5 %, DeepSeek MLA −0.3 … −0.1 % with flash
+    attention and −17 % without, Kimi K3's KDA + MLA −18 … +3 % (its attention-residual block
     sums and the non-flash MLA path are not modelled).
     """
     arch, _ = _resolve_model(model)
@@ -232,6 +233,11 @@ def llamacpp_compute_buffer_bytes(model: Any, *, context_tokens: int, n_seq: int
     d = arch.hidden_size
     # absorbed MLA: every head's query is carried in the latent space (heads × kv_lora per token)
     latent_q = max((g.num_heads * g.kv_lora_rank for g in arch.attention if g.kind == "mla"), default=0)
+    # linear attention: the graph holds a layer's F32 recurrent state for every sequence — twice for a
+    # gated delta net (read and updated), once for KDA (measured on the tier's qwen3next and kimi-k3 models)
+    states = max(((2 if g.kind == "gdn" else 1) * g.recurrent_state_elements_per_layer * 4 * n_seq
+                  for g in arch.attention if g.kind in LINEAR_KINDS), default=0)
+    mask += states
     if flash_attn:
         return int(mask + n_ubatch * 4 * (arch.vocab_size + 2 * width + 3 * d + latent_q))
     heads = max((g.num_heads for g in arch.attention if g.kind not in LINEAR_KINDS), default=0)

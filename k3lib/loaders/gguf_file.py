@@ -356,17 +356,23 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
         v_mla = _scalar(meta, f"{arch}.attention.value_length_mla")
         qk_head = k_mla or key_len
         v_head = v_mla or val_len
+        mla_ids = [i for i in range(n_layers_main) if i not in set(recurrent)]
         if attn_layers:
             groups.append(AttentionGroup(kind="mla", count=attn_layers, num_heads=heads,
+                                         output_gate=any(f"blk.{i}.attn_gate.weight" in shapes for i in mla_ids),
                                          q_lora_rank=_scalar(meta, f"{arch}.attention.q_lora_rank") or 0,
                                          kv_lora_rank=int(kv_lora), qk_nope_head_dim=qk_head - rope,
                                          qk_rope_head_dim=rope, v_head_dim=v_head))
     elif attn_layers:
         window, slides = _swa_layers(arch, meta, n_layers_main)
         kv_attn = max(kv_list)
-        gqa = dict(num_heads=max(h for h in head_count if h) if any(head_count) else heads,
+        q_heads = max(h for h in head_count if h) if any(head_count) else heads
+        first_attn = next((i for i in range(n_layers_main) if i not in set(recurrent)), 0)
+        q_shape = shapes.get(f"blk.{first_attn}.attn_q.weight") or (0, 0)
+        gqa = dict(num_heads=q_heads,
                    kv_heads=kv_attn, head_dim=key_len, v_head_dim=val_len if val_len != key_len else 0,
-                   qk_norm=any(n.endswith(".attn_q_norm.weight") for n in shapes))
+                   qk_norm=any(n.endswith(".attn_q_norm.weight") for n in shapes),
+                   output_gate=len(q_shape) > 1 and q_shape[1] == 2 * q_heads * key_len)   # q and its gate fused
         # KV-sharing layers: the last ones read an earlier layer's cache (llama.cpp's n_layer_kv_from_start:
         # Gemma-3n fixes it at 20 layers, src/models/gemma3n.cpp; Gemma 4 writes attention.shared_kv_layers)
         shared_n = int(_scalar(meta, f"{arch}.attention.shared_kv_layers", 0) or 0)
@@ -393,8 +399,10 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
             kda_dim = _scalar(meta, f"{arch}.kda.head_dim") or _scalar(meta, f"{arch}.kda_head_dim") or state
             if not kda_dim:
                 raise K3InputError(f"gguf.{arch}.ssm.state_size", f"missing in {source}: the KDA layers' head dim")
+            g_shape = shapes.get(f"blk.{recurrent[0]}.ssm_g.weight")
             groups.append(AttentionGroup(kind="kda", count=len(recurrent), num_heads=heads, head_dim=int(kda_dim),
-                                         v_head_dim=int(kda_dim), conv_kernel=int(conv)))
+                                         v_head_dim=int(kda_dim), conv_kernel=int(conv),
+                                         full_rank_gate=g_shape == (d, heads * int(kda_dim))))
         else:
             nk = _scalar(meta, f"{arch}.ssm.group_count")
             nv = _scalar(meta, f"{arch}.ssm.time_step_rank")

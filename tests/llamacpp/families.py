@@ -134,8 +134,14 @@ def strip_optional(src: "str | Path", dst: "str | Path", meta: "str | Path | Non
             w.add_key_value(name, f.contents(), vtype, sub_type=f.types[-1])
         else:
             w.add_key_value(name, f.contents(), vtype)
+    # a gated-delta-net layer may be written fused (ssm_in) or split (attn_qkv + attn_gate); llama.cpp
+    # created both from the metadata, a converter writes one: keep the fused form
+    fused = {t.name.split(".")[1] for t in reader.tensors if t.name.endswith(".ssm_in.weight")}
     for t in reader.tensors:
         if t.name.endswith(_OPTIONAL_SUFFIXES) or (t.name in _OPTIONAL_NAMES and arch not in _KEEP_ROPE_FREQS):
+            continue
+        if t.name.startswith("blk.") and t.name.split(".")[1] in fused and \
+                t.name.endswith((".attn_qkv.weight", ".attn_gate.weight")):
             continue
         w.add_tensor(t.name, t.data, raw_shape=tuple(int(x) for x in reversed(t.shape)), raw_dtype=t.tensor_type)
     w.write_header_to_file()
