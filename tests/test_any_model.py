@@ -561,7 +561,7 @@ def test_figures_reproduced_per_engine_counts_the_public_logs():
     from k3lib.core.data import data_file
     with data_file("measured", "llamacpp-0c1e570-cpu.csv").open(encoding="utf-8", newline="") as fh:
         tier = [r for r in csv.DictReader(fh) if r["kind"] != "compute MiB"]
-    row = t.loc["llama.cpp@0c1e570 (built and measured by the tests)"]
+    row = t.loc["llama.cpp@0c1e570, measured here"]
     assert (row["figures"], row["reproduced"], row["logs read"]) == (len(tier), len(tier), 84) == (704, 704, 84)
     # Ollama: the Llama 3.1 70B Q4_0 model size (1 prediction); the partial-offload KV split (1 consistency check)
     assert (t.loc["ollama", "figures"], t.loc["ollama", "reproduced"]) == (1, 1)

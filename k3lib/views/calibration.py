@@ -201,7 +201,7 @@ def figures_reproduced_table(logs: pd.DataFrame | None = None, calibration: pd.D
     from k3lib.core.data import read_csv_rows
 
     tier = [r for r in read_csv_rows(LLAMACPP_TIER_CSV) if r["kind"] != "compute MiB"]
-    rows.append({"engine": "llama.cpp@0c1e570 (built and measured by the tests)", "figures": len(tier),
+    rows.append({"engine": "llama.cpp@0c1e570, measured here", "figures": len(tier),
                  "reproduced": sum(r["match"] == "True" for r in tier),
                  "logs read": len({(r["family"], r["setting"]) for r in tier}),
                  "log consistency checks passed": 0, "before (figures / reproduced)": "0 / 0"})
