@@ -164,3 +164,18 @@ def test_gemma_counts_its_sandwich_norms():
     with pytest.raises(K3InputError) as exc:
         dataclasses.replace(g, norms_per_layer=0)
     assert exc.value.field == "norms_per_layer"
+
+
+def test_engine_estimate_takes_ik_mla_and_snapshots():
+    from k3lib.engines import estimate_for_engine
+
+    # ik_llama.cpp -mla 2, q8_0 latent, 32K on one GPU: PR 259's 1,166.62 MiB c^KV (see above), no kv^T
+    est = estimate_for_engine("llama.cpp", model="deepseek-r1", gpu="h200", gpus=1, context=32768, kv_dtype="q8_0",
+                              flash_attn=False, ik_mla=2)
+    assert est.kv_needed_bytes == 61 * 32768 * 612
+    # Kimi K3 with 3 rollback snapshots per sequence: the KDA state rows quadruple, the MLA cache does not
+    base = estimate_for_engine("llama.cpp", model="kimi-k3", gpu="h200", gpus=8, context=8192)
+    snap = estimate_for_engine("llama.cpp", model="kimi-k3", gpu="h200", gpus=8, context=8192, n_rs_seq=3)
+    from k3lib.engines.llamacpp import llamacpp_memory
+    m = llamacpp_memory("kimi-k3", n_ctx=8192)
+    assert (snap.kv_needed_bytes - base.kv_needed_bytes) * 8 == 3 * (m["r"] + m["s"])

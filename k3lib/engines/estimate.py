@@ -29,7 +29,8 @@ def estimate_for_engine(engine: "str | EngineProfile", *, model: Any = "kimi-k3"
     ``max_num_batched_tokens``, ``vllm_version`` (the rules of that release, :func:`~k3lib.engines.vllm.vllm_rules`;
     default the newest modelled; a V0 release profiles ``context`` tokens as its max_model_len); llama.cpp ``flash_attn``, ``type_k``, ``type_v``,
     ``n_ubatch``, ``swa_full``, ``kv_unified``, ``n_gpu_layers`` (``-ngl``; -1 = all), ``override_tensor``
-    (``-ot PATTERN=CPU`` patterns); SGLang ``mem_fraction_static``.
+    (``-ot PATTERN=CPU`` patterns), ``n_rs_seq`` (recurrent snapshots), ``ik_mla`` (ik_llama.cpp's ``-mla``
+    mode); SGLang ``mem_fraction_static``.
     """
     from k3lib.core.units import parse_context_tokens, parse_positive_int
 
@@ -114,7 +115,8 @@ def estimate_for_engine(engine: "str | EngineProfile", *, model: Any = "kimi-k3"
         type_v = options.get("type_v") or type_k
         ub = options.get("n_ubatch", 512)
         cache = dict(n_seq=n_batch, flash_attn=fa, type_k=type_k, type_v=type_v, n_ubatch=ub,
-                     swa_full=options.get("swa_full", False), kv_unified=options.get("kv_unified", False))
+                     swa_full=options.get("swa_full", False), kv_unified=options.get("kv_unified", False),
+                     n_rs_seq=options.get("n_rs_seq", 0), ik_mla=options.get("ik_mla"))
         mem = llamacpp_memory(model, n_ctx=ctx * n_batch, **cache)
         ngl = options.get("n_gpu_layers")
         ot = tuple(options.get("override_tensor") or ())
