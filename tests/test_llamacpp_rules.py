@@ -179,3 +179,18 @@ def test_engine_estimate_takes_ik_mla_and_snapshots():
     from k3lib.engines.llamacpp import llamacpp_memory
     m = llamacpp_memory("kimi-k3", n_ctx=8192)
     assert (snap.kv_needed_bytes - base.kv_needed_bytes) * 8 == 3 * (m["r"] + m["s"])
+
+
+
+def test_offload_split_of_a_model_with_four_norms_per_layer():
+    # Gemma 3 27B (4 norms per layer, tied head), -ngl 1: only the output layer on the GPU, which for a
+    # tied model is the final norm alone: 5,376 × 2 B in BF16; every other byte stays on the host
+    from k3lib.core.memory import weights_bytes_by_group
+    from k3lib.core.models import get_model
+    from k3lib.engines.llamacpp import llamacpp_offload_split
+
+    g = get_model("gemma-3-27b")
+    assert g.tie_word_embeddings and g.norms_per_layer == 4
+    s = llamacpp_offload_split("gemma-3-27b", n_gpu_layers=1, n_ctx=4096, weights="bf16")
+    assert s["gpu"]["weights"] == 5376 * 2
+    assert s["host"]["weights"] == sum(weights_bytes_by_group(g, "bf16").values()) - 5376 * 2

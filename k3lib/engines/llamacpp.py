@@ -313,20 +313,19 @@ def llamacpp_offload_split(model: Any, *, n_gpu_layers: int, n_ctx: int, weights
     """
     import re
 
-    pats = [re.compile(p) for p in override_tensor]
     from k3lib.core.layout import layer_sequence, stage_architecture
     from k3lib.core.memory import weights_bytes_by_group
 
+    pats = [re.compile(p) for p in override_tensor]
     arch, loaded = _resolve_model(model)
     on_gpu, output_on_gpu = llamacpp_gpu_layers(arch.num_layers, n_gpu_layers)
     seq = layer_sequence(arch)
     parts = {"gpu": [seq[i] for i in on_gpu], "host": [seq[i] for i in range(arch.num_layers) if i not in on_gpu]}
-    out: dict[str, Any] = {"gpu_layers": len(on_gpu) + int(output_on_gpu)}
-    exact = loaded is not None and getattr(loaded, "exact", False) and weights == "native" and loaded.bytes_by_layer
-    if exact and loaded.tensors:                    # every tensor on its device, overrides by name
-        gpu_set = set(on_gpu)
-        w = {"gpu": 0, "host": 0}
-        for t in loaded.tensors:
+    kv = {side: llamacpp_memory(stage_architecture(arch, layers), n_ctx=n_ctx, **cache)["total"] if layers else 0
+          for side, layers in parts.items()}
+    w = {"gpu": 0, "host": 0}
+    if loaded is not None and getattr(loaded, "exact", False) and weights == "native" and loaded.tensors:
+        for t in loaded.tensors:                    # every tensor on its device, overrides by name
             if t.group == "vision":
                 continue
             if any(p.search(t.name) for p in pats) or t.name.startswith("token_embd"):
@@ -334,45 +333,28 @@ def llamacpp_offload_split(model: Any, *, n_gpu_layers: int, n_ctx: int, weights
             elif t.layer is None or not 0 <= t.layer < arch.num_layers:
                 side = "gpu" if output_on_gpu else "host"
             else:
-                side = "gpu" if t.layer in gpu_set else "host"
+                side = "gpu" if t.layer in on_gpu else "host"
             w[side] += t.n_bytes
-        for side, layers in parts.items():
-            kv = llamacpp_memory(stage_architecture(arch, layers), n_ctx=n_ctx, **cache)["total"] if layers else 0
-            out[side] = {"weights": w[side], "kv": kv}
-        return out
-    if pats and not all(p.search("blk.0.ffn_up_exps.weight") for p in pats):
-        raise K3InputError("override_tensor", f"{list(override_tensor)} without a GGUF's tensor names",
-                           "a GGUF file as the model, or an expert pattern such as 'exps'")
-    if exact:
-        per_layer = dict(loaded.bytes_by_layer)
-        head = sum(b for g, b in loaded.weights_bytes_by_group.items() if g not in ("vision",)) - sum(
-            b for i, b in per_layer.items() if i is not None and 0 <= i < arch.num_layers)
-        emb = loaded.weights_bytes_by_group.get("embedding", 0)
     else:
+        if pats and not all(p.search("blk.0.ffn_up_exps.weight") for p in pats):
+            raise K3InputError("override_tensor", f"{list(override_tensor)} without a GGUF's tensor names",
+                               "a GGUF file as the model, or an expert pattern such as 'exps'")
         groups = weights_bytes_by_group(arch, weights)
         emb = groups.get("embedding", 0)
-        head = sum(groups.values()) - emb            # what no layer holds: reduced below to head + final norm
-    for side, layers in parts.items():
-        if layers:
+        head = sum(groups.values()) - emb           # what no layer holds: reduced below to head + final norm
+        for side, layers in parts.items():
+            if not layers:
+                continue
             sub = stage_architecture(arch, layers)
-            kv = llamacpp_memory(sub, n_ctx=n_ctx, **cache)["total"]
-            if exact:
-                w = sum(per_layer.get(i, 0) for i in (on_gpu if side == "gpu" else
-                                                     [j for j in range(arch.num_layers) if j not in on_gpu]))
-            else:
-                g = weights_bytes_by_group(sub, weights)
-                final_norm = g.get("norms", 0) // (2 * sub.num_layers + 1)     # a stage counts one final norm
-                w = sum(b for k, b in g.items() if k not in ("embedding", "lm_head")) - final_norm
-                head -= w
-        else:
-            kv = w = 0
-        out[side] = {"weights": w, "kv": kv}
-    non_layer = head - (emb if exact else 0)                # the output head and final norm
-    out["gpu" if output_on_gpu else "host"]["weights"] += non_layer
-    out["host"]["weights"] += emb
-    if pats and parts["gpu"]:                       # -ot exps=CPU: the GPU layers' routed experts go home
-        sub = stage_architecture(arch, parts["gpu"])
-        experts = weights_bytes_by_group(sub, weights).get("routed_experts", 0)
-        out["gpu"]["weights"] -= experts
-        out["host"]["weights"] += experts
-    return out
+            g = weights_bytes_by_group(sub, weights)
+            final_norm = g.get("norms", 0) // (sub.norms_per_layer * sub.num_layers + 1)   # a stage counts one
+            w[side] = sum(b for k, b in g.items() if k not in ("embedding", "lm_head")) - final_norm
+            head -= w[side]
+            if side == "gpu" and pats:              # -ot exps=CPU: the GPU layers' routed experts go home
+                experts = g.get("routed_experts", 0)
+                w["gpu"] -= experts
+                w["host"] += experts
+        w["gpu" if output_on_gpu else "host"] += head   # the output head and final norm
+        w["host"] += emb
+    return {"gpu_layers": len(on_gpu) + int(output_on_gpu),
+            "gpu": {"weights": w["gpu"], "kv": kv["gpu"]}, "host": {"weights": w["host"], "kv": kv["host"]}}
