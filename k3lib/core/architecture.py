@@ -323,7 +323,7 @@ class Architecture:
         ($2D·D$). The embedding and output head are shared with the main model, so they
         are not counted here:
 
-        $P_{mtp} = n_{mtp}·(P_{attn} + P_{mlp} + 2D + 3D + 2D^2)$
+        $P_{mtp} = n_{mtp}·(P_{attn} + P_{mlp} + n_{norm}·D + 3D + 2D^2)$ ($n_{norm}$ = the layer's norms, 2)
         """
         if not self.mtp_layers:
             return {}
@@ -332,8 +332,8 @@ class Architecture:
         for g in self.attention:      # the last layer of MLA/GQA models: a caching attention kind
             if g.kind in ("full", "mla"):
                 attn = g
-        out = {"attention": n * attn.params_per_layer(d), "norms": n * (2 * d + 3 * d), "moe_other": 0,
-               "dense_mlp": 0, "shared_experts": 0, "routed_experts": 0, "mtp_proj": n * 2 * d * d}
+        out = {"attention": n * attn.params_per_layer(d), "norms": n * (self.norms_per_layer * d + 3 * d),
+               "moe_other": 0, "dense_mlp": 0, "shared_experts": 0, "routed_experts": 0, "mtp_proj": n * 2 * d * d}
         if m.moe_layers:
             router = m.n_routed_experts * d + (m.n_routed_experts if (m.router_bias or m.router_score_bias) else 0)
             latent = (2 * d * m.latent_dim + m.latent_dim) if m.latent_dim else 0

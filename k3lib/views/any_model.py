@@ -263,7 +263,7 @@ def params_worked_table(model: "str | os.PathLike[str] | LoadedModel" = "llama-3
             ("attention per layer", f"2·D·N_q·H + 2·D·K·H = 2·{d:,}·{nq}·{h} + 2·{d:,}·{k}·{h}"
              + (" + biases" if bias else ""), 2 * d * nq * h + 2 * d * k * h + bias),
             ("MLP per layer", f"3·D·I = 3·{d:,}·{i:,}", 3 * d * i),
-            ("norms per layer", f"2·D = 2·{d:,}", 2 * d)]
+            ("norms per layer", f"{arch.norms_per_layer}·D = {arch.norms_per_layer}·{d:,}", arch.norms_per_layer * d)]
     per_layer = sum(r[2] for r in rows[1:])
     rows += [("all layers", f"L·(…) = {n_l}·{per_layer:,}", n_l * per_layer),
              ("final norm", "D", d),
