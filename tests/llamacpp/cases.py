@@ -27,6 +27,21 @@ def setting_id(s: dict[str, Any]) -> str:
     return "-".join(f"{k}={v}" for k, v in s.items())
 
 
+def cache_kwargs(s: dict[str, Any]) -> dict[str, Any]:
+    """A setting as :func:`~k3lib.engines.llamacpp.llamacpp_memory` takes it (llama.cpp's defaults filled in)."""
+    return dict(n_ctx=s["n_ctx"], n_seq=s.get("n_seq", 1), flash_attn=s.get("flash_attn", True),
+                type_k=s.get("type_k", "f16"), type_v=s.get("type_v", "f16"), n_ubatch=s.get("n_ubatch", 512),
+                swa_full=s.get("swa_full", False), kv_unified=s.get("kv_unified", False),
+                n_rs_seq=s.get("n_rs_seq", 0))
+
+
+def compute_kwargs(s: dict[str, Any]) -> dict[str, Any]:
+    """A setting as :func:`~k3lib.engines.llamacpp.llamacpp_compute_buffer_bytes` takes it."""
+    c = cache_kwargs(s)
+    return dict(context_tokens=c["n_ctx"], n_ctx=c["n_ctx"], n_seq=c["n_seq"], flash_attn=c["flash_attn"],
+                n_ubatch=c["n_ubatch"], swa_full=c["swa_full"], kv_unified=c["kv_unified"])
+
+
 @dataclass(frozen=True)
 class Row:
     """One compared figure: what llama.cpp printed and what the workbook predicts, as printed."""
@@ -52,11 +67,7 @@ def predicted_rows(family: str, loaded: Any, s: dict[str, Any], m: Measured) -> 
 
     sid = setting_id(s)
     try:
-        mem = llamacpp_memory(loaded, n_ctx=s["n_ctx"], n_seq=s.get("n_seq", 1),
-                              flash_attn=s.get("flash_attn", True), type_k=s.get("type_k", "f16"),
-                              type_v=s.get("type_v", "f16"), n_ubatch=s.get("n_ubatch", 512),
-                              swa_full=s.get("swa_full", False), kv_unified=s.get("kv_unified", False),
-                              n_rs_seq=s.get("n_rs_seq", 0))
+        mem = llamacpp_memory(loaded, **cache_kwargs(s))
     except K3InputError as exc:                    # the workbook refuses: llama.cpp must refuse too
         return [Row(family, sid, f"refused ({exc.field})", str(m.exact["ok"]), "False", True)]
     rows: list[Row] = [Row(family, sid, "context created", str(m.exact["ok"]), "True", True)]

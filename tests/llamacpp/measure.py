@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .cases import SETTINGS, predicted_rows, setting_id
+from .cases import SETTINGS, compute_kwargs, predicted_rows, setting_id
 from .engine import measure
 from .families import FAMILIES
 
@@ -31,11 +31,7 @@ def measure_rows(paths: dict[str, Path]) -> list[dict[str, Any]]:
                              "kind": "exact" if r.exact else "printed MiB", "logged": r.logged,
                              "predicted": r.predicted, "match": r.match, "error_pct": "", "source": SOURCE})
             if m.exact["ok"]:
-                pred = llamacpp_compute_buffer_bytes(loaded, context_tokens=s["n_ctx"], n_ctx=s["n_ctx"],
-                                                     n_seq=s.get("n_seq", 1), flash_attn=s.get("flash_attn", True),
-                                                     n_ubatch=s.get("n_ubatch", 512),
-                                                     swa_full=s.get("swa_full", False),
-                                                     kv_unified=s.get("kv_unified", False))
+                pred = llamacpp_compute_buffer_bytes(loaded, **compute_kwargs(s))
                 logged = float(m.compute_mib["CPU"])
                 rows.append({"family": family, "setting": setting_id(s), "quantity": "compute buffer (MiB)",
                              "kind": "compute MiB", "logged": f"{logged:.2f}", "predicted": f"{pred / 2**20:.2f}",

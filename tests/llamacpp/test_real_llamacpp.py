@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from .cases import SETTINGS, predicted_rows, setting_id
+from .cases import SETTINGS, compute_kwargs, predicted_rows, setting_id
 from .engine import measure
 from .families import FAMILIES
 from .models import QUANTIZED
@@ -96,10 +96,7 @@ def test_compute_buffer_is_within_the_stated_band(tier_models, family):
         if not m.exact["ok"]:
             continue
         logged = float(m.compute_mib["CPU"]) * 2**20
-        pred = llamacpp_compute_buffer_bytes(loaded, context_tokens=s["n_ctx"], n_ctx=s["n_ctx"],
-                                             n_seq=s.get("n_seq", 1), flash_attn=s.get("flash_attn", True),
-                                             n_ubatch=s.get("n_ubatch", 512), swa_full=s.get("swa_full", False),
-                                             kv_unified=s.get("kv_unified", False))
+        pred = llamacpp_compute_buffer_bytes(loaded, **compute_kwargs(s))
         err = 100 * (pred - logged) / logged
         assert lo <= err <= hi, f"{setting_id(s)}: predicted {pred:,} B, llama.cpp {logged:,.0f} B ({err:+.1f} %)"
         checked += 1
