@@ -1,6 +1,7 @@
 """``k3plan check-log LOG``: read a vLLM, SGLang, llama.cpp or Ollama log, take its
-configuration and every memory line, predict the same quantities with the engine's
-profile, and show logged vs predicted per component with the error and the rule.
+configuration and every memory line (:mod:`k3lib.engines.logparse`), predict the same quantities
+with the engine's profile (the GGUF engines in :mod:`k3lib.engines.logcheck_gguf`, vLLM and SGLang
+here), and show logged vs predicted per component with the error and the rule.
 
 Lines that look like memory figures but match no known pattern are listed, never
 guessed. A quantity the log does not let us predict (the model is not named, a
@@ -17,13 +18,13 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from k3lib.core.memory import kv_heads_per_rank
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GiB, MiB
+from k3lib.engines.logparse import ENGINES_READ, Logged, detect_engine, parse_log
 
-ENGINES_READ = ("vllm", "sglang", "llama.cpp", "ollama")
 #: tolerances of the engine rules (issue 16): KV 0.5 %, weights 3 %
 KV_TOLERANCE_PCT = 0.5
 WEIGHTS_TOLERANCE_PCT = 3.0
@@ -31,19 +32,6 @@ WEIGHTS_TOLERANCE_PCT = 3.0
 #: (llamacpp_compute_buffer_bytes; data/measured/llamacpp-0c1e570-cpu.csv)
 COMPUTE_TOLERANCE_PCT = 20.0
 
-_NUM = r"([\d][\d,]*(?:\.\d+)?)"
-_MEMORY_HINT = re.compile(r"(MiB|GiB|\bGB\b|\bMB\b|KV cache|KV self|buffer size|#tokens|GPU blocks|memory)", re.I)
-
-
-@dataclass(frozen=True)
-class Logged:
-    """One figure read from the log: ``quantity`` in ``unit`` (bytes for memory)."""
-
-    quantity: str
-    value: float
-    unit: str
-    line: int
-    text: str
 
 
 @dataclass(frozen=True)
@@ -74,398 +62,6 @@ class LogCheck:
     @property
     def within_count(self) -> int:
         return sum(r.within for r in self.rows)
-
-
-# ----------------------------------------------------------------------------- reading
-
-def detect_engine(text: str) -> str:
-    """'ollama', 'llama.cpp', 'sglang' or 'vllm' from tell-tale lines; K3InputError otherwise."""
-    if re.search(r"ollama\[\d+\]|source=server\.go|level=INFO source=|ollama-\d", text):
-        return "ollama"
-    if re.search(r"llama_kv_cache|llama_new_context_with_model|llama_init_from_model|llama_context:|load_tensors:", text):
-        return "llama.cpp"
-    if re.search(r"KV Cache is allocated|Load weight end|sglang|mem_fraction_static", text):
-        return "sglang"
-    if re.search(r"Model loading took|Loading model weights took|GPU KV cache size|GPU blocks|vllm", text, re.I):
-        return "vllm"
-    raise K3InputError("LOG", "no vLLM, SGLang, llama.cpp or Ollama memory line found",
-                       "a log printed by one of " + ", ".join(ENGINES_READ))
-
-
-def _f(s: str) -> float:
-    return float(s.replace(",", ""))
-
-
-# (engine family, compiled pattern, handler(match, config, figures, line_no, text)) -------------
-Handler = Callable[[re.Match, dict, list, int, str], None]
-_PATTERNS: list[tuple[str, re.Pattern, Handler]] = []
-
-
-def _rule(family: str, pattern: str):
-    def deco(fn: Handler) -> Handler:
-        _PATTERNS.append((family, re.compile(pattern), fn))
-        return fn
-    return deco
-
-
-def _add(figs, q, v, unit, n, t):
-    figs.append(Logged(q, v, unit, n, t.strip()))
-
-
-# llama.cpp and Ollama (Ollama's runner is llama.cpp)
-@_rule("gguf", r"\bn_ctx\s*=\s*(\d+)")
-def _n_ctx(m, cfg, figs, n, t):
-    cfg.setdefault("n_ctx", int(m.group(1)))
-
-
-@_rule("gguf", r"\bn_seq_max\s*=\s*(\d+)")
-def _n_seq(m, cfg, figs, n, t):
-    cfg["n_seq_max"] = int(m.group(1))
-
-
-@_rule("gguf", r"\bflash_attn\s*=\s*(\w+)")
-def _fa(m, cfg, figs, n, t):
-    cfg["flash_attn"] = m.group(1).lower() in ("1", "true", "enabled", "on")
-
-
-@_rule("gguf", r"\bn_ctx_slot=(\d+)")
-def _n_ctx_slot(m, cfg, figs, n, t):
-    cfg.setdefault("n_ctx", int(m.group(1)))       # llama-server's slot line (one slot: the whole context)
-
-
-@_rule("gguf", r"\bmla_attn\s*=\s*(\d+)")
-def _mla_attn(m, cfg, figs, n, t):
-    cfg["ik_mla"] = int(m.group(1))                # ik_llama.cpp's -mla mode
-
-
-@_rule("gguf", r"layer\s+(\d+): n_embd_head_qk_rope = (\d+), kv_lora_rank = (\d+)")
-def _mla_dims(m, cfg, figs, n, t):
-    cfg.setdefault("mla_dims", {})[int(m.group(1))] = (int(m.group(2)), int(m.group(3)))
-
-
-@_rule("gguf", r"KV self size\s*=\s*" + _NUM + r" MiB, c\^KV \((\w+)\):\s*" + _NUM + r" MiB, kv\^T: (not used|"
-       + _NUM + " MiB)")
-def _kv_self_mla(m, cfg, figs, n, t):
-    # ik_llama.cpp's MLA cache: the latent c^KV (K) and, with -mla 1, its transposed copy kv^T (V, F16)
-    cfg["type_k"], cfg["type_v"] = m.group(2), "f16"
-    cfg["kvt_used"] = m.group(4) != "not used"
-    _add(figs, "KV total", _f(m.group(1)) * MiB, "B", n, t)
-    _add(figs, "K", _f(m.group(3)) * MiB, "B", n, t)
-    _add(figs, "V", _f(m.group(5)) * MiB if cfg["kvt_used"] else 0.0, "B", n, t)
-
-
-@_rule("gguf", r"\bn_ctx_seq\s*=\s*(\d+)")
-def _n_ctx_seq(m, cfg, figs, n, t):
-    cfg["n_ctx_seq"] = int(m.group(1))             # printed since llama.cpp's 256-cell padding (PR 17046)
-
-
-@_rule("gguf", r"\bkv_unified\s*=\s*(\w+)")
-def _kv_unified(m, cfg, figs, n, t):
-    cfg["kv_unified"] = m.group(1).lower() in ("1", "true")
-
-
-@_rule("gguf", r"\bn_rs_seq\s*=\s*(\d+)")
-def _n_rs_seq(m, cfg, figs, n, t):
-    cfg["n_rs_seq"] = int(m.group(1))
-
-
-@_rule("gguf", r"using full-size SWA cache")
-def _swa_full(m, cfg, figs, n, t):
-    cfg["swa_full"] = True
-
-
-@_rule("gguf", r"llama_memory_recurrent: size =\s*" + _NUM + r" MiB \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+) seqs"
-       r"\s+(\d+) rs_seq\), R \((\w+)\):\s*" + _NUM + r" MiB, S \((\w+)\):\s*" + _NUM + " MiB")
-def _rs_size(m, cfg, figs, n, t):
-    cfg["rs_cells"], cfg["n_rs_seq"] = int(m.group(2)), int(m.group(5))
-    _add(figs, "R", _f(m.group(7)) * MiB, "B", n, t)
-    _add(figs, "S", _f(m.group(9)) * MiB, "B", n, t)
-
-
-@_rule("gguf", r"\bn_ubatch\s*=\s*(\d+)")
-def _ubatch(m, cfg, figs, n, t):
-    cfg["n_ubatch"] = int(m.group(1))
-
-
-@_rule("gguf", r"layer\s+(\d+): n_embd_k_gqa = (\d+), n_embd_v_gqa = (\d+)")
-def _layer_dims(m, cfg, figs, n, t):
-    cfg.setdefault("layer_dims", {})[int(m.group(1))] = (int(m.group(2)), int(m.group(3)))
-
-
-@_rule("gguf", r"(?:print_info|llm_load_print_meta): (n_layer|n_embd_k_gqa|n_embd_v_gqa|n_head_kv)\s*=\s*(\d+)\s*$")
-def _meta(m, cfg, figs, n, t):
-    cfg[m.group(1)] = int(m.group(2))
-
-
-_FTYPE_NAMES = {"Q4_K - MEDIUM": "Q4_K_M", "Q4_K - SMALL": "Q4_K_S", "Q5_K - MEDIUM": "Q5_K_M", "Q5_K - SMALL": "Q5_K_S",
-                "Q3_K - MEDIUM": "Q3_K_M", "Q2_K - MEDIUM": "Q2_K", "Q6_K": "Q6_K"}
-
-
-@_rule("gguf", r"model ftype\s*=\s*(.+?)\s*$")
-def _ftype(m, cfg, figs, n, t):
-    raw = m.group(1).upper()
-    cfg["ftype"] = _FTYPE_NAMES.get(raw, raw.replace(" ", ""))
-
-
-@_rule("gguf", r"model size\s*=\s*" + _NUM + r" GiB")
-def _msize(m, cfg, figs, n, t):
-    _add(figs, "model size", _f(m.group(1)) * GiB, "B", n, t)
-
-
-@_rule("gguf", r"general\.name\s*=\s*(.+?)\s*$")
-def _gname(m, cfg, figs, n, t):
-    cfg.setdefault("model_name", m.group(1))
-
-
-@_rule("gguf", r"(\w+) KV buffer size\s*=\s*" + _NUM + r" MiB")
-def _kv_buf(m, cfg, figs, n, t):
-    _add(figs, f"KV buffer ({m.group(1)})", _f(m.group(2)) * MiB, "B", n, t)
-
-
-@_rule("gguf", r"KV self size\s*=\s*" + _NUM + r" MiB, K \((\w+)\):\s*" + _NUM + r" MiB, V \((\w+)\):\s*" + _NUM + " MiB")
-def _kv_self(m, cfg, figs, n, t):
-    cfg["type_k"], cfg["type_v"] = m.group(2), m.group(4)
-    _add(figs, "KV total", _f(m.group(1)) * MiB, "B", n, t)
-    _add(figs, "K", _f(m.group(3)) * MiB, "B", n, t)
-    _add(figs, "V", _f(m.group(5)) * MiB, "B", n, t)
-
-
-@_rule("gguf", r"size =\s*" + _NUM + r" MiB \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+)/\s*(\d+) seqs\), K \((\w+)\):\s*"
-       + _NUM + r" MiB, V \((\w+)\):\s*" + _NUM + " MiB")
-def _kv_size(m, cfg, figs, n, t):
-    cfg["cells"], cfg["kv_layers"] = int(m.group(2)), int(m.group(3))
-    cfg.setdefault("n_seq_max", int(m.group(4)))    # 'n/m seqs': sequences / streams
-    cfg["type_k"], cfg["type_v"] = m.group(6), m.group(8)
-    _add(figs, "KV total", _f(m.group(1)) * MiB, "B", n, t)
-    _add(figs, "K", _f(m.group(7)) * MiB, "B", n, t)
-    _add(figs, "V", _f(m.group(9)) * MiB, "B", n, t)
-
-
-@_rule("gguf", r"(\w+)\s+compute buffer size\s*=\s*" + _NUM + " MiB")
-def _compute(m, cfg, figs, n, t):
-    _add(figs, f"compute buffer ({m.group(1)})", _f(m.group(2)) * MiB, "B", n, t)
-
-
-@_rule("gguf", r"(\w+)\s+output buffer size\s*=\s*" + _NUM + " MiB")
-def _output(m, cfg, figs, n, t):
-    _add(figs, f"output buffer ({m.group(1)})", _f(m.group(2)) * MiB, "B", n, t)
-
-
-@_rule("gguf", r"(\w+)\s+input buffer size\s*=\s*" + _NUM + " MiB")
-def _input(m, cfg, figs, n, t):
-    _add(figs, f"input buffer ({m.group(1)})", _f(m.group(2)) * MiB, "B", n, t)
-
-
-@_rule("gguf", r"(?:load_tensors|llm_load_tensors):\s+(\w+)(?: model)? buffer size\s*=\s*" + _NUM + " MiB")
-def _model_buf(m, cfg, figs, n, t):
-    _add(figs, f"model buffer ({m.group(1)})", _f(m.group(2)) * MiB, "B", n, t)
-
-
-@_rule("gguf", r"offloaded (\d+)/(\d+) layers to GPU")
-def _offload(m, cfg, figs, n, t):
-    cfg["n_gpu_layers"], cfg["n_layer_total"] = int(m.group(1)), int(m.group(2))
-
-
-# vLLM
-@_rule("vllm", r"(?:Model loading took|Loading model weights took)\s+" + _NUM + r"\s*(GiB|GB)")
-def _v_weights(m, cfg, figs, n, t):
-    _add(figs, "weights", _f(m.group(1)) * GiB, "B", n, t)        # vLLM's "GB" is GiB (divides by 2^30)
-
-
-@_rule("vllm", r"Available KV cache memory:\s*" + _NUM + r"\s*GiB")
-def _v_avail(m, cfg, figs, n, t):
-    _add(figs, "available KV memory", _f(m.group(1)) * GiB, "B", n, t)
-
-
-@_rule("vllm", r"kv_cache_size=" + _NUM + r"GiB")
-def _v_avail0(m, cfg, figs, n, t):
-    _add(figs, "available KV memory", _f(m.group(1)) * GiB, "B", n, t)
-    cfg.setdefault("budget_format", "0.6.4")
-
-
-@_rule("vllm", r"GPU KV cache size:\s*" + _NUM + r" tokens")
-def _v_tokens(m, cfg, figs, n, t):
-    _add(figs, "KV cache tokens", _f(m.group(1)), "tokens", n, t)
-
-
-@_rule("vllm", r"GPU blocks:\s*(\d+)")
-def _v_blocks(m, cfg, figs, n, t):
-    _add(figs, "KV cache blocks", _f(m.group(1)), "blocks", n, t)
-
-
-@_rule("vllm", r"Maximum concurrency for " + _NUM + r" tokens per request:\s*" + _NUM + "x")
-def _v_conc(m, cfg, figs, n, t):
-    cfg["max_model_len"] = int(_f(m.group(1)))
-    _add(figs, "maximum concurrency", _f(m.group(2)), "x", n, t)
-
-
-@_rule("vllm", r"(?:total_gpu_memory)(?:=|\s+|\s*\()" + _NUM + r"\s*GiB")
-def _v_total(m, cfg, figs, n, t):
-    cfg["total_gpu_memory_bytes"] = _f(m.group(1)) * GiB
-
-
-@_rule("vllm", r"(?:vLLM (?:API server )?version|vLLM Version\s*:)\s*v?(\d+\.\d+(?:\.\d+)?[\w.+\-]*)")
-def _v_version(m, cfg, figs, n, t):
-    cfg.setdefault("vllm_version", m.group(1))
-
-
-@_rule("vllm", r"Initializing an? (V1 )?LLM engine \(v(\d+\.\d+(?:\.\d+)?[\w.+\-]*)\)")
-def _v_engine_version(m, cfg, figs, n, t):
-    cfg.setdefault("vllm_version", m.group(2))
-    cfg.setdefault("vllm_engine", "V1" if m.group(1) else "V0")
-
-
-@_rule("vllm", r"model weights take\s+" + _NUM + r"\s*GiB")
-def _v_budget_weights(m, cfg, figs, n, t):
-    cfg["weights_printed_bytes"] = _f(m.group(1)) * GiB
-    if not any(f.quantity == "weights" for f in figs):
-        _add(figs, "weights", cfg["weights_printed_bytes"], "B", n, t)
-    for key, pat in (("non_torch_memory_bytes", r"non_torch_memory(?: takes)?\s+([\d.]+)\s*GiB"),
-                     ("activation_bytes", r"activation peak memory(?: takes)?\s+([\d.]+)\s*GiB")):
-        hit = re.search(pat, t)
-        if hit:
-            cfg[key] = float(hit.group(1)) * GiB
-    hit = re.search(r"reserved for KV Cache is\s+([\d.]+)\s*GiB", t)
-    if hit:
-        _add(figs, "available KV memory", float(hit.group(1)) * GiB, "B", n, t)
-        cfg.setdefault("budget_format", "0.6.5+")
-
-
-@_rule("vllm", r"^\W*(?:\S+\s+)*?(non_torch_memory|PyTorch activation peak memory|available_kv_cache_memory)\s+"
-       + _NUM + r"\s*GiB\s*$")
-def _v_budget_table(m, cfg, figs, n, t):
-    v = _f(m.group(2)) * GiB
-    if m.group(1) == "available_kv_cache_memory":
-        _add(figs, "available KV memory", v, "B", n, t)
-        cfg.setdefault("budget_format", "0.6.5+")
-    else:
-        cfg["non_torch_memory_bytes" if m.group(1) == "non_torch_memory" else "activation_bytes"] = v
-
-
-@_rule("vllm", r"(?:non_torch_memory|peak_torch_memory|initial_memory_usage|memory_usage_post_profile)=" + _NUM + "GiB")
-def _v_profile(m, cfg, figs, n, t):
-    for k, v in re.findall(r"(non_torch_memory|peak_torch_memory)=([\d.]+)GiB", t):
-        cfg[k + "_bytes"] = float(v) * GiB
-
-
-@_rule("vllm", r"Setting attention block size to (\d+) tokens")
-def _v_hybrid_block(m, cfg, figs, n, t):
-    _add(figs, "hybrid attention block", float(m.group(1)), "tokens", n, t)
-
-
-@_rule("vllm", r"Padding mamba page size by " + _NUM + "%")
-def _v_hybrid_pad(m, cfg, figs, n, t):
-    _add(figs, "state page padding", _f(m.group(1)), "%", n, t)
-
-
-@_rule("vllm", r"gpu[_-]memory[_-]utilization[=:'\" (]+([\d.]+)")
-def _v_util(m, cfg, figs, n, t):
-    cfg["gpu_memory_utilization"] = float(m.group(1))
-
-
-@_rule("vllm", r"(?:tensor_parallel_size[=:'\" ]+|--tensor[-_]parallel(?:[-_]size)?[= ]+|--tp(?:-size)?\s+|tp_size=)(\d+)")
-def _v_tp(m, cfg, figs, n, t):
-    cfg["tp"] = int(m.group(1))
-
-
-@_rule("vllm", r"(?:pipeline_parallel_size[=:'\" ]+|--pipeline-parallel-size\s+)(\d+)")
-def _v_pp(m, cfg, figs, n, t):
-    cfg["pp"] = int(m.group(1))
-
-
-@_rule("vllm", r"kv[_-]cache[_-]dtype[=:'\" ]+(\w+)")
-def _v_kvd(m, cfg, figs, n, t):
-    cfg["kv_cache_dtype"] = m.group(1)
-
-
-@_rule("vllm", r"(?:\bmodel=|'model': |--model(?:-path)? |vllm serve |MODEL: )'?\"?([\w./\-]+)")
-def _v_model(m, cfg, figs, n, t):
-    cfg.setdefault("model_name", m.group(1).rstrip("'\","))
-
-
-# SGLang
-@_rule("sglang", r"Load weight end\..*?avail mem=" + _NUM + r" GB, mem usage=" + _NUM + " GB")
-def _s_weights(m, cfg, figs, n, t):
-    cfg["avail_after_load_bytes"] = _f(m.group(1)) * GiB
-    _add(figs, "weights", _f(m.group(2)) * GiB, "B", n, t)
-
-
-@_rule("sglang", r"KV Cache is allocated\.(?: dtype: ([\w.]+),)? #tokens: (\d+), K size: " + _NUM + " GB, V size: "
-       + _NUM + " GB")
-def _s_kv(m, cfg, figs, n, t):
-    if m.group(1):
-        cfg["kv_cache_dtype"] = m.group(1).replace("torch.", "")
-    cfg["pool_tokens"] = int(m.group(2))
-    _add(figs, "pool tokens", float(m.group(2)), "tokens", n, t)
-    _add(figs, "K", _f(m.group(3)) * GiB, "B", n, t)
-    _add(figs, "V", _f(m.group(4)) * GiB, "B", n, t)
-
-
-@_rule("sglang", r"Load weight begin\. avail mem=" + _NUM + " GB")
-def _s_before(m, cfg, figs, n, t):
-    cfg.setdefault("avail_before_load_bytes", _f(m.group(1)) * GiB)
-
-
-@_rule("sglang", r"(?:The available memory for KV cache is\s+" + _NUM + r" GB|initial available_bytes (\d+))")
-def _s_budget(m, cfg, figs, n, t):
-    v = _f(m.group(1)) * GiB if m.group(1) else float(m.group(2))
-    _add(figs, "KV budget", v, "B", n, t)
-
-
-@_rule("sglang", r"Memory pool end\. avail mem=" + _NUM + " GB")
-def _s_pool_end(m, cfg, figs, n, t):
-    _add(figs, "free after pool", _f(m.group(1)) * GiB, "B", n, t)
-
-
-@_rule("sglang", r"mem[_-]fraction[_-]static[= ]+([\d.]+)")
-def _s_frac(m, cfg, figs, n, t):
-    cfg["mem_fraction_static"] = float(m.group(1))
-
-
-@_rule("vllm", r"--max[_-]model[_-]len[= ]+(\d+)")
-def _v_max_len(m, cfg, figs, n, t):
-    cfg.setdefault("max_model_len", int(m.group(1)))
-
-
-#: handlers that only set configuration (a fixture's "# config:" header line may use them)
-_CONFIG_HANDLERS = {"_v_kvd", "_v_max_len", "_v_tp", "_v_pp", "_v_util", "_v_version", "_s_frac", "_n_ctx", "_fa",
-                    "_n_seq", "_ubatch"}
-
-_FAMILY = {"ollama": ("gguf",), "llama.cpp": ("gguf",), "vllm": ("vllm",), "sglang": ("sglang", "vllm")}
-
-
-def parse_log(text: str, engine: str | None = None) -> tuple[str, dict[str, Any], list[Logged], list[str]]:
-    """(engine, configuration, memory figures, unknown memory-looking lines) from a log's text."""
-    eng = engine or detect_engine(text)
-    if eng not in ENGINES_READ:
-        raise K3InputError("engine", f"{engine!r} is not an engine check-log reads", ", ".join(ENGINES_READ))
-    fams = _FAMILY[eng]
-    cfg: dict[str, Any] = {}
-    figs: list[Logged] = []
-    unknown: list[str] = []
-    header = True
-    for n, line in enumerate(text.splitlines(), 1):
-        if header and line.startswith("#"):
-            # a leading comment block (fixtures: the source); a "# config:" line there states settings the source
-            # gives in prose (read as configuration, never as a figure)
-            if line.startswith("# config:"):
-                for fam, pat, fn in _PATTERNS:
-                    m = pat.search(line)
-                    if fam in fams and m and fn.__name__ in _CONFIG_HANDLERS:
-                        fn(m, cfg, [], n, line)
-            continue
-        header = False
-        hit = False
-        for fam, pat, fn in _PATTERNS:
-            if fam not in fams:
-                continue
-            m = pat.search(line)
-            if m:
-                fn(m, cfg, figs, n, line)
-                hit = True
-        if not hit and _MEMORY_HINT.search(line) and re.search(r"\d", line):
-            unknown.append(f"{n}: {line.strip()[:160]}")
-    return eng, cfg, figs, unknown
 
 
 # ----------------------------------------------------------------------------- predicting
@@ -508,111 +104,6 @@ def _fig(figs: list[Logged], q: str) -> list[Logged]:
     return [f for f in figs if f.quantity == q]
 
 
-def _main_compute(figs):
-    """The compute buffer of the device that runs the graph: the first one not on the host (CUDA0,
-    ROCm0, Metal…), or the CPU's when the log has no other."""
-    comp = [f for f in figs if f.quantity.startswith("compute buffer")]
-    dev = [f for f in comp if not re.search(r"\((CPU|CUDA_Host|Host)\)", f.quantity)]
-    return (dev or comp or [None])[0]
-
-
-def _check_gguf(cfg, figs, arch, rows, missing, notes):
-    from k3lib.engines.llamacpp import _llamacpp_row_bytes
-
-    bufs = [f for f in figs if f.quantity.startswith("KV buffer (")]
-    prev = 0
-    for f in _fig(figs, "KV total"):              # each cache's buffer lines come just before its size line
-        mine = [b for b in bufs if prev < b.line < f.line]
-        prev = f.line
-        if mine:
-            rows.append(_row("KV buffers summed over devices", f.value, sum(b.value for b in mine), "B",
-                             KV_TOLERANCE_PCT, "llama.cpp allocates each layer's K and V on the device of its "
-                             "layer (-ngl / partial offload), so the per-device KV buffers add up to the total"))
-    for f in figs:
-        if f.quantity.startswith("compute buffer") and f is _main_compute(figs) and arch is not None \
-                and cfg.get("n_ctx") and not cfg.get("mla_dims"):
-            from k3lib.engines.llamacpp import llamacpp_compute_buffer_bytes
-            try:
-                pred = llamacpp_compute_buffer_bytes(
-                    arch, context_tokens=cfg["n_ctx"], n_ctx=cfg["n_ctx"], n_seq=cfg.get("n_seq_max", 1),
-                    flash_attn=cfg.get("flash_attn", True), n_ubatch=cfg.get("n_ubatch", 512),
-                    swa_full=cfg.get("swa_full", False), kv_unified=cfg.get("kv_unified", False))
-            except K3InputError as exc:
-                missing.append(f"{f.quantity}: {exc}")
-                continue
-            rows.append(_row(f.quantity, f.value, pred, "B", COMPUTE_TOLERANCE_PCT,
-                             "a model of llama.cpp's worst-case graph (mask per cache, scores without flash attention, "
-                             "logits + widest FFN + 3·hidden): an approximation, measured per family in tests/llamacpp"))
-        elif f.quantity.startswith(("compute buffer", "output buffer", "input buffer", "model buffer")):
-            missing.append(f"{f.quantity} = {f.value / MiB:,.2f} MiB: not predicted from a log (the host side of the "
-                           "compute graph, and the GGUF's tensor types, are not in it)")
-    for f in _fig(figs, "model size"):
-        if arch is None or not cfg.get("ftype"):
-            missing.append("model size: needs the model and its file type (model ftype line, --model)")
-            continue
-        from k3lib.engines.gguf_recipe import gguf_recipe_bytes
-        try:
-            pred = gguf_recipe_bytes(arch, cfg["ftype"])["total"]
-        except K3InputError as exc:
-            missing.append(f"model size: {exc}")
-            continue
-        rows.append(_row("model size (tensor data)", f.value, pred, "B", WEIGHTS_TOLERANCE_PCT,
-                         f"llama.cpp src/llama-quant.cpp llama_tensor_get_type (commit 007dbbf): per-tensor types of "
-                         f"a {cfg['ftype']} file from {arch.id}'s shapes"))
-    cells = cfg.get("cells") or cfg.get("n_ctx")
-    tk, tv = (cfg.get("type_k") or "f16").lower(), (cfg.get("type_v") or "f16").lower()
-    if arch is not None and cfg.get("n_ctx") and not cfg.get("layer_dims"):
-        _check_gguf_caches(cfg, figs, arch, rows, missing, tk, tv)
-        return
-    if cfg.get("mla_dims"):                         # ik_llama.cpp: latent rows, kv^T only with -mla 1
-        cfg["layer_dims"] = {i: (rank + rope, rank if cfg.get("kvt_used", True) else 0)
-                             for i, (rope, rank) in cfg["mla_dims"].items()}
-    dims = cfg.get("layer_dims")
-    if dims:
-        k_rows = [d[0] for d in dims.values()]
-        v_rows = [d[1] for d in dims.values()]
-        n_layers = max(dims) + 1
-        if len(dims) < n_layers:                       # an excerpt: the layers shown repeat one shape
-            k_rows = [k_rows[0]] * n_layers
-            v_rows = [v_rows[0]] * n_layers
-            notes.append(f"{len(dims)} of {n_layers} per-layer lines in the log; the others taken as the same shape")
-        source = ("the log's per-layer kv_lora_rank + n_embd_head_qk_rope (ik_llama.cpp's latent c^KV; its "
-                  "transposed kv^T, F16, only with -mla 1)" if cfg.get("mla_dims")
-                  else "the log's per-layer n_embd_k_gqa / n_embd_v_gqa")
-    elif cfg.get("n_layer") and cfg.get("n_embd_k_gqa"):
-        n_layers = cfg["n_layer"]
-        k_rows = [cfg["n_embd_k_gqa"]] * n_layers
-        v_rows = [cfg.get("n_embd_v_gqa", cfg["n_embd_k_gqa"])] * n_layers
-        source = "the log's n_layer × n_embd_k_gqa"
-    elif arch is not None:
-        k_rows, v_rows = [], []
-        for g in arch.attention:
-            if g.kind in ("full", "sliding"):
-                k_rows += [g.kv_heads * g.head_dim] * g.count
-                v_rows += [g.kv_heads * (g.v_head_dim or g.head_dim)] * g.count
-            elif g.kind == "mla":
-                k_rows += [g.kv_lora_rank + g.qk_rope_head_dim] * g.count
-                v_rows += [g.kv_lora_rank] * g.count
-        if any(g.kind == "sliding" for g in arch.attention):
-            notes.append("sliding-window layers costed at the full context here (iSWA logs print two caches)")
-        source = f"{arch.id}'s architecture"
-    else:
-        missing.append("K and V: the log names no layer shapes and no known model (pass --model)")
-        return
-    if not cells:
-        missing.append("K and V: the log has no n_ctx or cell count")
-        return
-    k_pred = sum(cells * _llamacpp_row_bytes(tk, r) for r in k_rows)
-    v_pred = sum(cells * _llamacpp_row_bytes(tv, r) for r in v_rows)
-    rule = (f"llama.cpp src/llama-kv-cache.cpp: cells ({cells:,}) × Σ layers row bytes of {{}} ({{}}), rows from "
-            f"{source}")
-    for q, pred, t in (("K", k_pred, tk), ("V", v_pred, tv)):
-        for f in _fig(figs, q):
-            rows.append(_row(f"{q} cache", f.value, pred, "B", KV_TOLERANCE_PCT, rule.format(q, t)))
-    for f in _fig(figs, "KV total"):
-        rows.append(_row("KV total", f.value, k_pred + v_pred, "B", KV_TOLERANCE_PCT, "K + V"))
-
-
 def _vllm_version_of(cfg, figs, notes) -> tuple[str, str | None]:
     """The version the log prints, else the oldest one whose lines match the log's format."""
     if cfg.get("vllm_version"):
@@ -632,48 +123,6 @@ def _vllm_version_of(cfg, figs, notes) -> tuple[str, str | None]:
         v, why = VLLM_DEFAULT_VERSION, "no version line; the newest rules modelled"
     notes.append(f"vLLM version not printed; rules of {v} taken from {why}")
     return v, ("V0" if fmt else None)
-
-
-def _check_gguf_caches(cfg, figs, arch, rows, missing, tk, tv):
-    """Each KV cache line (full, then sliding) and the recurrent line against
-    :func:`~k3lib.engines.llamacpp.llamacpp_memory` with the log's settings; the rule set follows
-    the log (an ``n_ctx_seq`` line means llama.cpp@0c1e570's 256-cell padding)."""
-    from k3lib.engines.llamacpp import llamacpp_memory
-
-    rules = "0c1e570" if "n_ctx_seq" in cfg else "2025"
-    try:
-        mem = llamacpp_memory(arch, n_ctx=cfg["n_ctx"], n_seq=cfg.get("n_seq_max", 1),
-                              flash_attn=cfg.get("flash_attn", True), type_k=tk, type_v=tv,
-                              n_ubatch=cfg.get("n_ubatch", 512), swa_full=cfg.get("swa_full", False),
-                              kv_unified=cfg.get("kv_unified", False), n_rs_seq=cfg.get("n_rs_seq", 0), rules=rules)
-    except K3InputError as exc:
-        missing.append(f"K and V: {exc}")
-        return
-    caches = []
-    if mem["k"] or mem["v"]:
-        caches.append(("", mem["cells"], mem["k"], mem["v"]))
-    if mem["swa_cells"]:
-        caches.append(("sliding-window ", mem["swa_cells"], mem["swa_k"], mem["swa_v"]))
-    def row(component, logged, predicted, unit, tol, rule):
-        # llama.cpp prints MiB to 2 decimals: a figure within half of its last digit is reproduced
-        r = _row(component, logged, predicted, unit, tol, rule)
-        return r if r.within or abs(predicted - logged) > 0.005 * MiB + 1 else dataclasses.replace(r, within=True)
-
-    rule = (f"llama.cpp src/llama-kv-cache.cpp (rules {rules}): {{}} cells × Σ {arch.id}'s layers of that cache "
-            f"× row bytes of {{}} ({{}})")
-    for (label, n_cells, k, v), fk, fv, ft in zip(caches, _fig(figs, "K"), _fig(figs, "V"), _fig(figs, "KV total")):
-        rows.append(row(f"{label}K cache", fk.value, k, "B", KV_TOLERANCE_PCT, rule.format(f"{n_cells:,}", "K", tk)))
-        if fv.value or v:
-            rows.append(row(f"{label}V cache", fv.value, v, "B", KV_TOLERANCE_PCT,
-                             rule.format(f"{n_cells:,}", "V", tv)))
-        rows.append(row(f"{label}KV total", ft.value, k + v, "B", KV_TOLERANCE_PCT, "K + V"))
-    if len(_fig(figs, "K")) != len(caches):
-        missing.append(f"the log has {len(_fig(figs, 'K'))} KV cache lines; {arch.id} has {len(caches)} caches")
-    for q, pred in (("R", mem["r"]), ("S", mem["s"])):
-        for f in _fig(figs, q):
-            rows.append(row(f"recurrent {q} ({'conv history' if q == 'R' else 'state'})", f.value, pred, "B",
-                             KV_TOLERANCE_PCT, f"llama.cpp src/llama-memory-recurrent.cpp: {mem['rs_rows']} rows "
-                             f"(sequences × (1 + n_rs_seq)) × F32 per recurrent layer"))
 
 
 def _check_vllm(cfg, figs, arch, rows, missing, notes):
@@ -869,6 +318,8 @@ def check_log(text: str, *, engine: str | None = None, model: Any = None, **over
     rows: list[CheckRow] = []
     missing: list[str] = []
     notes: list[str] = []
+    from k3lib.engines.logcheck_gguf import _check_gguf      # it imports this module's row helpers
+
     {"ollama": _check_gguf, "llama.cpp": _check_gguf, "vllm": _check_vllm, "sglang": _check_sglang}[eng](
         cfg, figs, arch, rows, missing, notes)
     cfg_out = {k: v for k, v in cfg.items() if k != "layer_dims"}
@@ -954,4 +405,5 @@ def cmd_check_log(args: argparse.Namespace) -> int:
 
 
 __all__ = ["check_log", "parse_log", "detect_engine", "render_log_check", "add_check_log_parser", "cmd_check_log",
-           "LogCheck", "CheckRow", "Logged", "KV_TOLERANCE_PCT", "WEIGHTS_TOLERANCE_PCT"]
+           "LogCheck", "CheckRow", "Logged", "ENGINES_READ", "KV_TOLERANCE_PCT", "WEIGHTS_TOLERANCE_PCT",
+           "COMPUTE_TOLERANCE_PCT"]
