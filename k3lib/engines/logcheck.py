@@ -66,9 +66,13 @@ class LogCheck:
 
 # ----------------------------------------------------------------------------- predicting
 
-def _row(component: str, logged: float, predicted: float, unit: str, tol: float, rule: str) -> CheckRow:
+def _row(component: str, logged: float, predicted: float, unit: str, tol: float, rule: str,
+         allowed: "tuple[float, float] | None" = None) -> CheckRow:
+    """Logged vs predicted; reproduced when within ``tol`` % or, with ``allowed`` = (lo, hi), when the
+    logged figure lies in what the engine's rounded prints leave open (lo ≤ logged ≤ hi)."""
     err = 100.0 * (predicted - logged) / logged if logged else (0.0 if not predicted else 100.0)
-    return CheckRow(component, logged, predicted, unit, round(err, 3), tol, abs(err) <= tol, rule)
+    within = abs(err) <= tol or (allowed is not None and allowed[0] <= logged <= allowed[1])
+    return CheckRow(component, logged, predicted, unit, round(err, 3), tol, within, rule)
 
 
 def _resolve(name: str | None, given: Any):
@@ -187,11 +191,11 @@ def _check_vllm(cfg, figs, arch, rows, missing, notes):
         pred = vllm_available_kv_bytes(total_bytes=total, gpu_memory_utilization=util, weights_bytes=w_pred,
                                        activation_bytes=act, non_torch_bytes=nt, vllm_version=version,
                                        engine=rules.engine)
-        r = _row("available KV memory", f.value, pred, "B", KV_TOLERANCE_PCT,
-                 f"{rules.label} budget rule '{rules.budget}': {util:g} × total − weights (predicted) − activation − "
-                 f"non-torch, {src}; each printed GiB is rounded to 0.01")
         slack = printed * 0.005 * GiB
-        rows.append(r if r.within or abs(pred - f.value) > slack else dataclasses.replace(r, within=True))
+        rows.append(_row("available KV memory", f.value, pred, "B", KV_TOLERANCE_PCT,
+                         f"{rules.label} budget rule '{rules.budget}': {util:g} × total − weights (predicted) − "
+                         f"activation − non-torch, {src}; each printed GiB is rounded to 0.01",
+                         allowed=(pred - slack, pred + slack)))
     if not avail:
         if _fig(figs, "KV cache tokens") or _fig(figs, "KV cache blocks"):
             missing.append("KV tokens/blocks: the log prints no available KV memory")
@@ -202,10 +206,10 @@ def _check_vllm(cfg, figs, arch, rows, missing, notes):
     for f in _fig(figs, "KV cache tokens"):
         pred = lay.tokens(int(a))
         lo, hi = lay.tokens(lo_b), lay.tokens(hi_b)
-        r = _row("KV cache tokens", f.value, pred, "tokens", KV_TOLERANCE_PCT,
-                 f"{rules.label}: ⌊available ÷ ({lay.page_bytes:,} B page × {lay.group_size} layers)⌋ ÷ "
-                 f"{lay.num_groups} group(s) × {lay.block_tokens}; the printed GiB (2 decimals) allows {lo:,}–{hi:,}")
-        rows.append(r if r.within or not (lo <= f.value <= hi) else dataclasses.replace(r, within=True))
+        rows.append(_row("KV cache tokens", f.value, pred, "tokens", KV_TOLERANCE_PCT,
+                         f"{rules.label}: ⌊available ÷ ({lay.page_bytes:,} B page × {lay.group_size} layers)⌋ ÷ "
+                         f"{lay.num_groups} group(s) × {lay.block_tokens}; the printed GiB (2 decimals) allows "
+                         f"{lo:,}–{hi:,}", allowed=(lo, hi)))
         if tp > 1 and f.value < lo:
             need = f.value / lay.block_tokens * lay.num_groups * lay.bytes_per_block / GiB
             notes.append(f"TP={tp}: every rank prints its own 'Available KV cache memory' and vLLM keeps the smallest "
@@ -215,21 +219,18 @@ def _check_vllm(cfg, figs, arch, rows, missing, notes):
     for f in _fig(figs, "KV cache blocks"):
         pred = lay.num_blocks(int(a))
         blo, bhi = lay.num_blocks(lo_b), lay.num_blocks(hi_b)
-        r = _row("KV cache blocks", f.value, pred, "blocks", KV_TOLERANCE_PCT,
-                 f"{rules.label}: ⌊available ÷ ({lay.page_bytes:,} B × {lay.group_size} layers)⌋ (V0 prints blocks); "
-                 f"the printed GiB allows {blo:,}–{bhi:,}")
-        rows.append(r if r.within or not (blo <= f.value <= bhi) else dataclasses.replace(r, within=True))
+        rows.append(_row("KV cache blocks", f.value, pred, "blocks", KV_TOLERANCE_PCT,
+                         f"{rules.label}: ⌊available ÷ ({lay.page_bytes:,} B × {lay.group_size} layers)⌋ (V0 prints "
+                         f"blocks); the printed GiB allows {blo:,}–{bhi:,}", allowed=(blo, bhi)))
     L = cfg.get("max_model_len")
     for f in _fig(figs, "maximum concurrency")[-1:]:
         pred = lay.max_concurrency(int(a), max_model_len=L)
         lo, hi = lay.max_concurrency(lo_b, max_model_len=L), lay.max_concurrency(hi_b, max_model_len=L)
         rule = ("blocks × block ÷ max_model_len" if lay.concurrency_rule == "tokens/len"
                 else "blocks ÷ Σ over groups of the blocks one max_model_len request needs")
-        r = _row("maximum concurrency", f.value, pred, "x", KV_TOLERANCE_PCT,
-                 f"{rules.label}: {rule} (L = {L:,}); printed to 2 decimals, the printed GiB allows "
-                 f"{lo:.3f}–{hi:.3f}")
-        ok = round(lo, 2) - 0.005 <= f.value <= round(hi, 2) + 0.005
-        rows.append(r if r.within or not ok else dataclasses.replace(r, within=True))
+        rows.append(_row("maximum concurrency", f.value, pred, "x", KV_TOLERANCE_PCT,
+                         f"{rules.label}: {rule} (L = {L:,}); printed to 2 decimals, the printed GiB allows "
+                         f"{lo:.3f}–{hi:.3f}", allowed=(round(lo, 2) - 0.005, round(hi, 2) + 0.005)))
 
 
 def _check_sglang(cfg, figs, arch, rows, missing, notes):
@@ -279,9 +280,9 @@ def _check_sglang_pool(cfg, figs, arch, tp, kv_b, rows, missing):
         pred_budget = sglang_kv_budget_bytes(available_after_load_bytes=after, total_before_load_bytes=before,
                                              mem_fraction_static=frac)
         for f in budget_logged[:1]:
-            r = _row("KV budget (rest memory)", f.value, pred_budget, "B", KV_TOLERANCE_PCT, rule)
-            ok = abs(pred_budget - f.value) <= n_printed * 0.005 * GiB
-            rows.append(r if r.within or not ok else dataclasses.replace(r, within=True))
+            slack = n_printed * 0.005 * GiB
+            rows.append(_row("KV budget (rest memory)", f.value, pred_budget, "B", KV_TOLERANCE_PCT, rule,
+                             allowed=(pred_budget - slack, pred_budget + slack)))
     cell = sglang_cell_bytes(arch, tp=tp, kv_dtype=kv_b) if arch is not None else 0
     for f in _fig(figs, "pool tokens"):
         budget = budget_logged[0].value if budget_logged else pred_budget
@@ -292,10 +293,9 @@ def _check_sglang_pool(cfg, figs, arch, tp, kv_b, rows, missing):
         slack = (0.005 if budget_logged else n_printed * 0.005) * GiB
         pred = int(budget) // cell
         lo, hi = int(budget - slack) // cell, int(budget + slack) // cell
-        r = _row("pool tokens", f.value, pred, "tokens", KV_TOLERANCE_PCT,
-                 f"⌊KV budget ÷ {cell:,} B per token slot⌋ ({'printed' if budget_logged else 'predicted'} budget; "
-                 f"its rounding allows {lo:,}–{hi:,})")
-        rows.append(r if r.within or not (lo <= f.value <= hi) else dataclasses.replace(r, within=True))
+        rows.append(_row("pool tokens", f.value, pred, "tokens", KV_TOLERANCE_PCT,
+                         f"⌊KV budget ÷ {cell:,} B per token slot⌋ ({'printed' if budget_logged else 'predicted'} "
+                         f"budget; its rounding allows {lo:,}–{hi:,})", allowed=(lo, hi)))
     for f in _fig(figs, "free after pool"):
         missing.append(f"free after pool = {f.value / GiB:,.2f} GiB: what is left after the pool (activations, "
                        "CUDA graphs) is not predicted")

@@ -3,7 +3,6 @@ state, the GPU's compute buffer, the model size) against the llama.cpp profile
 (:mod:`k3lib.engines.llamacpp`), with the rule behind each."""
 from __future__ import annotations
 
-import dataclasses
 import re
 
 from k3lib.core.errors import K3InputError
@@ -139,8 +138,8 @@ def _check_gguf_caches(cfg, figs, arch, rows, missing, tk, tv):
         caches.append(("sliding-window ", mem["swa_cells"], mem["swa_k"], mem["swa_v"]))
     def row(component, logged, predicted, unit, tol, rule):
         # llama.cpp prints MiB to 2 decimals: a figure within half of its last digit is reproduced
-        r = _row(component, logged, predicted, unit, tol, rule)
-        return r if r.within or abs(predicted - logged) > 0.005 * MiB + 1 else dataclasses.replace(r, within=True)
+        res = 0.005 * MiB + 1
+        return _row(component, logged, predicted, unit, tol, rule, allowed=(predicted - res, predicted + res))
 
     rule = (f"llama.cpp src/llama-kv-cache.cpp (rules {rules}): {{}} cells × Σ {arch.id}'s layers of that cache "
             f"× row bytes of {{}} ({{}})")
