@@ -183,8 +183,9 @@ def test_engine_estimate_takes_ik_mla_and_snapshots():
 
 
 def test_offload_split_of_a_model_with_four_norms_per_layer():
-    # Gemma 3 27B (4 norms per layer, tied head), -ngl 1: only the output layer on the GPU, which for a
-    # tied model is the final norm alone: 5,376 × 2 B in BF16; every other byte stays on the host
+    # Gemma 3 27B (4 norms per layer, tied head), -ngl 1: only the output layer on the GPU — the final norm
+    # (5,376 × 2 B in BF16) and the tied head, which llama.cpp loads as a second copy of the token embedding
+    # (V × 5,376 × 2 B); every layer and the embedding itself stay on the host
     from k3lib.core.memory import weights_bytes_by_group
     from k3lib.core.models import get_model
     from k3lib.engines.llamacpp import llamacpp_offload_split
@@ -192,5 +193,5 @@ def test_offload_split_of_a_model_with_four_norms_per_layer():
     g = get_model("gemma-3-27b")
     assert g.tie_word_embeddings and g.norms_per_layer == 4
     s = llamacpp_offload_split("gemma-3-27b", n_gpu_layers=1, n_ctx=4096, weights="bf16")
-    assert s["gpu"]["weights"] == 5376 * 2
+    assert s["gpu"]["weights"] == 5376 * 2 + g.vocab_size * 5376 * 2
     assert s["host"]["weights"] == sum(weights_bytes_by_group(g, "bf16").values()) - 5376 * 2

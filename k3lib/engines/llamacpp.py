@@ -224,7 +224,7 @@ def llamacpp_compute_buffer_bytes(model: Any, *, context_tokens: int, n_seq: int
                 m.experts_per_token * m.moe_intermediate + m.n_shared_experts * m.shared_intermediate)
     mem = llamacpp_memory(arch, n_ctx=n_ctx or context_tokens * n_seq, n_seq=n_seq, flash_attn=flash_attn,
                           n_ubatch=n_ubatch, swa_full=swa_full, kv_unified=kv_unified)
-    kv_cells = [mem["cells"] * (1 if kv_unified else 1)]
+    kv_cells = [mem["cells"]]
     if mem["swa_cells"]:
         kv_cells.append(mem["swa_cells"])
     if not (mem["k"] or mem["v"]):
@@ -256,19 +256,18 @@ def llamacpp_model_buffer_bytes(model: Any) -> int:
 
 
 def llamacpp_weights_bytes(model: Any, *, weights: str = "native") -> dict[str, int]:
-    """GPU and host weight bytes with every layer offloaded: token_embd stays on the host."""
+    """GPU and host weight bytes with every layer offloaded (``-ngl`` −1): the token embedding stays
+    on the host, and a tied output head is duplicated onto the GPU (:func:`llamacpp_offload_split`);
+    ``total`` is the checkpoint's bytes, counted once."""
     from k3lib.core.memory import weights_bytes_by_group
 
     arch, loaded = _resolve_model(model)
+    split = llamacpp_offload_split(model, n_gpu_layers=-1, n_ctx=256, weights=weights)
     if loaded is not None and loaded.exact and weights == "native":
-        groups = {g: b for g, b in loaded.weights_bytes_by_group.items() if g not in ("vision",)}
+        total = sum(b for g, b in loaded.weights_bytes_by_group.items() if g not in ("vision",))
     else:
-        groups = weights_bytes_by_group(arch, weights if weights != "native" else "native")
-    emb = groups.get("embedding", 0)
-    gpu = sum(groups.values()) - emb
-    if arch.tie_word_embeddings:
-        gpu += emb                                   # the tied output head is duplicated onto the GPU
-    return {"gpu": gpu, "host": emb, "total": sum(groups.values())}
+        total = sum(weights_bytes_by_group(arch, weights).values())
+    return {"gpu": split["gpu"]["weights"], "host": split["host"]["weights"], "total": total}
 
 
 
@@ -299,7 +298,8 @@ def llamacpp_offload_split(model: Any, *, n_gpu_layers: int, n_ctx: int, weights
     Each layer's weights and its KV (or recurrent state) sit on that layer's device
     (:func:`llamacpp_gpu_layers`; llama.cpp allocates the KV per layer on the layer's device,
     src/llama-kv-cache.cpp). The token embedding stays on the host; the output head and final norm
-    move with the output layer. Per-layer weights come from the GGUF's tensor table when ``model``
+    move with the output layer; a tied output head is a second copy of the embedding there. Per-layer
+    weights come from the GGUF's tensor table when ``model``
     is a GGUF, otherwise from the architecture; the order of layer kinds in a hybrid model is the
     workbook's assumed interleave (:func:`k3lib.core.layout.layer_sequence`). ``cache`` takes
     :func:`llamacpp_memory`'s settings (n_seq, type_k, type_v, flash_attn…).
@@ -356,5 +356,11 @@ def llamacpp_offload_split(model: Any, *, n_gpu_layers: int, n_ctx: int, weights
                 w["host"] += experts
         w["gpu" if output_on_gpu else "host"] += head   # the output head and final norm
         w["host"] += emb
+    if arch.tie_word_embeddings and output_on_gpu:
+        # a tied output head is the token embedding loaded a second time on the output layer's device
+        # (create_tensor(TOKEN_EMBD, …, TENSOR_DUPLICATED), src/models/llama.cpp, gemma3.cpp)
+        w["gpu"] += (sum(t.n_bytes for t in loaded.tensors if t.name.startswith("token_embd"))
+                     if loaded is not None and getattr(loaded, "exact", False) and weights == "native"
+                     and loaded.tensors else weights_bytes_by_group(arch, weights).get("embedding", 0))
     return {"gpu_layers": len(on_gpu) + int(output_on_gpu),
             "gpu": {"weights": w["gpu"], "kv": kv["gpu"]}, "host": {"weights": w["host"], "kv": kv["host"]}}
