@@ -349,6 +349,7 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
         recurrent = [i for i in range(n_layers_main) if (i + 1) % step]
     else:
         recurrent = [i for i in range(n_layers_main) if kv_list[i] == 0]
+    recur = set(recurrent)
     attn_layers = n_layers_main - len(recurrent)
     if kv_lora:
         rope = _scalar(meta, f"{arch}.rope.dimension_count") or 64
@@ -356,7 +357,7 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
         v_mla = _scalar(meta, f"{arch}.attention.value_length_mla")
         qk_head = k_mla or key_len
         v_head = v_mla or val_len
-        mla_ids = [i for i in range(n_layers_main) if i not in set(recurrent)]
+        mla_ids = [i for i in range(n_layers_main) if i not in recur]
         if attn_layers:
             groups.append(AttentionGroup(kind="mla", count=attn_layers, num_heads=heads,
                                          output_gate=any(f"blk.{i}.attn_gate.weight" in shapes for i in mla_ids),
@@ -367,7 +368,7 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
         window, slides = _swa_layers(arch, meta, n_layers_main)
         kv_attn = max(kv_list)
         q_heads = max(h for h in head_count if h) if any(head_count) else heads
-        first_attn = next((i for i in range(n_layers_main) if i not in set(recurrent)), 0)
+        first_attn = next((i for i in range(n_layers_main) if i not in recur), 0)
         q_shape = shapes.get(f"blk.{first_attn}.attn_q.weight") or (0, 0)
         gqa = dict(num_heads=q_heads,
                    kv_heads=kv_attn, head_dim=key_len, v_head_dim=val_len if val_len != key_len else 0,
@@ -381,7 +382,6 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
         if not 0 <= shared_n < n_layers_main:
             raise K3InputError(f"gguf.{arch}.attention.shared_kv_layers", f"{shared_n} of {n_layers_main} layers "
                                f"in {source}", "fewer than block_count")
-        recur = set(recurrent)
         attending = [i for i in range(n_layers_main) if i not in recur and kv_list[i]]
         for kv_shared in (False, True):
             layers = [i for i in attending if (i >= n_layers_main - shared_n) == kv_shared]
