@@ -46,15 +46,28 @@ def _size(args: argparse.Namespace, name: str) -> int | None:
     return None if value is None else parse_size_bytes(value, name.replace("_", "-"))
 
 
-def _add_plan_args(p: argparse.ArgumentParser) -> None:
+def add_model_source_args(p: argparse.ArgumentParser, *, default_model: str = "kimi-k3") -> None:
+    """The model options every planning command takes: a built-in id, or the user's own file."""
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--model", default="kimi-k3", help="built-in model id (see `k3plan models`); default kimi-k3")
+    source.add_argument("--model", default=default_model,
+                        help=f"built-in model id (see `k3plan models`); default {default_model}")
     source.add_argument("--config", metavar="PATH", default=None,
                         help="a local Hugging Face config.json (or its folder) instead of --model")
     source.add_argument("--gguf", metavar="FILE", default=None,
                         help="a local .gguf file: architecture from its metadata, weights = its exact tensor bytes")
     source.add_argument("--safetensors", metavar="DIR", default=None,
                         help="a local safetensors checkpoint (folder with config.json): weights = exact tensor bytes")
+
+
+def model_from_args(args: argparse.Namespace):
+    """The model a command plans: the LoadedModel of --config/--gguf/--safetensors (a file the
+    user names is the model planned, or a named error), else the built-in id of --model."""
+    loaded = _loaded_from_args(args)
+    return loaded if loaded is not None else args.model
+
+
+def _add_plan_args(p: argparse.ArgumentParser) -> None:
+    add_model_source_args(p)
     p.add_argument("--weights", default=None, help="weight precision: native, bf16, fp8, q8_0, q6_k, q5_k_m, q4_k_m, "
                    "q3_k_m, q2_k, iq1_s, mxfp4, nvfp4, awq, gptq, or the guides' q8/q4/q2 "
                    "(default: native for architectures, q4 for guide profiles)")
@@ -97,6 +110,10 @@ def _loaded_from_args(args: argparse.Namespace):
 
     from k3lib.loaders import load_config, load_gguf, load_safetensors
 
+    for name in ("config", "gguf", "safetensors"):
+        value = getattr(args, name, None)
+        if value is not None and not str(value).strip():
+            raise K3InputError(name, "is empty", "a path to a local file or folder")
     path = getattr(args, "config", None) or getattr(args, "gguf", None) or getattr(args, "safetensors", None)
     if path is None:
         return None
