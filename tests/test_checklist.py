@@ -454,6 +454,66 @@ def test_priority_matrix_in_the_guides_order():
     assert {"effort", "quality cost", "note"} <= set(m.columns)
 
 
+# A saving can never exceed what it saves (issue 21 §5). Llama 3.1 8B: 32 layers × 8 KV heads × 128 ×
+# (K, V) = 65,536 B/token at FP8, 131,072 at BF16.
+LLAMA8_KV_FP8, LLAMA8_KV_BF16 = 32 * 8 * 128 * 2 * 1, 32 * 8 * 128 * 2 * 2
+
+
+def test_paged_attention_saves_at_most_the_kv_cache():
+    # 8× H100, 8K, FP8 KV: the whole cache is 65,536 B × 8,192 = 0.5 GiB. The guide's "5–12 % of
+    # total VRAM" was 2.1–5.1 GiB of it (before); now capped at the cache, and the note says so.
+    p = make_plan(model="llama-3.1-8b", gpu=H100, gpus=8, context="8K", kv_dtype="fp8")
+    r = priority_matrix(p).set_index("lever")
+    assert r.loc["PagedAttention", "saved in total, low (GiB)"] == 0.5
+    assert r.loc["PagedAttention", "saved in total, high (GiB)"] == 0.5
+    assert r.loc["PagedAttention", "saved per GPU, high (GiB)"] == 0.5 / 8
+    note = r.loc["PagedAttention", "note"]
+    assert "exceeds the whole KV cache here" in note and "capped at 0.50 GiB" in note
+    # FlashAttention's 20–35 % of the activation is under the activation: not capped, plain note
+    assert r.loc["FlashAttention", "note"] == "20–35 % of activation (guide)"
+
+
+def test_fp8_lever_on_an_int4_plan_is_what_fp8_saves():
+    # int4 plan at 8K: FP8 saves BF16 − FP8 = 65,536 B × 8,192 = 0.5 GiB (before: BF16 − INT4 = 0.75 GiB)
+    p = make_plan(model="llama-3.1-8b", gpu=H100, gpus=8, context="8K", kv_dtype="int4")
+    r = priority_matrix(p).set_index("lever")
+    assert r.loc["FP8 KV cache", "saved in total, high (GiB)"] == 0.5
+
+
+def test_shorter_context_never_saves_a_negative_amount():
+    # 512 tokens at FP8: half is 256 tokens, 65,536 B × 256 = 16 MiB saved (before: 512 → 1K, −32 MiB)
+    p = make_plan(model="llama-3.1-8b", gpu=H100, gpus=8, context=512, kv_dtype="fp8")
+    r = priority_matrix(p).set_index("lever")
+    assert r.loc["shorter context", "saved in total, high (GiB)"] * G == LLAMA8_KV_FP8 * 256
+    assert r.loc["shorter context", "note"] == "512 → 256"
+    with pytest.raises(K3InputError, match="^shorter_context: .*not shorter"):
+        priority_matrix(p, shorter_context="1K")
+
+
+LEVER_MODELS = [("llama-3.1-8b", None), ("llama-3.1-70b", None), ("qwen3-30b-a3b", None), ("gpt-oss-120b", None),
+                ("deepseek-v3", None), ("qwen3-next-80b", None), ("kimi-linear-48b", None), (GUIDE, "q4")]
+
+
+@pytest.mark.parametrize("model, weights", LEVER_MODELS)
+@pytest.mark.parametrize("gpu", [H100, "rtx-4090"])
+@pytest.mark.parametrize("context, kv", [(512, "fp8"), ("8K", "bf16"), ("32K", "int4")])
+def test_no_lever_saves_more_than_it_acts_on(model, weights, gpu, context, kv):
+    kw = dict(model=model, gpu=gpu, gpus=8, context=context) | ({"weights": weights} if weights else {})
+    p = make_plan(kv_dtype=kv, **kw)
+    bf16_kv = make_plan(kv_dtype="bf16", **kw).total.kv_cache_bytes
+    bound = {"FlashAttention": p.total.activation_bytes, "PagedAttention": p.total.kv_cache_bytes,
+             "FP8 KV cache": bf16_kv / 2,                       # FP8 halves at most the BF16 cache
+             "shorter context": p.total.kv_cache_bytes, "lower precision": p.total.weights_bytes,
+             "CPU offload": p.total.weights_bytes, "batch 1": p.total.total_bytes}
+    m = priority_matrix(p, max_gpus=16).set_index("lever")
+    assert set(m.index) == set(bound)
+    for lever, cap in bound.items():
+        lo = m.loc[lever, "saved in total, low (GiB)"] * G
+        hi = m.loc[lever, "saved in total, high (GiB)"] * G
+        assert 0 <= lo <= hi <= cap * (1 + 1e-12) + 1, (lever, lo / G, hi / G, cap / G)
+        assert m.loc[lever, "saved per GPU, high (GiB)"] == pytest.approx(hi / 8 / G)
+
+
 def test_priority_order_holds_for_the_guides_example_not_for_the_real_k3():
     # guide's example: BF16 weights, 512K, BF16 KV on 11 H100: FP8 KV saves one GPU (11 → 10)
     # (as deployed, 11 → 10 is no saving: both round up to two 8-GPU nodes; at 8 GPUs Q8 + 256K shows it)

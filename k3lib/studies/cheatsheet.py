@@ -11,6 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from k3lib.core.architecture import Architecture
+from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec
 from k3lib.core.models import ModelSpec, get_model
 from k3lib.core.plan import Assumptions, Plan, make_plan
@@ -157,6 +158,32 @@ PRIORITY_LEVERS = (
 )
 
 
+def capped_claim_bytes(fractions: Sequence[float], of_bytes: float, cap_bytes: float) -> tuple[float, float]:
+    """A guide's percentage claim applied to ``of_bytes`` and capped at ``cap_bytes``:
+    $s_i = \\min(f_i \\cdot B_{of},\\ B_{cap})$ for the low and high fraction.
+
+    A lever cannot save more than the memory it acts on: PagedAttention can at most save
+    the KV cache's fragmentation (cap = the KV cache), FlashAttention at most the
+    activation (cap = the activation), whatever percentage of another quantity the guide
+    quotes.
+
+    >>> capped_claim_bytes((0.05, 0.12), 100, 8)
+    (5.0, 8)
+    """
+    lo, hi = (f * of_bytes for f in fractions)
+    return min(lo, cap_bytes), min(hi, cap_bytes)
+
+
+def _claim_note(claim: str, fractions: Sequence[float], of_bytes: float, cap_bytes: float, cap_name: str) -> str:
+    """The row note of a guide-claim lever; names the cap where the claim is over it."""
+    lo, hi = (f * of_bytes for f in fractions)
+    if hi <= cap_bytes:
+        return f"{claim} (guide)"
+    which = "exceeds" if lo > cap_bytes else "at its high end exceeds"
+    return (f"the guide's {claim} ({lo / GiB:,.2f}–{hi / GiB:,.2f} GiB) {which} the whole {cap_name} here; "
+            f"capped at {cap_bytes / GiB:,.2f} GiB (a lever cannot save more than the {cap_name})")
+
+
 def _lower_precision(spec: ModelSpec, weights: str) -> str | None:
     ladder = precision_ladder(spec)
     w = weights
@@ -166,6 +193,23 @@ def _lower_precision(spec: ModelSpec, weights: str) -> str | None:
         if _weights_size(spec, x) < size:
             return x
     return None
+
+
+def _shorter_context_tokens(context_tokens: int, shorter_context: object | None) -> int:
+    """The priority matrix's "shorter context": ``shorter_context`` when given (it must be
+    shorter than the plan's context, else :class:`K3InputError` naming ``shorter_context``),
+    otherwise half the plan's context, $\\max(1, \\lfloor T/2 \\rfloor)$.
+
+    >>> _shorter_context_tokens(8192, None), _shorter_context_tokens(512, None), _shorter_context_tokens(8192, "2K")
+    (4096, 256, 2048)
+    """
+    if shorter_context is None:
+        return max(1, context_tokens // 2)
+    short = parse_context_tokens(shorter_context, "shorter_context")
+    if short >= context_tokens:
+        raise K3InputError("shorter_context", f"{shorter_context!r} is not shorter than the plan's context "
+                           f"({context_tokens:,} tokens)", f"1 … {context_tokens - 1:,} tokens")
+    return short
 
 
 def _routed_fraction(spec: ModelSpec) -> float:
@@ -183,6 +227,12 @@ def priority_matrix(plan: Plan, *, shorter_context: object | None = None, max_gp
 
     ``shorter_context`` defaults to half the plan's context. CPU offload's figure is
     the routed-expert weights (all of them moved to RAM), an upper bound.
+
+    No lever saves more than the memory it acts on, and none saves less than zero:
+    FlashAttention ≤ the activation, PagedAttention ≤ the KV cache (the guide's "5–12 % of
+    total VRAM" is capped there, and the note says so), FP8 KV ≤ half the BF16 cache,
+    a shorter context ≤ the KV cache, lower precision and CPU offload ≤ the weights,
+    batch 1 ≤ the total.
     """
     import pandas as pd
 
@@ -190,8 +240,7 @@ def priority_matrix(plan: Plan, *, shorter_context: object | None = None, max_gp
     a = plan.assumptions
     n = plan.gpus
     common = dict(model=spec, gpu=plan.gpu, layout=plan.layout, assumptions=a)
-    short = parse_context_tokens(shorter_context, "shorter_context") if shorter_context is not None \
-        else max(1024, plan.context_tokens // 2)
+    short = _shorter_context_tokens(plan.context_tokens, shorter_context)
 
     def need(weights=plan.weight_format, kv=plan.kv_dtype, ctx=plan.context_tokens, batch=plan.batch):
         return min_gpus(model=spec, gpu=plan.gpu, weights=weights, kv_dtype=kv, context=ctx, batch=batch,
@@ -205,32 +254,40 @@ def priority_matrix(plan: Plan, *, shorter_context: object | None = None, max_gp
         return base_need - k
 
     rows = []
-    # FlashAttention, PagedAttention: the guide's percentages.
-    act, tot = plan.total.activation_bytes, plan.total.total_bytes
-    fa = [act * f for f in GUIDE_FLASH_ATTENTION_SAVING]
-    pa = [tot * f for f in GUIDE_PAGED_ATTENTION_SAVING]
-    rows.append(("FlashAttention", fa, "guide claim", None, "20–35 % of activation (guide)"))
-    rows.append(("PagedAttention", pa, "guide claim", None, "5–12 % of total VRAM (guide)"))
-    # FP8 KV
+    # FlashAttention, PagedAttention: the guide's percentages, capped at what they act on
+    # (the activation; the KV cache, whose fragmentation is all PagedAttention can save).
+    act, tot, kv = plan.total.activation_bytes, plan.total.total_bytes, plan.total.kv_cache_bytes
+    fa = capped_claim_bytes(GUIDE_FLASH_ATTENTION_SAVING, act, act)
+    pa = capped_claim_bytes(GUIDE_PAGED_ATTENTION_SAVING, tot, kv)
+    rows.append(("FlashAttention", fa, "guide claim", None,
+                 _claim_note("20–35 % of activation", GUIDE_FLASH_ATTENTION_SAVING, act, act, "activation")))
+    rows.append(("PagedAttention", pa, "guide claim", None,
+                 _claim_note("5–12 % of total VRAM", GUIDE_PAGED_ATTENTION_SAVING, tot, kv, "KV cache")))
+    # FP8 KV: what FP8 saves against BF16 (at most half the BF16 cache), whatever the plan's dtype.
+    bf = plan if plan.kv_dtype == "bf16" else make_plan(
+        weights=plan.weight_format, kv_dtype="bf16", context=plan.context_tokens, batch=plan.batch, **common)
+    f8 = plan if plan.kv_dtype == "fp8" else make_plan(
+        weights=plan.weight_format, kv_dtype="fp8", context=plan.context_tokens, batch=plan.batch, **common)
+    s = [bf.total.kv_cache_bytes - f8.total.kv_cache_bytes] * 2
     if plan.kv_dtype == "bf16":
-        f8 = make_plan(weights=plan.weight_format, kv_dtype="fp8", context=plan.context_tokens, batch=plan.batch,
-                       **common)
-        s = [plan.total.kv_cache_bytes - f8.total.kv_cache_bytes] * 2
         g = saved_gpus(need(kv="fp8"))
         note = f"BF16 → FP8 KV at {format_context(plan.context_tokens)}"
     else:
-        bf = make_plan(weights=plan.weight_format, kv_dtype="bf16", context=plan.context_tokens, batch=plan.batch,
-                       **common)
-        s = [bf.total.kv_cache_bytes - plan.total.kv_cache_bytes] * 2
         k_bf = need(kv="bf16")
-        g = (k_bf - base_need) if (k_bf is not None and base_need is not None) else None
-        note = f"already {plan.kv_dtype}; shown: what it saves against BF16 KV"
+        k_f8 = base_need if plan.kv_dtype == "fp8" else need(kv="fp8")
+        g = (k_bf - k_f8) if (k_bf is not None and k_f8 is not None) else None
+        note = f"already {plan.kv_dtype}; shown: what FP8 saves against BF16 KV"
     rows.append(("FP8 KV cache", s, "derived", g, note))
-    # shorter context
-    sp = make_plan(weights=plan.weight_format, kv_dtype=plan.kv_dtype, context=short, batch=plan.batch, **common)
-    rows.append(("shorter context", [plan.total.kv_cache_bytes - sp.total.kv_cache_bytes] * 2, "derived",
-                 saved_gpus(need(ctx=short)),
-                 f"{format_context(plan.context_tokens)} → {format_context(short)}"))
+    # shorter context (a shorter context can only save KV; never a negative saving)
+    if short >= plan.context_tokens:
+        rows.append(("shorter context", [0, 0], "derived", 0,
+                     f"{format_context(plan.context_tokens)} is already the shortest context"))
+    else:
+        sp = make_plan(weights=plan.weight_format, kv_dtype=plan.kv_dtype, context=short, batch=plan.batch,
+                       **common)
+        rows.append(("shorter context", [plan.total.kv_cache_bytes - sp.total.kv_cache_bytes] * 2, "derived",
+                     saved_gpus(need(ctx=short)),
+                     f"{format_context(plan.context_tokens)} → {format_context(short)}"))
     # lower precision
     low = _lower_precision(spec, plan.weight_format)
     if low is None:
