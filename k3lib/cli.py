@@ -89,19 +89,32 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-basis", choices=("marketed", "usable"), default=None,
                    help="GPU capacity: marketed (80 GiB for an H100) or usable (what the driver exposes); "
                         "default usable for architectures, marketed for guide profiles")
-    p.add_argument("--engine", default=None, metavar="NAME",
-                   help="engine memory rules: vllm, llama.cpp, sglang, transformers or generic (default: k3lib's "
-                        "generic plan)")
-    p.add_argument("--gpu-memory-utilization", default=None, metavar="F",
-                   help="with --engine vllm: the fraction of GPU memory vLLM may use (vLLM's default 0.9)")
-    p.add_argument("--n-gpu-layers", default=None, metavar="N",
-                   help="with --engine llama.cpp: -ngl, the layers on the GPUs (the last N−1 and the output head; "
-                        "-1 = all, the default)")
-    p.add_argument("--override-tensor", action="append", default=None, metavar="PATTERN",
-                   help="with --engine llama.cpp: -ot PATTERN=CPU, tensors kept in system RAM (repeatable; e.g. exps "
-                        "for the routed experts)")
+    add_engine_args(p)
     p.add_argument("--unit", choices=tuple(UNITS), default="GiB", help="unit of the printed table (default GiB)")
     p.add_argument("--json", action="store_true", help="print one JSON object; sizes are integers in bytes")
+
+
+def add_engine_args(p: argparse.ArgumentParser) -> None:
+    """--engine and every engine option; an option the chosen engine does not take is refused."""
+    p.add_argument("--engine", default=None, metavar="NAME",
+                   help="the engine the plan is for: vllm, sglang, llama.cpp, transformers, or generic (k3lib's "
+                        "component model, no engine); default vllm, llama.cpp for --gguf, the guide's own policy "
+                        "for a guide profile. Its rules decide the verdict")
+    p.add_argument("--gpu-memory-utilization", default=None, metavar="F",
+                   help="vLLM: the fraction of GPU memory vLLM may use (vLLM's default 0.9)")
+    p.add_argument("--max-num-seqs", default=None, metavar="N",
+                   help="vLLM: --max-num-seqs, the sampler's batch in its profiling run (vLLM's default 1024)")
+    p.add_argument("--mem-fraction-static", default=None, metavar="F",
+                   help="SGLang: --mem-fraction-static (default: SGLang's rule by GPU size)")
+    p.add_argument("--n-gpu-layers", default=None, metavar="N",
+                   help="llama.cpp: -ngl, the layers on the GPUs (the last N−1 and the output head; "
+                        "-1 = all, the default)")
+    p.add_argument("--override-tensor", action="append", default=None, metavar="PATTERN",
+                   help="llama.cpp: -ot PATTERN=CPU, tensors kept in system RAM (repeatable; e.g. exps "
+                        "for the routed experts)")
+    p.add_argument("--flash-attn", default=None, choices=("on", "off"),
+                   help="llama.cpp: -fa on/off (default on)")
+    p.add_argument("--n-ubatch", default=None, metavar="N", help="llama.cpp: -ub, the physical batch (default 512)")
 
 
 def _loaded_from_args(args: argparse.Namespace):
@@ -130,28 +143,87 @@ def _loaded_from_args(args: argparse.Namespace):
     return loaded
 
 
-def _plan_from_args(args: argparse.Namespace):
-    from k3lib.core.models import get_model
-    from k3lib.core.plan import Assumptions, make_plan
+def engine_settings_from_args(args: argparse.Namespace, engine_id: str):
+    """The engine options given on the command line, as an EngineSettings for ``engine_id``;
+    an option the engine does not take is one K3InputError naming the flag."""
+    from k3lib.engines.deployment import ENGINE_OPTIONS, EngineSettings
+    from k3lib.core.units import parse_positive_int
 
-    loaded = _loaded_from_args(args)
-    if loaded is not None:
-        from k3lib.loaders import plan_for_loaded
+    values: dict = {}
+    util = _utilization(args)
+    if util is not None:
+        values["gpu_memory_utilization"] = util
+    frac = getattr(args, "mem_fraction_static", None)
+    if frac is not None:
+        values["mem_fraction_static"] = _fraction(frac, "mem-fraction-static")
+    seqs = getattr(args, "max_num_seqs", None)
+    if seqs is not None:
+        values["max_num_seqs"] = parse_positive_int(seqs, "max-num-seqs")
+    ngl = getattr(args, "n_gpu_layers", None)
+    if ngl is not None:
+        text = str(ngl).strip()
+        values["n_gpu_layers"] = int(text) if text in ("-1", "0") else parse_positive_int(
+            text, "n-gpu-layers", "a whole number ≥ 0, or -1 for every layer")
+    ot = getattr(args, "override_tensor", None)
+    if ot:
+        import re
+        for pat in ot:
+            try:
+                re.compile(pat)
+            except re.error as exc:
+                raise K3InputError("override-tensor", f"{pat!r} is not a regular expression ({exc})",
+                                   "a pattern of tensor names such as exps or 'blk\\.[0-9]+\\.ffn_.*_exps'") from None
+        values["override_tensor"] = tuple(ot)
+    fa = getattr(args, "flash_attn", None)
+    if fa is not None:
+        values["flash_attn"] = fa == "on"
+    ub = getattr(args, "n_ubatch", None)
+    if ub is not None:
+        values["n_ubatch"] = parse_positive_int(ub, "n-ubatch")
+    allowed = ENGINE_OPTIONS[engine_id]
+    for name in values:
+        if name not in allowed:
+            flag = "--" + name.replace("_", "-")
+            owner = next(e for e, opts in ENGINE_OPTIONS.items() if name in opts)
+            raise K3InputError(name.replace("_", "-"), f"{flag} is a {owner} option; the plan is for {engine_id}",
+                               f"--engine {owner}" + (f", or one of {', '.join('--' + a.replace('_', '-') for a in allowed)}"
+                                                      if allowed else ""))
+    return EngineSettings(engine_id, **values)
 
-        assumptions = Assumptions(activation_bytes=_size(args, "activation"),
-                                  overhead_per_gpu_bytes=_size(args, "overhead_per_gpu"),
-                                  overhead_total_bytes=_size(args, "overhead_total"), memory_basis=args.memory_basis)
-        return plan_for_loaded(loaded, gpu=args.gpu, gpus=args.gpus, weights=args.weights or "native",
-                               kv_dtype=args.kv_dtype, context=args.context, batch=args.batch, nodes=args.nodes,
-                               tp=args.tp, pp=args.pp, assumptions=assumptions)
-    model = get_model(args.model)
-    weights = args.weights or ("native" if model.kind == "architecture" else "q4")
+
+def _fraction(text: object, field: str) -> float:
+    import re
+
+    s = str(text).strip()
+    if not re.fullmatch(r"[0-9]?(\.[0-9]{1,6})?", s) or s in ("", "."):
+        raise K3InputError(field, f"{text!r} is not a fraction", "0 < F ≤ 1, e.g. 0.85")
+    value = float(s)
+    if not 0 < value <= 1:
+        raise K3InputError(field, f"{text!r} is outside (0, 1]", "0 < F ≤ 1, e.g. 0.85")
+    return value
+
+
+def _plan_from_args(args: argparse.Namespace, *, with_limits: bool = True):
+    """The plan for an engine that every planning command prints: the model (built-in or the
+    user's file), the layout, the engine (``--engine``, default by model) and its settings."""
+    from k3lib.core.plan import Assumptions
+    from k3lib.engines.deployment import default_engine_for, normalize_engine, plan_for_engine
+
+    model = model_from_args(args)
+    engine = getattr(args, "engine", None)
+    eid = default_engine_for(model) if engine is None else normalize_engine(engine)
+    if eid == "generic" and default_engine_for(model) == "guide":
+        eid = "guide"
+    settings = engine_settings_from_args(args, eid)
     assumptions = Assumptions(activation_bytes=_size(args, "activation"),
                               overhead_per_gpu_bytes=_size(args, "overhead_per_gpu"),
-                              overhead_total_bytes=_size(args, "overhead_total"), memory_basis=args.memory_basis)
-    return make_plan(model=model, gpu=args.gpu, gpus=args.gpus, weights=weights, kv_dtype=args.kv_dtype,
-                     context=args.context, batch=args.batch, nodes=args.nodes, tp=args.tp, pp=args.pp,
-                     assumptions=assumptions)
+                              overhead_total_bytes=_size(args, "overhead_total"),
+                              memory_basis=getattr(args, "memory_basis", None))
+    if eid == "llama.cpp" and args.pp is not None:
+        raise K3InputError("pp", "llama.cpp splits layers over the GPUs itself", "--gpus, without --pp")
+    return plan_for_engine(model=model, engine=settings, gpu=args.gpu, gpus=args.gpus, weights=args.weights,
+                           kv_dtype=args.kv_dtype, context=args.context, batch=args.batch, nodes=args.nodes,
+                           tp=args.tp, pp=args.pp, assumptions=assumptions, with_limits=with_limits)
 
 
 def render_plan_table(plan, unit: str = "GiB") -> str:
@@ -166,116 +238,66 @@ def render_plan_table(plan, unit: str = "GiB") -> str:
             f"context {plan.context_tokens:,} tokens · batch {plan.batch}\n"
             f"{plan.gpus}× {plan.gpu.name} ({plan.memory_basis} memory) · TP={plan.tp} PP={plan.pp}"
             f"{f' over {plan.nodes} nodes' if plan.nodes > 1 else ''}\n")
-    per_label = "fullest GPU" if len(plan.shares) > 1 else "per GPU"
+    per_label = ("binding GPU" if plan.engine is not None else "fullest GPU") if len(plan.shares) > 1 else "per GPU"
     lines = [f"{'component':<12}{'all GPUs (' + unit + ')':>16}{per_label + ' (' + unit + ')':>20}"]
     for name, tot, per in rows:
         if name == "total":
             lines.append("-" * 48)
         lines.append(f"{name:<12}{tot / div:>16,.1f}{per / div:>20,.1f}")
-    if len(plan.shares) > 1:
+    if plan.engine is not None and plan.engine.estimate is not None and plan.engine.estimate.stages:
+        est = plan.engine.estimate
+        lines.append("per stage: " + "; ".join(
+            f"stage {r['stage']} ({r['layers']} layers) "
+            f"{(r['weights_bytes'] + r['activation_bytes'] + r['runtime_bytes'] + est.cuda_graph_bytes + r['kv_needed_bytes']) / div:,.1f}"
+            for r in est.stages))
+    elif len(plan.shares) > 1:
         lines.append("per stage: " + "; ".join(
             f"stage {s.stage} ({s.layers} layers, {s.gpus} GPUs) {s.total_bytes / div:,.1f}" for s in plan.shares))
     verdict = ("FITS" if plan.fits else "DOES NOT FIT") + " — " + plan.reason
     notes = "".join(f"\nnote: {n}" for n in plan.notes)
     basis = ("\nnote: capacity = the marketed figure the guide uses, not what an engine can allocate"
-             if plan.memory_basis == "marketed" else "")
+             if plan.memory_basis == "marketed" and plan.engine is None else "")
     if plan.policy == "stages" and plan.tp > 1:
         basis += ("\nnote: 'all GPUs' sums every GPU's share, so copies held on every TP rank (an MLA latent, "
                   "replicated weights) count once per GPU")
-    return head + "\n".join(lines) + "\n" + verdict + notes + basis
+    return head + engine_lines(plan, unit, div) + "\n".join(lines) + "\n" + verdict + engine_tail(plan) + notes + basis
 
 
-def render_engine_table(est, unit: str = "GiB") -> str:
-    """One GPU under an engine's rules: what it holds, what is left for the KV cache, what it prints."""
-    from k3lib.engines import get_engine
+def engine_lines(plan, unit: str, div: int) -> str:
+    """Whose rules decide the verdict, with the settings the figures were computed with."""
+    text = f"verdict by: {plan.verdict_basis}"
+    e = plan.engine
+    if e is None:
+        return text + "\n"
+    settings = " ".join(f"{k}={v}" for k, v in e.settings if v not in ((), None))
+    text += f" · settings: {settings}\n" if settings else "\n"
+    cp = plan.core_per_gpu
+    text += (f"components below are {e.name}'s (available = its budget); k3lib's stage model gives "
+             f"{cp.total_bytes / div:,.1f} {unit} on the fullest GPU\n")
+    return text
 
-    div = UNITS[unit]
-    prof = get_engine(est.engine)
-    head = (f"{est.model_id} · engine {prof.name} {prof.version} · KV {est.kv_dtype} · "
-            f"context {est.context_tokens:,} tokens · batch {est.batch}\n"
-            f"{est.gpus}× {est.gpu_id} · TP={est.tp}{f' PP={est.pp}' if getattr(est, 'pp', 1) > 1 else ''} · "
-            f"{est.memory_bytes / div:,.2f} {unit} per GPU, "
-            f"engine budget {est.budget_bytes / div:,.2f} {unit}\n")
-    rows = [("weights", est.weights_bytes), ("activation", est.activation_bytes), ("runtime", est.runtime_bytes),
-            ("CUDA graphs", est.cuda_graph_bytes), ("KV available", est.kv_available_bytes),
-            ("KV needed", est.kv_needed_bytes), ("KV headroom", est.headroom_bytes)]
-    lines = [f"{'component':<16}{'per GPU (' + unit + ')':>18}"]
-    lines += [f"{name:<16}{value / div:>18,.2f}" for name, value in rows]
-    lines.append(f"{'KV capacity':<16}{est.kv_capacity_tokens:>11,} tokens")
-    lines.append(f"{'max concurrency':<16}{est.max_concurrency:>17,.2f}x")
-    verdict = ("FITS" if est.fits else "DOES NOT FIT") + " — " + est.reason
-    printed = "".join(f"\n{prof.name} would print: {k}: {v}" for k, v in est.printed.items())
-    notes = "".join(f"\nnote: {n}" for n in est.notes)
-    return head + "\n".join(lines) + "\n" + verdict + printed + f"\nunit: {prof.unit_note}" + notes
+
+def engine_tail(plan) -> str:
+    """The engine's capacity figures and the lines it would print."""
+    e = plan.engine
+    if e is None:
+        return ""
+    mx = f"{e.max_context_tokens:,} tokens" if e.max_context_tokens is not None else "not searched"
+    out = (f"\nKV capacity {e.kv_capacity_tokens:,} tokens · max concurrency {e.max_concurrency:,.2f}× at "
+           f"{plan.context_tokens:,} tokens · max context for batch {plan.batch}: {mx}")
+    est = e.estimate
+    if est is not None:
+        out += "".join(f"\n{e.name} would print: {k}: {v}" for k, v in est.printed.items())
+    return out
 
 
 def _cmd_estimate(args) -> int:
-    engine = getattr(args, "engine", None)
-    if engine is not None:
-        from k3lib.engines import get_engine
-
-        prof = get_engine(engine)
-        if prof.id != "generic":
-            return _cmd_estimate_engine(args, prof)
-    if getattr(args, "gpu_memory_utilization", None) is not None:
-        raise K3InputError("gpu-memory-utilization", "applies to an engine's budget only",
-                           "with --engine vllm or --engine sglang")
     plan = _plan_from_args(args)
     if args.json:
         print(json.dumps(plan.to_dict(), indent=2))
     else:
         print(render_plan_table(plan, args.unit))
     return 0 if plan.fits else 3
-
-
-def _cmd_estimate_engine(args, prof) -> int:
-    from k3lib.core.hardware import get_gpu
-    from k3lib.core.layout import choose_layout
-    from k3lib.core.models import get_model
-    from k3lib.core.units import parse_positive_int
-    from k3lib.engines import estimate_for_engine
-
-    loaded = _loaded_from_args(args)
-    model = loaded if loaded is not None else args.model
-    tp, pp = args.tp, 1
-    if prof.id in ("vllm", "sglang"):   # the plan's layout: whole nodes, TP inside a node, PP across
-        spec = loaded.require_architecture() if loaded is not None else get_model(args.model)
-        hw = get_gpu(args.gpu)
-        layout = choose_layout(spec, gpus=parse_positive_int(args.gpus, "gpus"),
-                               nodes=parse_positive_int(args.nodes, "nodes") if args.nodes is not None else None,
-                               tp=parse_positive_int(args.tp, "tp") if args.tp is not None else None,
-                               pp=parse_positive_int(args.pp, "pp") if args.pp is not None else None,
-                               gpus_per_node=hw.gpus_per_node)
-        tp, pp = layout.tp, layout.pp
-    elif args.pp is not None:
-        raise K3InputError("pp", f"the {prof.name} profile splits layers over the GPUs itself",
-                           "--gpus (and --tp for transformers), without --pp")
-    llama = {}
-    ngl, ot = getattr(args, "n_gpu_layers", None), getattr(args, "override_tensor", None)
-    if (ngl is not None or ot) and prof.id != "llama.cpp":
-        raise K3InputError("n-gpu-layers" if ngl is not None else "override-tensor",
-                           f"is a llama.cpp option; the {prof.name} profile has no layer offload", "--engine llama.cpp")
-    if ngl is not None:
-        text = str(ngl).strip()
-        llama["n_gpu_layers"] = int(text) if text in ("-1", "0") else parse_positive_int(
-            text, "n-gpu-layers", "a whole number ≥ 0, or -1 for every layer")
-    if ot:
-        import re
-        for pat in ot:
-            try:
-                re.compile(pat)
-            except re.error as exc:
-                raise K3InputError("override-tensor", f"{pat!r} is not a regular expression ({exc})",
-                                   "a pattern of tensor names such as exps or 'blk\\.[0-9]+\\.ffn_.*_exps'") from None
-        llama["override_tensor"] = tuple(ot)
-    est = estimate_for_engine(prof, model=model, gpu=args.gpu, gpus=args.gpus, tp=tp, pp=pp, context=args.context,
-                              batch=args.batch, kv_dtype=args.kv_dtype, weights=args.weights or "native",
-                              gpu_memory_utilization=_utilization(args), **llama)
-    if args.json:
-        print(json.dumps(est.to_dict(), indent=2))
-    else:
-        print(render_engine_table(est, args.unit))
-    return 0 if est.fits else 3
 
 
 def _cmd_models(args) -> int:

@@ -151,9 +151,56 @@ class GPUShare(_Headroom):
 
 
 @dataclass(frozen=True)
+class EngineVerdict:
+    """What the engine a plan is for makes of it (built by :func:`k3lib.engines.deployment.plan_for_engine`;
+    core only reads it). Its rules decide the verdict: ``per_gpu`` is the binding GPU as the
+    engine sizes it — weights, the KV cache the request needs, the activation peak, the
+    runtime (non-torch memory, CUDA context, graphs) — and ``available_bytes`` the engine's
+    budget (vLLM: utilization × usable memory; SGLang: its static fraction; llama.cpp: the
+    whole device), so ``headroom = budget − (W + KV + A + R)`` = the engine's KV headroom.
+
+    ``settings``: the engine options the figures were computed with (the printed command
+    carries exactly these); ``max_context_tokens``: the longest context (1K grid, up to the
+    model's maximum) that ``batch`` sequences hold under the engine's rules, None when not
+    searched; ``max_concurrency``: requests of ``context_tokens`` the KV cache holds at once.
+    """
+
+    engine: str
+    name: str
+    version: str
+    settings: tuple[tuple[str, Any], ...]
+    fits: bool
+    reason: str
+    per_gpu: Breakdown
+    total: Breakdown
+    kv_capacity_tokens: int
+    max_concurrency: float
+    max_context_tokens: int | None = None
+    notes: tuple[str, ...] = ()
+    estimate: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def basis(self) -> str:
+        return f"{self.name} {self.version} rules"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "name": self.name, "version": self.version, "basis": self.basis,
+                "settings": dict(self.settings), "fits": self.fits, "reason": self.reason,
+                "per_gpu": self.per_gpu.to_dict(), "total": self.total.to_dict(),
+                "kv_capacity_tokens": self.kv_capacity_tokens, "max_concurrency": self.max_concurrency,
+                "max_context_tokens": self.max_context_tokens, "notes": list(self.notes),
+                "estimate": self.estimate.to_dict() if self.estimate is not None else None}
+
+
+@dataclass(frozen=True)
 class Plan:
     """The result of :func:`make_plan`: inputs, one :class:`GPUShare` per pipeline stage,
-    the fullest GPU (``per_gpu``), totals over every GPU, and the verdict."""
+    the fullest GPU (``per_gpu``), totals over every GPU, and the verdict.
+
+    A plan *for an engine* (:func:`k3lib.engines.deployment.plan_for_engine`) carries an
+    :class:`EngineVerdict`: then the engine's rules decide ``fits``, ``reason``, ``per_gpu``
+    and ``total``; the stage shares stay as the explanation of where the bytes go
+    (``core_per_gpu``), and ``total`` is the engine's total over every GPU."""
 
     model: ModelSpec = field(repr=False)
     gpu: GPUSpec = field(repr=False)
@@ -169,6 +216,7 @@ class Plan:
     notes: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
     policy: str = "stages"
+    engine: EngineVerdict | None = None
 
     # ---- layout shortcuts
     gpus = property(lambda self: self.layout.gpus)
@@ -184,9 +232,15 @@ class Plan:
         return max(self.shares, key=lambda s: s.total_bytes)
 
     @property
-    def per_gpu(self) -> Breakdown:
-        """The fullest GPU's four components (the number every surface shows)."""
+    def core_per_gpu(self) -> Breakdown:
+        """The fullest GPU by k3lib's component model (the explanation of the stage shares)."""
         return self.peak.breakdown()
+
+    @property
+    def per_gpu(self) -> Breakdown:
+        """The fullest GPU's four components (the number every surface shows): the
+        engine's binding GPU for a plan for an engine, else the fullest stage share."""
+        return self.engine.per_gpu if self.engine is not None else self.peak.breakdown()
 
     @property
     def loads(self) -> bool:
@@ -195,11 +249,33 @@ class Plan:
 
     @property
     def fits(self) -> bool:
+        if self.engine is not None:
+            return self.loads and self.engine.fits
         return self.loads and all(s.fits for s in self.shares)
 
     @property
     def headroom_bytes(self) -> int:
+        """Spare bytes over all GPUs: available − needed (positive = room left, negative =
+        short by that much); one sign convention on every surface (``per_gpu.headroom_bytes``
+        is the fullest GPU's)."""
         return self.total.headroom_bytes
+
+    @property
+    def engine_id(self) -> str:
+        """The rules that decide the verdict: an engine id, ``generic`` (k3lib's component
+        model) or ``guide`` (a guide profile's own policy)."""
+        if self.engine is not None:
+            return self.engine.engine
+        return "guide" if self.policy != "stages" else "generic"
+
+    @property
+    def verdict_basis(self) -> str:
+        """Whose rules decide ``fits``, in words."""
+        if self.engine is not None:
+            return self.engine.basis
+        if self.policy != "stages":
+            return f"the guide's own policy ({self.policy}, {self.memory_basis} memory)"
+        return "k3lib's generic component model (no engine)"
 
     @property
     def reason(self) -> str:
@@ -208,6 +284,8 @@ class Plan:
         where = "on the fullest GPU" if len(self.shares) > 1 else "per GPU"
         if self.problems:
             return "does not fit: " + "; ".join(self.problems)
+        if self.engine is not None:
+            return self.engine.reason
         if self.fits:
             return (f"fits: {format_bytes(pg.total_bytes, unit)} {where} of {format_bytes(pg.available_bytes, unit)}, "
                     f"{format_bytes(pg.headroom_bytes, unit)} headroom "
@@ -219,10 +297,12 @@ class Plan:
             why = f"the weights alone ({format_bytes(pg.weights_bytes, unit)} {where}) exceed the GPU"
         else:
             why = f"largest component: {biggest} ({format_bytes(parts[biggest], unit)} {where})"
+        spare = self.total.headroom_bytes
+        overall = (f"{format_bytes(-spare, unit)} short over all {self.gpus} GPUs" if spare < 0 else
+                   f"though the {self.gpus} GPUs together have {format_bytes(spare, unit)} spare, on other stages")
         return (f"does not fit: {format_bytes(pg.total_bytes, unit)} {where} needed, "
-                f"{format_bytes(pg.available_bytes, unit)} available — over by "
-                f"{format_bytes(-pg.headroom_bytes, unit)} {where} "
-                f"({format_bytes(-self.total.headroom_bytes, unit)} over {self.gpus} GPUs); {why}")
+                f"{format_bytes(pg.available_bytes, unit)} available — short by "
+                f"{format_bytes(-pg.headroom_bytes, unit)} {where} ({overall}); {why}")
 
     def verdict(self, unit: str = "GiB") -> str:
         """``FITS``/``DOES NOT FIT`` with the layout and the reason, one line."""
@@ -245,7 +325,14 @@ class Plan:
             "memory_basis": self.memory_basis,
             "assumptions": {k: v for k, v in asdict(self.assumptions).items()},
             "notes": list(self.notes),
+            "engine": self.engine_id, "verdict_basis": self.verdict_basis,
+            "core_per_gpu": self.core_per_gpu.to_dict(),
         })
+        if self.engine is not None:
+            e = self.engine
+            out.update({"engine_settings": dict(e.settings), "kv_capacity_tokens": e.kv_capacity_tokens,
+                        "max_concurrency": e.max_concurrency, "max_context_tokens": e.max_context_tokens,
+                        "engine_estimate": e.to_dict()})
         return out
 
 
