@@ -490,6 +490,16 @@ def test_shorter_context_never_saves_a_negative_amount():
         priority_matrix(p, shorter_context="1K")
 
 
+def test_priority_chart_shows_the_cap_note():
+    alt = pytest.importorskip("altair")  # noqa: F841
+    from k3lib.views.charts_checklist import priority_matrix_chart
+    p = make_plan(model="llama-3.1-8b", gpu=H100, gpus=8, context="8K", kv_dtype="fp8")
+    spec = priority_matrix_chart(priority_matrix(p), per="total").to_dict()
+    assert any(t == {"field": "note", "type": "nominal"} for t in spec["layer"][0]["encoding"]["tooltip"])
+    rows = {r["lever"]: r for r in spec["datasets"][next(iter(spec["datasets"]))]}
+    assert rows["PagedAttention"]["label"] == "0.5" and "capped at 0.50 GiB" in rows["PagedAttention"]["note"]
+
+
 LEVER_MODELS = [("llama-3.1-8b", None), ("llama-3.1-70b", None), ("qwen3-30b-a3b", None), ("gpt-oss-120b", None),
                 ("deepseek-v3", None), ("qwen3-next-80b", None), ("kimi-linear-48b", None), (GUIDE, "q4")]
 

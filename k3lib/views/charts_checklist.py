@@ -79,7 +79,9 @@ def priority_matrix_chart(matrix: pd.DataFrame, *, per: str = "GPU", title: str 
     lo, hi = ("saved per GPU, low (GiB)", "saved per GPU, high (GiB)") if per == "GPU" else \
         ("saved in total, low (GiB)", "saved in total, high (GiB)")
     _need(matrix, "order", "lever", "basis", lo, hi)
-    data = matrix[["order", "lever", "basis", lo, hi]].rename(columns={lo: "low_GiB", hi: "high_GiB"})
+    # the note travels with the bar: it names the cap where a guide claim exceeds what the lever acts on
+    cols = ["order", "lever", "basis", lo, hi] + (["note"] if "note" in matrix.columns else [])
+    data = matrix[cols].rename(columns={lo: "low_GiB", hi: "high_GiB"})
     data["label"] = [f"{a:,.1f}" if a == b else f"{a:,.1f}–{b:,.1f}" for a, b in zip(data.low_GiB, data.high_GiB)]
     levers = list(data.sort_values("order")["lever"])
     a = matrix.attrs
@@ -87,7 +89,7 @@ def priority_matrix_chart(matrix: pd.DataFrame, *, per: str = "GPU", title: str 
                       f"{a.get('gpus', '?')}× {a.get('gpu', '?')}, {a.get('model', '?')} {a.get('weights', '')}, "
                       f"{a.get('kv_dtype', '')} KV")
     base = alt.Chart(data).encode(y=alt.Y("lever:N", sort=levers, title="lever (the guide's order)"))
-    tip = ["lever:N", "basis:N", alt.Tooltip("label:N", title="GiB")]
+    tip = ["lever:N", "basis:N", alt.Tooltip("label:N", title="GiB")] + (["note:N"] if "note" in data.columns else [])
     color = alt.Color("basis:N", title="figure")
     bars = base.mark_bar().encode(
         x=alt.X("low_GiB:Q", title=f"memory saved {'per GPU' if per == 'GPU' else 'in total'} (GiB)"),
