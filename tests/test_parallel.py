@@ -74,12 +74,13 @@ def test_deepseek_v3_latent_ratio_to_guide_rule_is_tp():
 
 
 def test_pipeline_stages_split_the_latent_by_layer():
-    """PP=2 cuts K3's 93 layers 47 + 46; with MLA every ~4th layer each stage holds 12
-    MLA layers (whole latent on every TP rank) and 35 or 34 KDA layers (state ÷ TP)."""
+    """PP=2 cuts K3's 93 layers 47 + 46 by index; K3's config puts MLA at layers 4, 8, …, 92, 93
+    (1-based ``full_attn_layers``), so stage 0 (layers 1–47) holds 11 MLA layers (whole latent on
+    every TP rank) and 36 KDA layers (state ÷ TP), stage 1 (48–93) 13 MLA and 33 KDA."""
     tokens = 1048576
     p = distribute(model="kimi-k3", gpu="h200", tp=8, pp=2, nodes=2, weights="native", context=tokens)
     kda_state_layer = 96 * 128 * 128 + (96 * 128 * 2 + 96 * 128) * 3
-    expected = [12 * 576 * 2 * tokens + kda * kda_state_layer * 4 // 8 for kda in (35, 34)]
+    expected = [mla * 576 * 2 * tokens + kda * kda_state_layer * 4 // 8 for mla, kda in ((11, 36), (13, 33))]
     assert [s.kv_cache_bytes for s in p.shares] == expected
     assert [s.layers for s in p.shares] == [47, 46]
 

@@ -11,13 +11,14 @@ def test_k3_default_is_the_real_architecture_with_native_weights():
     p = make_plan(model="kimi-k3", gpu="h200", gpus=16, nodes=2, weights="native", kv_dtype="bf16", context="256K")
     assert p.model.kind == "architecture"
     assert (p.tp, p.pp) == (8, 2)
-    # 93 layers cut 47 + 46 (vLLM's get_pp_indices); MLA every fourth layer gives stage 0
-    # 12 MLA + 35 KDA layers. The MLA latent is replicated on every TP rank; the KDA state
-    # (fp32) splits by head over TP. Stage 0 (it also holds the embedding) is the fullest.
-    latent = 12 * 576 * 2 * 262144
-    state = 35 * (96 * 128 * 128 + 3 * 12288 * 3) * 4
+    # 93 layers cut 47 + 46 by index (vLLM's get_pp_indices); K3's config puts MLA at layers
+    # 4, 8, …, 92, 93 (1-based full_attn_layers), so stage 1 (layers 48–93) holds 13 MLA + 33 KDA
+    # layers (stage 0: 11 + 36). The MLA latent is replicated on every TP rank; the KDA state
+    # (fp32) splits by head over TP. At 256K stage 1's two extra latents make it the fullest.
+    latent = 13 * 576 * 2 * 262144
+    state = 33 * (96 * 128 * 128 + 3 * 12288 * 3) * 4
     assert [s.layers for s in p.shares] == [47, 46]
-    assert p.peak.stage == 0
+    assert p.peak.stage == 1
     assert p.per_gpu.kv_cache_bytes == -(-(latent + state / 8) // 1)
 
 

@@ -262,6 +262,14 @@ class Architecture:
     #: RMS norms of width D per layer: 2 (before attention and before the MLP), 4 for Gemma 2/3/3n/4,
     #: which also normalise each block's output ("sandwich" norms)
     norms_per_layer: int = 2
+    #: the attention group (index into ``attention``) of each layer, in layer order, when the
+    #: config lists the positions (``layer_types``, ``linear_attn_config``, …); () = the
+    #: family's convention (:func:`attention_group_by_layer`)
+    layer_attention_groups: tuple[int, ...] = ()
+    #: 0-based indices of the MoE layers when the config fixes them (``interleave_moe_layer_step``,
+    #: ``decoder_sparse_step``/``mlp_only_layers``, ``first_k_dense_replace``/``moe_layer_freq``);
+    #: () = the family's convention (:func:`moe_layer_flags`)
+    moe_layer_indices: tuple[int, ...] = ()
 
     kind = "architecture"
 
@@ -282,6 +290,21 @@ class Architecture:
         if self.mlp.dense_layers + self.mlp.moe_layers != self.num_layers:
             raise K3InputError("mlp", f"dense + MoE layers = {self.mlp.dense_layers + self.mlp.moe_layers}, "
                                f"the model has {self.num_layers}")
+        object.__setattr__(self, "layer_attention_groups", tuple(self.layer_attention_groups or ()))
+        object.__setattr__(self, "moe_layer_indices", tuple(self.moe_layer_indices or ()))
+        if self.layer_attention_groups:
+            order = self.layer_attention_groups
+            if len(order) != self.num_layers or any(
+                    sum(1 for gi in order if gi == j) != g.count for j, g in enumerate(self.attention)):
+                raise K3InputError("layer_attention_groups", f"{len(order)} entries that do not match the attention "
+                                   f"groups' counts ({', '.join(str(g.count) for g in self.attention)})",
+                                   f"one group index per layer ({self.num_layers}), each group's count of times")
+        if self.moe_layer_indices:
+            idx = self.moe_layer_indices
+            if (len(set(idx)) != len(idx) or len(idx) != self.mlp.moe_layers
+                    or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < self.num_layers for i in idx)):
+                raise K3InputError("moe_layer_indices", f"{len(idx)} indices for {self.mlp.moe_layers} MoE layers",
+                                   f"{self.mlp.moe_layers} distinct layer indices in 0…{self.num_layers - 1}")
 
     # ---- parameters ------------------------------------------------------
     def param_groups(self) -> dict[str, int]:
@@ -424,3 +447,125 @@ class Architecture:
     def head_counts(self) -> tuple[int, ...]:
         """Every head count that a TP size must divide."""
         return tuple(sorted({g.num_heads for g in self.attention} | {g.value_heads for g in self.attention if g.kind in LINEAR_KINDS}))
+
+
+    # ---- layer order -----------------------------------------------------
+    def layer_order(self) -> tuple[tuple[int, bool], ...]:
+        """(attention group index, is MoE) of each layer, in layer order: the config's
+        positions when it lists them, else the family's convention
+        (:func:`attention_group_by_layer`, :func:`moe_layer_flags`)."""
+        return tuple(zip(attention_group_by_layer(self), moe_layer_flags(self)))
+
+
+# ---------------------------------------------------------------- layer order (which layer is what)
+
+#: families whose MoE layers are interleaved by a step, layer $i$ MoE when $(i+1) \\bmod s = 0$:
+#: Llama 4 ``interleave_moe_layer_step`` (transformers ``Llama4TextConfig.moe_layers`` =
+#: ``range(s-1, L, s)``), Qwen MoE ``decoder_sparse_step`` (``Qwen2MoeDecoderLayer``)
+INTERLEAVED_MOE_FAMILIES = ("llama4", "qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_vl_moe")
+#: attention kinds placed at a period (the others fill between them)
+PERIODIC_KINDS = ("full", "mla")
+
+
+def interleaved_moe_indices(num_layers: int, step: int, *, skip: "tuple[int, ...]" = ()) -> tuple[int, ...]:
+    """MoE layers of an interleaved model: $\\{i : (i+1) \\bmod s = 0,\\ i \\notin skip\\}$ —
+    Llama 4 (``interleave_moe_layer_step`` $s$) and Qwen MoE (``decoder_sparse_step`` $s$,
+    ``mlp_only_layers`` = ``skip``).
+
+    >>> interleaved_moe_indices(8, 2)
+    (1, 3, 5, 7)
+    """
+    return tuple(i for i in range(num_layers) if (i + 1) % max(1, step) == 0 and i not in skip)
+
+
+def first_dense_moe_indices(num_layers: int, first_dense: int, freq: int = 1) -> tuple[int, ...]:
+    """MoE layers of a DeepSeek-style model: $\\{i \\ge k : i \\bmod f = 0\\}$ with $k$ =
+    ``first_k_dense_replace`` and $f$ = ``moe_layer_freq`` (transformers ``DeepseekV3DecoderLayer``).
+
+    >>> first_dense_moe_indices(6, 2)
+    (2, 3, 4, 5)
+    """
+    return tuple(i for i in range(num_layers) if i >= first_dense and i % max(1, freq) == 0)
+
+
+def moe_layer_flags(arch: Architecture) -> tuple[bool, ...]:
+    """Whether each layer's MLP is MoE: ``arch.moe_layer_indices`` when set; else, for an
+    interleaved family (:data:`INTERLEAVED_MOE_FAMILIES`) whose layers divide evenly,
+    :func:`interleaved_moe_indices` with step $s = L / n_{moe}$ (Llama 4 Maverick: 48 / 24 = 2,
+    MoE at 1, 3, 5, …); otherwise the dense layers first (``first_k_dense_replace``)."""
+    L, m = arch.num_layers, arch.mlp
+    if arch.moe_layer_indices:
+        moe = set(arch.moe_layer_indices)
+        return tuple(i in moe for i in range(L))
+    if m.moe_layers and m.dense_layers and arch.family.startswith(INTERLEAVED_MOE_FAMILIES) \
+            and L % m.moe_layers == 0:
+        moe = set(interleaved_moe_indices(L, L // m.moe_layers))
+        return tuple(i in moe for i in range(L))
+    return tuple(i >= m.dense_layers for i in range(L))
+
+
+def periodic_positions(num_layers: int, count: int) -> tuple[int, ...]:
+    """Where ``count`` layers of a periodic kind sit among ``num_layers``: every $p$-th layer
+    ($(i+1) \\bmod p = 0$) for the smallest $p$ with $\\lfloor L/p \\rfloor \\le n$, the rest of the
+    $n$ at the last layers. This is each config's own pattern: Qwen3-Next
+    ``full_attention_interval`` 4, Llama 4's NoPE layer every 4th, Gemma 3's
+    ``sliding_window_pattern`` 6, gpt-oss's alternating ``layer_types``, Kimi K3 / Kimi
+    Linear's ``full_attn_layers`` (every 4th and the last: K3 1-based 4, 8, …, 92, 93).
+
+    >>> periodic_positions(93, 24)[-3:], periodic_positions(48, 12)[:3]
+    ((87, 91, 92), (3, 7, 11))
+    """
+    if count <= 0:
+        return ()
+    p = next(p for p in range(1, num_layers + 2) if num_layers // p <= count)
+    at = [i for i in range(num_layers) if (i + 1) % p == 0]
+    for i in range(num_layers - 1, -1, -1):
+        if len(at) >= count:
+            break
+        if i not in at:
+            at.append(i)
+    return tuple(sorted(at))
+
+
+def _largest_remainder_order(counts: "list[int]", n: int) -> list[int]:
+    assigned = [0] * len(counts)
+    out = []
+    for i in range(n):
+        deficit = [c * (i + 1) / n - a for c, a in zip(counts, assigned)]
+        g = max(range(len(counts)), key=lambda j: (round(deficit[j], 9), counts[j]))
+        assigned[g] += 1
+        out.append(g)
+    return out
+
+
+def attention_group_by_layer(arch: Architecture) -> tuple[int, ...]:
+    """The attention group of each layer, in order: ``arch.layer_attention_groups`` when set;
+    else, for two kinds of which one is periodic (:data:`PERIODIC_KINDS`: full or MLA between
+    sliding or linear layers), :func:`periodic_positions`; KV-sharing groups (Gemma-3n /
+    Gemma 4) take the last layers of their kind; otherwise the kinds evenly interleaved
+    (largest remainder)."""
+    if arch.layer_attention_groups:
+        return arch.layer_attention_groups
+    groups, L = arch.attention, arch.num_layers
+    if len(groups) == 1:
+        return (0,) * L
+    kinds: dict[str, int] = {}
+    for g in groups:
+        kinds[g.kind] = kinds.get(g.kind, 0) + g.count
+    periodic = [k for k in kinds if k in PERIODIC_KINDS]
+    if len(kinds) == 2 and len(periodic) == 1:
+        pk = periodic[0]
+        at = set(periodic_positions(L, kinds[pk]))
+        kind_of = [pk if i in at else next(k for k in kinds if k != pk) for i in range(L)]
+        out: list[int] = [-1] * L
+        # KV-sharing groups take the last layers of their kind; the owning groups the first
+        for kv_shared in (True, False):
+            for j, g in enumerate(groups):
+                if g.kv_shared != kv_shared:
+                    continue
+                free = [i for i in range(L) if kind_of[i] == g.kind and out[i] < 0]
+                for i in (free[len(free) - g.count:] if kv_shared else free[:g.count]):
+                    out[i] = j
+        if all(j >= 0 for j in out):
+            return tuple(out)
+    return tuple(_largest_remainder_order([g.count for g in groups], L))

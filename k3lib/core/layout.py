@@ -7,7 +7,9 @@ TP inside a node (NVLink) and puts pipeline stages across nodes:
 * **valid TP** — a size that divides every head count of the model and, for a GQA layer
   with $K$ KV heads, divides $K$ or is a multiple of it (vLLM replicates KV heads then);
 * **stages** — $L$ layers cut into $PP$ runs of $\\lfloor L/PP \\rfloor$, the remainder
-  given one each to the stages just before the last (vLLM's ``get_pp_indices``);
+  given one each to the stages just before the last (vLLM's ``get_pp_indices``); each stage
+  holds the layers at its indices, with their own attention kind and MLP (the model's layer
+  order: Maverick's MoE every 2nd layer, K3's MLA every 4th);
 * **deployable** — one node: TP = the widest valid size that divides the GPU count, the
   rest as stages; several nodes: whole nodes only, TP = the widest valid size that divides
   a node, PP across nodes. A layout of TP = 1 with more stages than nodes is not proposed.
@@ -166,48 +168,56 @@ def stage_layer_counts(num_layers: int, pp: int) -> tuple[int, ...]:
 
 
 def layer_sequence(model: Architecture) -> tuple[tuple[int, bool], ...]:
-    """(attention group index, is MoE) for each layer, in an assumed order: the dense
-    MLP layers first (``first_k_dense_replace``), attention kinds evenly interleaved
-    (largest remainder), which matches K3's MLA-every-fourth-layer pattern closely."""
-    counts = [g.count for g in model.attention]
-    assigned = [0] * len(counts)
-    out = []
-    n = model.num_layers
-    for i in range(n):
-        deficit = [c * (i + 1) / n - a for c, a in zip(counts, assigned)]
-        g = max(range(len(counts)), key=lambda j: (round(deficit[j], 9), counts[j]))
-        assigned[g] += 1
-        out.append((g, i >= model.mlp.dense_layers))
-    return tuple(out)
+    """(attention group index, is MoE) for each layer, in the model's own order
+    (:meth:`~k3lib.core.architecture.Architecture.layer_order`): the config's positions when
+    it lists them, else the family's convention — Llama 4 Maverick's MoE every 2nd layer
+    (1, 3, 5, …), K3's MLA every 4th and the last, dense layers first for DeepSeek-style models."""
+    return model.layer_order()
 
 
 def stage_architecture(model: Architecture, layers: Sequence[tuple[int, bool]]) -> Architecture:
-    """The slice of ``model`` holding only ``layers`` (from :func:`layer_sequence`)."""
-    groups = []
+    """The slice of ``model`` holding only ``layers`` (from :func:`layer_sequence`), with the
+    slice's own layer order (group indices and MoE positions renumbered within the slice)."""
+    groups, renumber = [], {}
     for j, g in enumerate(model.attention):
         k = sum(1 for gi, _ in layers if gi == j)
         if k:
+            renumber[j] = len(groups)
             groups.append(dataclasses.replace(g, count=k))
     moe = sum(1 for _, is_moe in layers if is_moe)
     mlp = dataclasses.replace(model.mlp, dense_layers=len(layers) - moe, moe_layers=moe)
-    return dataclasses.replace(model, num_layers=len(layers), attention=tuple(groups), mlp=mlp)
+    return dataclasses.replace(model, num_layers=len(layers), attention=tuple(groups), mlp=mlp,
+                               layer_attention_groups=tuple(renumber[gi] for gi, _ in layers),
+                               moe_layer_indices=tuple(i for i, (_, is_moe) in enumerate(layers) if is_moe))
+
+
+def stage_layer_indices(num_layers: int, pp: int) -> tuple[range, ...]:
+    """The layer indices of each stage: consecutive runs of :func:`stage_layer_counts`
+    (vLLM ``get_pp_indices``: stage $s$ holds ``range(start_s, end_s)``).
+
+    >>> stage_layer_indices(10, 3)
+    (range(0, 3), range(3, 7), range(7, 10))
+    """
+    out, start = [], 0
+    for n in stage_layer_counts(num_layers, pp):
+        out.append(range(start, start + n))
+        start += n
+    return tuple(out)
 
 
 _STAGES: dict[tuple[int, int], tuple[Architecture, tuple[Architecture, ...]]] = {}
 
 
 def pipeline_stages(model: Architecture, pp: int) -> tuple[Architecture, ...]:
-    """The model cut into ``pp`` stages of whole layers (:func:`stage_layer_counts`).
-    Memoized per model object (an Architecture holds a dict, so it is not hashable)."""
+    """The model cut into ``pp`` stages of whole layers by index (:func:`stage_layer_indices`),
+    each holding the attention kinds and MoE/dense MLPs of its own layers
+    (:func:`layer_sequence`). Memoized per model object (an Architecture holds a dict, so it is not hashable)."""
     key = (id(model), pp)
     hit = _STAGES.get(key)
     if hit is not None and hit[0] is model:
         return hit[1]
     seq = layer_sequence(model)
-    out, start = [], 0
-    for n in stage_layer_counts(model.num_layers, pp):
-        out.append(stage_architecture(model, seq[start:start + n]))
-        start += n
+    out = [stage_architecture(model, [seq[i] for i in idx]) for idx in stage_layer_indices(model.num_layers, pp)]
     if len(_STAGES) > 1024:
         _STAGES.clear()
     _STAGES[key] = (model, tuple(out))

@@ -41,6 +41,10 @@ get wrong are explicit here:
   out (``ignore``, ``modules_to_not_convert``, ``llm_int8_skip_modules``, ``lm_head``)
   stay in BF16, per layer when only some layers are left out (see :func:`_native_formats`).
 
+A config that states no context window (no ``max_position_embeddings``) is read at 4,096
+tokens with an :class:`AssumedFieldWarning` and a note; one that states 0, a negative number
+or null raises :class:`~k3lib.core.errors.K3InputError` naming the field.
+
 A config that lacks a field the formulas need raises
 :class:`~k3lib.core.errors.K3InputError` naming ``config.<field>`` and the file. An
 unknown ``model_type`` with the standard fields is read as a dense transformer,
@@ -48,7 +52,7 @@ with one :class:`AssumedFieldWarning` that lists every field it assumed.
 
 >>> arch = architecture_from_hf_config({"model_type": "llama", "hidden_size": 4096,
 ...     "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-...     "intermediate_size": 14336, "vocab_size": 128256}, id="llama-3.1-8b")
+...     "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 131072}, id="llama-3.1-8b")
 >>> arch.params_total, arch.kv_bytes_per_token(2)     # 2·32·8·128·2 B
 (8030261248, 131072)
 """
@@ -58,7 +62,8 @@ import re
 import warnings
 from typing import Any, Mapping
 
-from k3lib.core.architecture import AttentionGroup, Architecture, MLPSpec
+from k3lib.core.architecture import (AttentionGroup, Architecture, MLPSpec, first_dense_moe_indices,
+                                     interleaved_moe_indices)
 from k3lib.core.errors import K3InputError
 from k3lib.loaders.config_schema import validate_hf_config
 
@@ -112,6 +117,69 @@ def _opt_int(c: Mapping[str, Any], key: str, source: str, default: int, prefix: 
     return v
 
 
+def max_context_from_config(cfg: Mapping[str, Any], source: object = "config.json") -> tuple[int, str | None]:
+    """The model's context window (tokens) from a config.json, and the assumption made (None if none).
+
+    The window is the first of ``text_config.max_position_embeddings``,
+    ``text_config.model_max_length`` and the top-level ``max_position_embeddings`` that is
+    present and not null (for a plain config the first two are top-level fields).
+
+    * A field present as 0, negative or not a whole number is a :class:`K3InputError`
+      naming it: a model with no positions holds no context, and a guess would hide a
+      broken file.
+    * Fields present only as null (none stating the window) are the same error.
+    * No field at all: :data:`~k3lib.loaders._common.ASSUMED_CONTEXT_TOKENS` (4,096), with
+      the assumption stated (the second item; the loader warns and notes it).
+
+    >>> max_context_from_config({"max_position_embeddings": 131072})
+    (131072, None)
+    >>> max_context_from_config({"hidden_size": 64})[0]
+    4096
+    """
+    from k3lib.loaders._common import ASSUMED_CONTEXT_TOKENS, assumed_context_note
+
+    tc = _text_config(cfg)
+    prefix = "config.text_config." if tc is not cfg else "config."
+    candidates = [(tc, prefix, "max_position_embeddings"), (tc, prefix, "model_max_length")]
+    if tc is not cfg:
+        candidates.append((cfg, "config.", "max_position_embeddings"))
+    allowed = ("a whole number of positions ≥ 1 (the model's context window), or leave the field out "
+               f"to assume {ASSUMED_CONTEXT_TOKENS:,}")
+    found, nulls = None, []
+    for doc, pre, key in candidates:
+        if key not in doc:
+            continue
+        v = doc[key]
+        if v is None:
+            nulls.append(pre + key)
+            continue
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise K3InputError(pre + key, f"{v!r:.40} in {source} is not a whole number of positions", allowed)
+        if v <= 0:
+            raise K3InputError(pre + key, f"{v} in {source}: a model with no positions holds no context", allowed)
+        if found is None:
+            found = v
+    if found is not None:
+        return int(found), None
+    if nulls:
+        raise K3InputError(nulls[0], f"is null in {source}, and no other field states the context window", allowed)
+    return ASSUMED_CONTEXT_TOKENS, assumed_context_note(prefix + "max_position_embeddings", source)
+
+
+def config_notes(cfg: Mapping[str, Any], source: object = "config.json") -> list[str]:
+    """What a loader states on screen about a config.json: the fields it assumed (a missing
+    context window) and an unknown ``model_type`` read from the standard fields."""
+    notes = []
+    mtype = model_type_of(cfg)
+    if mtype not in KNOWN_MODEL_TYPES:
+        notes.append(f"model_type {mtype!r} is not one k3lib knows: read as a dense transformer from the "
+                     "standard fields")
+    assumed = max_context_from_config(cfg, source)[1]
+    if assumed:
+        notes.append(assumed)
+    return notes
+
+
 def model_type_of(cfg: Mapping[str, Any]) -> str:
     """The model_type whose rules apply: the top-level one, or the text tower's for a
     multimodal wrapper k3lib has no rules for (``mistral3`` → ``mistral``)."""
@@ -145,16 +213,89 @@ def _ignored(patterns: list[str], module: str) -> bool:
     return _ignore_matcher(patterns)(module)
 
 
+def _int_or(v: Any, default: int) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else default
+
+
+def _moe_layer_indices(tc: Mapping[str, Any], n_layers: int) -> tuple[int, ...]:
+    """0-based indices of the MoE layers, by the family's own rule (transformers):
+
+    * Llama 4: ``moe_layers`` when listed, else $(i+1) \\bmod s = 0$ with $s$ =
+      ``interleave_moe_layer_step`` (``Llama4TextConfig``; Maverick: 1, 3, 5, …);
+    * Qwen MoE: $i \\notin$ ``mlp_only_layers`` and $(i+1) \\bmod s = 0$ with $s$ =
+      ``decoder_sparse_step`` (``Qwen2MoeDecoderLayer``, Qwen3-MoE, Qwen3-Next);
+    * DeepSeek / Kimi / GLM: $i \\ge$ ``first_k_dense_replace`` and $i \\bmod f = 0$ with $f$ =
+      ``moe_layer_freq`` (``DeepseekV3DecoderLayer``); every layer when none of these keys is set.
+    """
+    listed = tc.get("moe_layers")
+    if isinstance(listed, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in listed):
+        return tuple(sorted({i for i in listed if 0 <= i < n_layers}))
+    if tc.get("interleave_moe_layer_step") is not None:
+        return interleaved_moe_indices(n_layers, _int_or(tc.get("interleave_moe_layer_step"), 1) or 1)
+    if tc.get("decoder_sparse_step") is not None or isinstance(tc.get("mlp_only_layers"), list):
+        skip = tuple(i for i in (tc.get("mlp_only_layers") or []) if isinstance(i, int))
+        return interleaved_moe_indices(n_layers, _int_or(tc.get("decoder_sparse_step"), 1) or 1, skip=skip)
+    return first_dense_moe_indices(n_layers, _int_or(tc.get("first_k_dense_replace"), 0),
+                                   _int_or(tc.get("moe_layer_freq"), 1) or 1)
+
+
 def _group_layers(tc: Mapping[str, Any]) -> dict[str, list[int]]:
-    """Layer indices holding each linear group: every layer for attention; the first
-    ``first_k_dense_replace`` (or all, without experts) for the dense MLP; the rest for experts."""
+    """Layer indices holding each linear group: every layer for attention; the MoE layers
+    (:func:`_moe_layer_indices`) for the experts, the others for the dense MLP (all, without
+    experts)."""
     n = tc.get("num_hidden_layers") if isinstance(tc.get("num_hidden_layers"), int) else 0
     experts = tc.get("n_routed_experts") or tc.get("num_experts") or tc.get("num_local_experts") or 0
-    first = (tc.get("first_k_dense_replace") or 0) if experts else n
-    first = first if isinstance(first, int) and not isinstance(first, bool) else 0
+    moe = set(_moe_layer_indices(tc, n)) if experts else set()
     every = list(range(n))
-    return {"attention": every, "dense_mlp": every[:first], "shared_experts": every[first:],
-            "routed_experts": every[first:], "lm_head": []}
+    sparse = [i for i in every if i in moe]
+    return {"attention": every, "dense_mlp": [i for i in every if i not in moe], "shared_experts": sparse,
+            "routed_experts": sparse, "lm_head": []}
+
+
+def _attention_order(groups: "list[AttentionGroup]", kinds: "list[str] | None") -> tuple[int, ...]:
+    """The group index of each layer from a per-layer kind list (``sliding``/``full``,
+    ``mla``/``kda``, ``full``/``gdn``): a KV-sharing group takes the last layers of its kind,
+    the owning group the first. () when no list is known or it does not match the groups."""
+    if not kinds or len(groups) < 2:
+        return ()
+    out = [-1] * len(kinds)
+    for kv_shared in (True, False):
+        for j, g in enumerate(groups):
+            if g.kv_shared != kv_shared:
+                continue
+            free = [i for i, k in enumerate(kinds) if k == g.kind and out[i] < 0]
+            if len(free) < g.count:
+                return ()
+            for i in (free[len(free) - g.count:] if kv_shared else free[:g.count]):
+                out[i] = j
+    return tuple(out) if all(j >= 0 for j in out) else ()
+
+
+def _sliding_kinds(mtype: str, tc: Mapping[str, Any], n_layers: int, n_slide: int) -> list[str] | None:
+    """``sliding``/``full`` per layer where the config or the family fixes the positions
+    (:func:`_layer_kinds`; ``sliding_window_pattern`` $p$: full at $(i+1) \\bmod p = 0$; Llama 4:
+    the NoPE layer every 4th, $(i+1) \\bmod 4 = 0$, ``no_rope_layers``; Gemma 2: even layers
+    slide; Qwen2/3: layers from ``max_window_layers`` slide); None otherwise or when the list
+    disagrees with the sliding count."""
+    kinds = _layer_kinds(mtype, tc, n_layers)
+    if kinds is None:
+        rng = range(n_layers)
+        if tc.get("sliding_window_pattern"):
+            p = tc["sliding_window_pattern"]
+            kinds = ["full" if (i + 1) % p == 0 else "sliding" for i in rng]
+        elif mtype.startswith("llama4"):
+            nope = tc.get("no_rope_layers")
+            if isinstance(nope, list) and len(nope) == n_layers:
+                kinds = ["sliding" if x else "full" for x in nope]   # 1 = uses RoPE = chunked attention
+            else:
+                kinds = ["full" if (i + 1) % 4 == 0 else "sliding" for i in rng]
+        elif mtype == "gemma2":
+            kinds = ["sliding" if i % 2 == 0 else "full" for i in rng]
+        elif mtype in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
+            kinds = ["full"] * (n_layers - n_slide) + ["sliding"] * n_slide
+        else:
+            return None
+    return kinds if len(kinds) == n_layers and kinds.count("sliding") == n_slide else None
 
 
 def _quantized_share(patterns: list[Any], tc: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
@@ -370,13 +511,11 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
         elif mtype not in ("llama", "mistral", "qwen2", "mixtral", "qwen2_moe", "phi3", "") and not tc.get("kv_lora_rank"):
             warnings.warn(f"head_dim missing: assumed hidden_size / num_attention_heads = {head_dim}",
                           AssumedFieldWarning, stacklevel=2)
-    max_ctx = (tc.get("max_position_embeddings") or tc.get("model_max_length")
-               or cfg.get("max_position_embeddings"))
-    if not max_ctx:
-        max_ctx = 4096
-        if unknown:
-            assumed.append("max_position_embeddings = 4096")
+    max_ctx, ctx_assumed = max_context_from_config(cfg, src)
+    if ctx_assumed:
+        assumed.append(f"max_position_embeddings = {max_ctx} (the file states no context window)")
     groups: list[AttentionGroup] = []
+    attn_kinds: list[str] | None = None
     gqa = dict(num_heads=heads, kv_heads=kv_heads, head_dim=head_dim,
                qkv_bias=bool(tc.get("attention_bias") or mtype == "qwen2"),
                o_bias=bool(tc.get("attention_bias") and mtype == "gpt_oss"),
@@ -399,6 +538,9 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
             if n_full + n_kda != n_layers:
                 raise K3InputError(prefix + "linear_attn_config",
                                    f"kda_layers ({n_kda}) + full_attn_layers ({n_full}) != num_hidden_layers ({n_layers})")
+            # the lists are 1-based layer numbers (K3: full 4, 8, …, 92, 93)
+            full_at = {i - 1 for i in (lac.get("full_attn_layers") or []) if isinstance(i, int)}
+            attn_kinds = ["mla" if i in full_at else "kda" for i in range(n_layers)]
             groups.append(AttentionGroup(count=n_full, **mla))
             groups.append(AttentionGroup(kind="kda", count=n_kda, num_heads=_req(lac, "num_heads", src, lprefix),
                                          head_dim=_req(lac, "head_dim", src, lprefix),
@@ -410,6 +552,8 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
     elif mtype == "qwen3_next" or tc.get("full_attention_interval"):
         interval = _opt_int(tc, "full_attention_interval", src, 4, prefix)
         n_full = n_layers // interval
+        # transformers Qwen3NextConfig: layer i is full attention when (i+1) % interval == 0
+        attn_kinds = ["full" if (i + 1) % interval == 0 else "gdn" for i in range(n_layers)]
         groups.append(AttentionGroup(kind="full", count=n_full, output_gate=True, **gqa))
         groups.append(AttentionGroup(kind="gdn", count=n_layers - n_full,
                                      num_heads=_req(tc, "linear_num_key_heads", src, prefix),
@@ -424,6 +568,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
         if window and (not isinstance(window, int) or isinstance(window, bool) or window < 0):
             raise K3InputError(prefix + "sliding_window", f"not a positive integer in {src} (got {window!r})")
         n_slide = _sliding_layers(mtype, tc, n_layers, window, assumed)
+        attn_kinds = _sliding_kinds(mtype, tc, n_layers, n_slide)
         n_kv_shared = tc.get("num_kv_shared_layers") or 0
         if n_slide in (0, n_layers):            # one kind everywhere: the last N share
             shared = {"sliding" if n_slide else "full": n_kv_shared}
@@ -448,10 +593,8 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
         if not top_k:
             raise K3InputError(prefix + "num_experts_per_tok",
                                f"missing in {src}: a MoE config must say how many experts each token uses")
-        first_dense = tc.get("first_k_dense_replace", 0) or 0
-        step = (tc.get("interleave_moe_layer_step") or tc.get("moe_layer_freq")
-                or tc.get("decoder_sparse_step") or 1)
-        moe_layers = len([i for i in range(first_dense, n_layers) if (i - first_dense) % step == step - 1 or step == 1])
+        moe_at = _moe_layer_indices(tc, n_layers)
+        moe_layers = len(moe_at)
         dense_layers = n_layers - moe_layers
         moe_inter = tc.get("moe_intermediate_size") or tc.get("intermediate_size")
         if not moe_inter:
@@ -480,6 +623,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
         if not inter:
             _req(tc, "intermediate_size", src, prefix)
         mlp = MLPSpec(dense_layers=n_layers, dense_intermediate=inter)
+        moe_at = ()
     tie_default = mtype.startswith("gemma")  # Gemma ties input and output embeddings
     tie = bool(tc.get("tie_word_embeddings", cfg.get("tie_word_embeddings", tie_default)))
     if unknown and "tie_word_embeddings" not in tc and "tie_word_embeddings" not in cfg:
@@ -500,6 +644,8 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
         per_layer_input_dim=int(tc.get("hidden_size_per_layer_input") or 0),
         per_layer_input_vocab=int(tc.get("vocab_size_per_layer_input") or 0)
         if tc.get("hidden_size_per_layer_input") else 0,
+        layer_attention_groups=_attention_order(groups, attn_kinds),
+        moe_layer_indices=moe_at if 0 < len(moe_at) < n_layers else (),
     )
 
 
@@ -530,7 +676,8 @@ def rope_caches(cfg: Mapping[str, Any]) -> tuple[tuple[int, int], ...]:
         rot = tc["rotary_dim"]
     else:
         rot = int(head_dim * float(tc.get("partial_rotary_factor") or 1.0))
-    max_pos = int(tc.get("max_position_embeddings") or cfg.get("max_position_embeddings") or 4096)
+    mpe = tc.get("max_position_embeddings")
+    max_pos = mpe if isinstance(mpe, int) and not isinstance(mpe, bool) and mpe > 0 else max_context_from_config(cfg)[0]
     rs = tc.get("rope_scaling") or {}
     kind = str(rs.get("rope_type") or rs.get("type") or "") if isinstance(rs, Mapping) else ""
     positions = max_pos
@@ -601,4 +748,4 @@ def checkpoint_dtype_bytes(cfg: Mapping[str, Any]) -> int:
 
 
 __all__ = ["AssumedFieldWarning", "KNOWN_MODEL_TYPES", "WRAPPER_MODEL_TYPES", "architecture_from_hf_config",
-           "model_type_of", "rope_caches", "vision_tower_params", "checkpoint_dtype_bytes"]
+           "model_type_of", "max_context_from_config", "config_notes", "rope_caches", "vision_tower_params", "checkpoint_dtype_bytes"]
