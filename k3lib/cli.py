@@ -470,22 +470,23 @@ def _add_checklist_parsers(sub) -> None:
                                    "context: each step's answer, the best configuration for these GPUs (or the "
                                    "cheapest that fits, if none does) and the vllm / llama-server / nvidia-smi "
                                    "command lines to launch it. Nothing is executed.")
-    p.add_argument("--model", default="kimi-k3", help="built-in model id (see `k3plan models`); default kimi-k3")
+    add_model_source_args(p)
     p.add_argument("--gpu", default="h100-sxm", help="GPU id or alias (see `k3plan gpus`); default h100-sxm")
     p.add_argument("--gpus", default="8", help="number of GPUs you have (default 8)")
     p.add_argument("--nodes", default=None, help="nodes the GPUs are spread over (default: whole nodes of the "
                    "GPU's node size)")
     p.add_argument("--context", default="256K", help="target context: 131072, 128K, 256k, 1M (K = 1024 tokens)")
-    p.add_argument("--engine", default="vllm", help="engine to launch with: vllm, sglang, llama.cpp (default vllm); "
-                   "the solver only picks checkpoints this engine can load")
+    add_engine_args(p)
     p.add_argument("--kv-dtype", default="fp8", help="KV dtype for steps 3-7: bf16, fp8, int4 (default fp8, "
                    "the guide's step 4)")
     p.add_argument("--overhead-per-gpu", default=None, help="overhead per GPU (default: the model's rule — 8GiB "
                    "for a guide profile, k3lib's measured rule for a real architecture, as `estimate`)")
     p.add_argument("--workload-context", default=None, help="context your prompts actually need, e.g. 50K: "
                    "warns when the target is far beyond it")
-    p.add_argument("--hf-repo", default=None, help="repository for `vllm serve` (default: the model's own)")
-    p.add_argument("--gguf", default=None, help="GGUF for `llama-server -hf`, repo:QUANT (default: by precision)")
+    p.add_argument("--hf-repo", default=None, help="repository for `vllm serve` (default: the model's own, or "
+                   "the folder of --config/--safetensors)")
+    p.add_argument("--gguf-repo", default=None, help="GGUF for `llama-server -hf`, repo:QUANT (default: by precision; "
+                   "with --gguf FILE the command loads that file with -m)")
     p.add_argument("--json", action="store_true", help="print one JSON object; sizes are integers in bytes")
     p.set_defaults(func=_cmd_plan)
     p = sub.add_parser("cheatsheet", help="max context by hardware (GPU × count × precision)",
@@ -512,19 +513,41 @@ def _checklist_assumptions(args):
     return checklist_assumptions(parse_size_bytes(args.overhead_per_gpu, "overhead-per-gpu"))
 
 
-def _cmd_plan(args) -> int:
-    from k3lib.studies.checklist import anti_patterns, format_context, run_checklist
-    from k3lib.studies.commands import commands_for, gpu_memory_utilization
+def _command_sources(args) -> dict:
+    """Where the launch command finds the user's own model: -m FILE for a GGUF, the folder
+    for vLLM/SGLang (they load a local folder as a repository)."""
+    from pathlib import Path
 
-    c = run_checklist(model=args.model, gpu=args.gpu, gpus=args.gpus, nodes=args.nodes, context=args.context,
-                      kv_dtype=args.kv_dtype, engine=args.engine, assumptions=_checklist_assumptions(args))
+    out: dict = {"hf_repo": args.hf_repo, "gguf": getattr(args, "gguf_repo", None), "model_path": None}
+    if getattr(args, "gguf", None):
+        out["model_path"] = str(Path(args.gguf).resolve())
+    for name in ("config", "safetensors"):
+        path = getattr(args, name, None)
+        if path and out["hf_repo"] is None:
+            p = Path(path).resolve()
+            out["hf_repo"] = str(p.parent if p.is_file() else p)
+    return out
+
+
+def _cmd_plan(args) -> int:
+    from k3lib.engines.deployment import default_engine_for, normalize_engine
+    from k3lib.studies.checklist import anti_patterns, format_context, run_checklist
+    from k3lib.studies.commands import commands_for
+
+    model = model_from_args(args)
+    eid = default_engine_for(model) if args.engine is None else normalize_engine(args.engine)
+    settings = engine_settings_from_args(args, eid) if eid not in ("guide", "generic") else eid
+    c = run_checklist(model=model, gpu=args.gpu, gpus=args.gpus, nodes=args.nodes, context=args.context,
+                      kv_dtype=args.kv_dtype, engine=settings, assumptions=_checklist_assumptions(args))
     chosen = c.recommended or c.cheapest
     plan = chosen.plan() if chosen else None
-    cmds = commands_for(plan, hf_repo=args.hf_repo, gguf=args.gguf) if plan else {}
+    cmds = commands_for(plan, **_command_sources(args)) if plan is not None and plan.fits else {}
+    util = dict(plan.engine.settings).get("gpu_memory_utilization") if plan is not None and plan.engine else None
     warnings = anti_patterns(plan, workload_context_tokens=args.workload_context,
-                             gpu_memory_utilization=gpu_memory_utilization(plan).value) if plan else ()
+                             gpu_memory_utilization=util) if plan else ()
     if args.json:
         out = c.to_dict()
+        out["engine"] = plan.engine_id if plan is not None else eid
         out["chosen"] = "recommended" if c.recommended else ("cheapest" if c.cheapest else None)
         out["plan"] = plan.to_dict() if plan else None
         out["commands"] = {k: {"argv": list(v.argv), "text": v.text, "notes": list(v.notes)} for k, v in cmds.items()}
@@ -536,14 +559,15 @@ def _cmd_plan(args) -> int:
     for s in c.steps:
         print(f"{s.step}. {s.title:<22}{s.figure}\n   {s.reason}")
     print()
+    basis = f" (verdict by {plan.verdict_basis})" if plan is not None else ""
     if c.recommended:
-        print(f"Recommended for {c.gpus}× {c.gpu}: {c.recommended.label}\n   {c.recommended.reason}")
+        print(f"Recommended for {c.gpus}× {c.gpu}{basis}: {c.recommended.label}\n   {c.recommended.reason}")
     elif c.cheapest:
         print(f"Nothing fits on {c.gpus}× {c.gpu} at {format_context(c.context_tokens)}.\n"
-              f"Cheapest on {c.gpu}: {c.cheapest.label}\n   {c.cheapest.reason}")
+              f"Cheapest on {c.gpu}{basis}: {c.cheapest.label}\n   {c.cheapest.reason}")
     else:
         print(f"No deployable configuration of up to {max(32, c.gpus)} {c.gpu} holds "
-              f"{format_context(c.context_tokens)}.")
+              f"{format_context(c.context_tokens)}; no command is printed.")
     for w in warnings:
         print(f"warning [{w.code}]: {w.message}")
     for name, cmd in cmds.items():

@@ -153,7 +153,8 @@ def _estimate(model: Any, plan: Plan, settings: EngineSettings, *, context_token
     util = opts.pop("gpu_memory_utilization", None)
     layout = {"tp": plan.tp, "pp": plan.pp} if eid in ("vllm", "sglang") else {}
     return estimate_for_engine(eid, model=model, gpu=plan.gpu, gpus=plan.gpus,
-                               context=context_tokens, batch=plan.batch, kv_dtype=kv_dtype, weights=weights,
+                               context=context_tokens, batch=plan.batch, kv_dtype=engine_kv_dtype(eid, kv_dtype),
+                               weights=weights,
                                gpu_memory_utilization=util, **layout, **opts)
 
 
@@ -276,8 +277,26 @@ def plan_for_engine(*, model: Any = "kimi-k3", engine: "str | EngineSettings | N
                                notes=plan.notes + tuple(n for n in est.notes if n not in plan.notes))
 
 
+#: a KV dtype as each engine spells it (llama.cpp has no FP8 cache: q8_0 is the nearest, 1.0625 B)
+ENGINE_KV_DTYPES: Mapping[str, Mapping[str, str]] = {
+    "llama.cpp": {"bf16": "f16", "fp16": "f16", "auto": "f16", "fp8": "q8_0", "int4": "q4_0"},
+    "vllm": {"f16": "auto", "bf16": "auto", "fp16": "auto"},
+    "sglang": {"f16": "auto", "bf16": "auto", "fp16": "auto"},
+}
+
+
+def engine_kv_dtype(engine: str, kv_dtype: str) -> str:
+    """The engine's spelling of a KV dtype (``fp8`` → llama.cpp ``q8_0``; ``bf16`` → vLLM ``auto``).
+
+    >>> engine_kv_dtype("llama.cpp", "fp8"), engine_kv_dtype("vllm", "bf16")
+    ('q8_0', 'auto')
+    """
+    key = str(kv_dtype).strip().lower()
+    return ENGINE_KV_DTYPES.get(engine, {}).get(key, key)
+
+
 def _core_kv(kv_dtype: str) -> str:
     """The KV dtype k3lib's component model prices (an engine's own spellings mapped onto it)."""
     key = str(kv_dtype).strip().lower()
     return {"auto": "bf16", "f16": "bf16", "fp16": "bf16", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8",
-            "fp8_ds_mla": "fp8"}.get(key, key)
+            "fp8_ds_mla": "fp8", "q8_0": "q8_0", "q4_0": "q4_0"}.get(key, key)

@@ -318,6 +318,15 @@ def llamacpp_offload_split(model: Any, *, n_gpu_layers: int, n_ctx: int, weights
 
     pats = [re.compile(p) for p in override_tensor]
     arch, loaded = _resolve_model(model)
+    scale = 1.0
+    if not (loaded is not None and getattr(loaded, "exact", False) and weights == "native"):
+        # a published GGUF of this model (e.g. K3's UD-Q4_K_XL): its format's proportions, its file's bytes
+        from k3lib.core.checkpoints import resolve_weights
+        from k3lib.core.memory import weights_bytes
+
+        fmt, published, _ = resolve_weights(arch, weights)
+        scale = published / weights_bytes(arch, fmt) if published else 1.0
+        weights = fmt.id
     on_gpu, output_on_gpu = llamacpp_gpu_layers(arch.num_layers, n_gpu_layers)
     seq = layer_sequence(arch)
     parts = {"gpu": [seq[i] for i in on_gpu], "host": [seq[i] for i in range(arch.num_layers) if i not in on_gpu]}
@@ -362,5 +371,7 @@ def llamacpp_offload_split(model: Any, *, n_gpu_layers: int, n_ctx: int, weights
         w["gpu"] += (sum(t.n_bytes for t in loaded.tensors if t.name.startswith("token_embd"))
                      if loaded is not None and getattr(loaded, "exact", False) and weights == "native"
                      and loaded.tensors else weights_bytes_by_group(arch, weights).get("embedding", 0))
+    if scale != 1.0:
+        w = {side: round(b * scale) for side, b in w.items()}
     return {"gpu_layers": len(on_gpu) + int(output_on_gpu),
             "gpu": {"weights": w["gpu"], "kv": kv["gpu"]}, "host": {"weights": w["host"], "kv": kv["host"]}}

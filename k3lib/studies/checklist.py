@@ -186,13 +186,18 @@ def run_checklist(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
         thr = step6_throughput(model=spec, gpu=hw, gpus=n, nodes=m, weights=prec.weights, kv_dtype=kid,
                                context=run_ctx, batch=batch, assumptions=a)
     # Step 7 needs a precision even when none fits this inventory: then the smallest checkpoint.
-    smallest = min(precision_ladder(spec, engine), key=lambda w: _weights_size(spec, w))
+    eid = str(getattr(engine, "engine", engine))
+    ladder = precision_ladder(model if hasattr(model, "require_architecture") else spec, eid)
+    smallest = min(ladder, key=lambda w: _weights_size(spec, w))
     add = step7_add_one_gpu(model=spec, gpu=hw, weights=prec.weights or smallest, kv_dtype=kid,
                             context=target, batch=batch, assumptions=a)
     # the configurations keep the user's KV dtype: the same inputs give the same numbers as `estimate`
-    rec = best_configuration(model=spec, gpu=hw, gpus=n, nodes=m, context=target, batch=batch, assumptions=a,
+    # a real engine verifies every candidate by its own rules (the plan for that engine); a guide
+    # profile or the generic model keeps the sweep
+    src = model if hasattr(model, "require_architecture") else spec
+    rec = best_configuration(model=src, gpu=hw, gpus=n, nodes=m, context=target, batch=batch, assumptions=a,
                              engine=engine, kv_dtypes=(kid,))
-    cheap = cheapest_configuration(model=spec, gpu=hw, context=target, batch=batch, assumptions=a,
+    cheap = cheapest_configuration(model=src, gpu=hw, context=target, batch=batch, assumptions=a,
                                    max_gpus=max(32, n), engine=engine, kv_dtypes=(kid,))
     return Checklist(spec.id, hw.id, n, m, target, kid, budget, prec, ctx, opts, seq, thr, add, rec, cheap)
 

@@ -206,17 +206,26 @@ def vllm_command(plan: Plan, *, hf_repo: str | None = None, gpu_memory_utilizati
         if plan.weight_format not in loadable and not (native_bf16 and plan.weight_format in ("bf16", "fp8")):
             raise K3InputError("weights", f"no {plan.weight_format} checkpoint of {plan.model.name} that vLLM can "
                                "load is known (pass --hf-repo for one you have)", ", ".join(loadable))
+    _require_engine(plan, "vllm")
     repo = _repo(plan, hf_repo)
-    util = gpu_memory_utilization(plan)
-    u = util.value if gpu_memory_utilization_value is None else float(gpu_memory_utilization_value)
+    settings = dict(plan.engine.settings) if plan.engine is not None else {}
+    if settings and gpu_memory_utilization_value is None:   # exactly what the plan was computed with
+        u = float(settings["gpu_memory_utilization"])
+        util = Utilization(u, plan.per_gpu.total_bytes / plan.gpu.memory_bytes("usable"),
+                           plan.gpu.memory_bytes("usable"), False,
+                           f"{u:.2f}: the setting the plan's vLLM figures were computed with")
+    else:
+        util = gpu_memory_utilization(plan)
+        u = util.value if gpu_memory_utilization_value is None else float(gpu_memory_utilization_value)
     if not 0 < u <= 1:
         raise K3InputError("gpu_memory_utilization", f"{u!r} must be in (0, 1]")
+    max_seqs = int(settings.get("max_num_seqs", plan.batch))
     base = base_model_id(plan)
     trc = base.startswith("kimi") if trust_remote_code is None else bool(trust_remote_code)
     argv = ["vllm", "serve", repo,
             "--tensor-parallel-size", str(plan.tp), "--pipeline-parallel-size", str(plan.pp),
             "--max-model-len", str(plan.context_tokens), "--kv-cache-dtype", VLLM_KV_DTYPES[plan.kv_dtype],
-            "--gpu-memory-utilization", f"{u:.2f}", "--max-num-seqs", str(plan.batch)]
+            "--gpu-memory-utilization", f"{u:g}" if settings else f"{u:.2f}", "--max-num-seqs", str(max_seqs)]
     expl = [
         (repo, "the checkpoint vLLM downloads and serves"),
         ("--tensor-parallel-size", f"TP={plan.tp}: each layer's weights split {plan.tp} ways inside a node"),
@@ -225,7 +234,9 @@ def vllm_command(plan: Plan, *, hf_repo: str | None = None, gpu_memory_utilizati
         ("--kv-cache-dtype", f"{VLLM_KV_DTYPES[plan.kv_dtype]}: the plan's {plan.kv_dtype} KV cache"),
         ("--gpu-memory-utilization",
          util.reason if gpu_memory_utilization_value is None else f"{u:.2f}, given by the caller"),
-        ("--max-num-seqs", f"{plan.batch}: the plan's batch (concurrent sequences)"),
+        ("--max-num-seqs", f"{max_seqs}: " + ("the setting the plan's vLLM figures were computed with (vLLM sizes "
+                                               "its sampler's profiling batch by it)" if settings else
+                                               "the plan's batch (concurrent sequences)")),
     ]
     notes = []
     if trc:
@@ -253,6 +264,43 @@ def vllm_command(plan: Plan, *, hf_repo: str | None = None, gpu_memory_utilizati
         notes.append(f"{plan.gpus // plan.nodes} GPUs in one node: a {plan.gpu.id} node holds {per_node}; "
                      f"spread them over nodes and plan with that node count")
     return Command("vllm", tuple(argv), tuple(expl), tuple(notes))
+
+
+def _require_engine(plan: Plan, engine: str) -> None:
+    """A plan for one engine launches on that engine only: its figures are that engine's."""
+    if plan.engine is not None and plan.engine.engine != engine:
+        raise K3InputError("engine", f"the plan was computed for {plan.engine.name}; a {engine} command would "
+                           "not carry its settings", f"plan for --engine {engine}")
+
+
+def sglang_command(plan: Plan, *, hf_repo: str | None = None) -> Command:
+    """``python -m sglang.launch_server`` for a plan for SGLang, with the settings it was computed with.
+
+    >>> from k3lib.engines.deployment import plan_for_engine
+    >>> p = plan_for_engine(model="llama-3.1-8b", engine="sglang", gpu="h100", gpus=1, context="32K")
+    >>> sglang_command(p).value("--mem-fraction-static")
+    '0.834'
+    """
+    _require_engine(plan, "sglang")
+    if plan.kv_dtype not in VLLM_KV_DTYPES:
+        raise K3InputError("kv_dtype", f"SGLang has no {plan.kv_dtype} KV cache", ", ".join(VLLM_KV_DTYPES))
+    repo = _repo(plan, hf_repo)
+    settings = dict(plan.engine.settings) if plan.engine is not None else {}
+    argv = ["python", "-m", "sglang.launch_server", "--model-path", repo, "--tp-size", str(plan.tp),
+            "--pp-size", str(plan.pp), "--context-length", str(plan.context_tokens),
+            "--kv-cache-dtype", VLLM_KV_DTYPES[plan.kv_dtype]]
+    expl = [("--model-path", f"{repo}: the checkpoint SGLang serves"), ("--tp-size", f"TP={plan.tp}"),
+            ("--pp-size", f"PP={plan.pp}"), ("--context-length", f"{plan.context_tokens:,} tokens: the plan's context"),
+            ("--kv-cache-dtype", f"{VLLM_KV_DTYPES[plan.kv_dtype]}: the plan's {plan.kv_dtype} KV cache")]
+    if "mem_fraction_static" in settings:
+        argv += ["--mem-fraction-static", f"{float(settings['mem_fraction_static']):g}"]
+        expl.append(("--mem-fraction-static", "the fraction the plan's SGLang figures were computed with"))
+    notes = [] if plan.fits else ["the plan does not fit: " + plan.reason]
+    if base_model_id(plan).startswith("kimi"):
+        argv.append("--trust-remote-code")
+    if plan.nodes > 1:
+        notes.append(f"multi-node: add --nnodes {plan.nodes} --node-rank R --dist-init-addr <head>:5000 on each node")
+    return Command("sglang", tuple(argv), tuple(expl), tuple(notes))
 
 
 def cpu_moe_layers(plan: Plan) -> int | None:
@@ -324,8 +372,10 @@ def llama_server_command(plan: Plan, *, gguf: str | None = None, model_path: str
     >>> llama_server_command(p).argv[:3]
     ('llama-server', '-hf', 'unsloth/Kimi-K3-GGUF:UD-Q4_K_XL')
     """
+    _require_engine(plan, "llama.cpp")
     if plan.kv_dtype not in LLAMA_CACHE_TYPES:
         raise K3InputError("kv_dtype", f"llama.cpp has no {plan.kv_dtype} cache", ", ".join(LLAMA_CACHE_TYPES))
+    settings = dict(plan.engine.settings) if plan.engine is not None else {}
     if n_cpu_moe is not None and offload_all_experts:
         raise K3InputError("offload", "give --n-cpu-moe or all experts to CPU, not both")
     if model_path is not None:
@@ -339,18 +389,31 @@ def llama_server_command(plan: Plan, *, gguf: str | None = None, model_path: str
         src_why = ("-hf", f"{ref}: llama.cpp downloads the GGUF from Hugging Face")
     cache = LLAMA_CACHE_TYPES[plan.kv_dtype]
     ctx = plan.context_tokens * plan.batch
-    argv = ["llama-server", *src, "-c", str(ctx), "-np", str(plan.batch), "-ngl", "999",
+    ngl = int(settings.get("n_gpu_layers", -1))
+    argv = ["llama-server", *src, "-c", str(ctx), "-np", str(plan.batch), "-ngl", "999" if ngl < 0 else str(ngl),
             "--cache-type-k", cache, "--cache-type-v", cache]
     expl = [src_why,
             ("-c", f"{ctx:,} tokens = context {plan.context_tokens:,} × {plan.batch} slot(s)"),
             ("-np", f"{plan.batch} parallel slot(s): the plan's batch"),
-            ("-ngl", "999 = every layer on the GPUs"),
+            ("-ngl", "999 = every layer on the GPUs" if ngl < 0 else
+             f"{ngl}: the last {max(ngl - 1, 0)} layers and the output head on the GPUs, as planned"),
             ("--cache-type-k", f"{cache}: the plan's {plan.kv_dtype} KV"
              + (" (llama.cpp has no FP8 cache; q8_0 is 1.0625 B per element)" if plan.kv_dtype == "fp8" else "")),
             ("--cache-type-v", f"{cache}, the same for values")]
-    if cache != "f16":
-        argv += ["--flash-attn", "on"]
-        expl.append(("--flash-attn", "on: llama.cpp needs flash attention for a quantized V cache"))
+    fa = settings.get("flash_attn", True)
+    if cache != "f16" and not fa:
+        raise K3InputError("flash_attn", "llama.cpp needs flash attention for a quantized V cache", "on, or an f16 cache")
+    if settings or cache != "f16":
+        argv += ["--flash-attn", "on" if fa else "off"]
+        expl.append(("--flash-attn", ("on" if fa else "off") + (": llama.cpp needs flash attention for a quantized "
+                                                                 "V cache" if cache != "f16" else ": as planned")))
+    ub = int(settings.get("n_ubatch", 512))
+    if ub != 512:
+        argv += ["-ub", str(ub)]
+        expl.append(("-ub", f"{ub}: the physical batch the compute buffer was sized for"))
+    for pat in settings.get("override_tensor", ()):
+        argv += ["-ot", f"{pat}=CPU"]
+        expl.append(("-ot", f"{pat}=CPU: tensors matching it stay in system RAM, as planned"))
     if plan.gpus > 1:
         argv += ["--split-mode", "layer"]
         expl.append(("--split-mode", f"layer: whole layers per GPU over the {plan.gpus} visible GPUs"))
@@ -383,18 +446,29 @@ def topology_command(plan: Plan | None = None) -> Command:
                            "where tensor-parallel all-reduces crawl"),))
 
 
-def commands_for(plan: Plan, *, hf_repo: str | None = None, gguf: str | None = None) -> dict[str, Command]:
-    """The three commands for a plan; an engine that cannot express the plan (a KV dtype it
-    lacks, no known repository) is left out. Names the user gave are validated first."""
+def commands_for(plan: Plan, *, hf_repo: str | None = None, gguf: str | None = None,
+                 model_path: str | None = None) -> dict[str, Command]:
+    """The commands for a plan: for a plan for an engine, that engine's command (with the
+    settings the plan was computed with) and the topology check; otherwise vLLM's and
+    llama.cpp's, leaving out an engine that cannot express the plan (a KV dtype it lacks, no
+    known repository). Names the user gave are validated first; ``model_path``: the user's
+    GGUF file (``-m``)."""
     if hf_repo is not None:
         _repo(plan, hf_repo)
     if gguf is not None:
         _gguf_ref(plan, gguf)
     out: dict[str, Command] = {}
-    for name, fn in (("vllm", lambda: vllm_command(plan, hf_repo=hf_repo)),
-                     ("llama.cpp", lambda: llama_server_command(plan, gguf=gguf))):
+    makers = {"vllm": lambda: vllm_command(plan, hf_repo=hf_repo),
+              "sglang": lambda: sglang_command(plan, hf_repo=hf_repo),
+              "llama.cpp": lambda: llama_server_command(plan, gguf=gguf, model_path=model_path)}
+    if plan.engine is not None:   # a plan for an engine launches on that engine, with its settings
+        if plan.engine.engine in makers:
+            out[plan.engine.engine] = makers[plan.engine.engine]()
+        out["topology"] = topology_command(plan)
+        return out
+    for name in ("vllm", "llama.cpp"):
         try:
-            out[name] = fn()
+            out[name] = makers[name]()
         except K3InputError:
             continue
     out["topology"] = topology_command(plan)

@@ -97,8 +97,21 @@ def _gib(n_bytes: float) -> str:
     return f"{n_bytes / GiB:,.1f} GiB"
 
 
-def _spec(model: "str | ModelSpec") -> ModelSpec:
+def _spec(model: Any) -> ModelSpec:
+    """The model spec of a built-in id, a spec, or a user's loaded file (its architecture)."""
+    if hasattr(model, "require_architecture"):
+        return model.require_architecture()
     return get_model(model)
+
+
+def _is_engine(engine: Any) -> bool:
+    """True when ``engine`` (an id or an EngineSettings) is a real engine whose rules decide
+    (not k3lib's generic model or a guide's policy)."""
+    return _engine_id(engine) not in ("generic", "guide", "k3lib", "default")
+
+
+def _engine_id(engine: Any) -> str:
+    return str(getattr(engine, "engine", engine)).strip().lower()
 
 
 def _hw(gpu: "str | GPUSpec") -> GPUSpec:
@@ -123,6 +136,8 @@ def precision_ladder(model: "str | ModelSpec", engine: str = "vllm") -> tuple[st
     >>> precision_ladder("kimi-k3", engine="llama.cpp")[:3]
     ('ud-q8_k_xl', 'ud-q4_k_xl', 'ud-q2_k_xl')
     """
+    if hasattr(model, "require_architecture"):   # the user's own file: its own weights, nothing else exists
+        return ("native",)
     spec = _spec(model)
     if isinstance(spec, PublishedProfile):
         reverse = {tier: alias for alias, tier in spec.weight_aliases.items()}
@@ -213,6 +228,10 @@ class Configuration:
     reason: str
     assumptions: Assumptions = field(default_factory=checklist_assumptions, repr=False)
     engine: str = "vllm"
+    #: the model object planned (a user's LoadedModel; None = the built-in ``model`` id)
+    source: Any = field(default=None, repr=False, compare=False)
+    #: the plan for the engine the configuration was verified with (None for the guide's/generic policy)
+    engine_plan: Any = field(default=None, repr=False, compare=False)
 
     @property
     def headroom_bytes_per_gpu(self) -> int:
@@ -230,8 +249,11 @@ class Configuration:
                 f"context {format_context(self.context_tokens)} (TP={self.tp} PP={self.pp}, {self.engine})")
 
     def plan(self) -> Plan:
-        """The full :class:`~k3lib.core.plan.Plan` of this configuration (one make_plan call)."""
-        return make_plan(model=self.model, gpu=self.gpu, gpus=self.gpus, weights=self.weights,
+        """The full :class:`~k3lib.core.plan.Plan` of this configuration: the plan for its
+        engine it was verified with, or (guide policy, generic model) one make_plan call."""
+        if self.engine_plan is not None:
+            return self.engine_plan
+        return make_plan(model=self.model, gpu=self.gpu, gpus=self.gpus, nodes=self.nodes, weights=self.weights,
                          kv_dtype=self.kv_dtype, context=self.context_tokens, batch=self.batch,
                          assumptions=self.assumptions)
 
@@ -264,10 +286,44 @@ def _pick(spec: ModelSpec, hw: GPUSpec, grid: _Grid, target: int, batch: int, a:
                          reason, a, engine)
 
 
+def _engine_pick(model: Any, spec: ModelSpec, hw: GPUSpec, counts: Sequence[int], ws: Sequence[str],
+                 ks: Sequence[str], target: int, batch: int, engine: str, why: str,
+                 nodes: int | None = None) -> Configuration | None:
+    """The first (count, checkpoint, KV dtype), in preference order, whose plan for ``engine``
+    fits by that engine's rules (:func:`k3lib.engines.deployment.plan_for_engine`), with
+    its maximum context under the same rules."""
+    from k3lib.engines.deployment import engine_max_context_tokens, plan_for_engine
+
+    for n in counts:
+        for w in ws:
+            for kv in ks:
+                try:
+                    p = plan_for_engine(model=model, engine=engine, gpu=hw, gpus=n, nodes=nodes, weights=w,
+                                        kv_dtype=kv, context=target, batch=batch, with_limits=False)
+                except K3InputError:
+                    continue
+                if not p.fits:
+                    continue
+                import dataclasses as _dc
+                from k3lib.engines.deployment import EngineSettings
+                settings = engine if isinstance(engine, EngineSettings) else EngineSettings(p.engine.engine)
+                mx = engine_max_context_tokens(model, p, settings, weights=w, kv_dtype=kv)
+                p = _dc.replace(p, engine=_dc.replace(p.engine, max_context_tokens=mx))
+                pg = p.per_gpu
+                reason = (f"{why}: {n}× {hw.id} ({p.layout.describe()}) at weights {p.weight_format} and KV "
+                          f"{p.kv_dtype}: {p.reason}; holds up to {format_context(mx)} by "
+                          f"{p.engine.name}'s rules.")
+                return Configuration(spec.id, hw.id, n, p.nodes, p.tp, p.pp, p.weight_format, p.kv_dtype, target,
+                                     batch, pg.total_bytes, pg.available_bytes, mx, reason, p.assumptions,
+                                     p.engine.engine, source=model if model is not spec else None, engine_plan=p)
+    return None
+
+
 def _solver_inputs(model, gpu, context, weights, kv_dtypes, batch, engine):
     spec, hw = _spec(model), _hw(gpu)
     target = parse_context_tokens(context, "context")
-    ws = tuple(weights or precision_ladder(spec, engine))
+    ws = tuple(weights or precision_ladder(model if hasattr(model, "require_architecture") else spec,
+                                           _engine_id(engine)))
     ks = _rank_kv(kv_dtypes)
     n_batch = parse_positive_int(batch, "batch")
     return spec, hw, target, ws, ks, n_batch
@@ -293,9 +349,12 @@ def cheapest_configuration(*, model: "str | ModelSpec", gpu: "str | GPUSpec", co
     counts = candidate_gpu_counts(spec, hw, max_gpus=parse_positive_int(max_gpus, "max_gpus"))
     if target > spec.max_context_tokens or not counts:
         return None
+    if _is_engine(engine) and not isinstance(spec, PublishedProfile):
+        return _engine_pick(model, spec, hw, counts, ws, ks, target, n_batch, engine,
+                            "fewest GPUs, then highest precision")
     ctx = np.append(context_grid(spec), target)
     grid = _grid(spec, hw, counts, ws, ks, ctx, batch=n_batch, assumptions=a)
-    return _pick(spec, hw, grid, target, n_batch, a, "fewest GPUs, then highest precision", engine)
+    return _pick(spec, hw, grid, target, n_batch, a, "fewest GPUs, then highest precision", _engine_id(engine))
 
 
 def best_configuration(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: object, context: object,
@@ -316,9 +375,12 @@ def best_configuration(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: 
     choose_layout(spec, gpus=n, nodes=m, gpus_per_node=gpus_per_node_of(hw))   # validates, names the field
     if target > spec.max_context_tokens:
         return None
+    if _is_engine(engine) and not isinstance(spec, PublishedProfile):
+        return _engine_pick(model, spec, hw, [n], ws, ks, target, n_batch, engine,
+                            f"highest precision on {n} GPUs", nodes=m)
     ctx = np.append(context_grid(spec), target)
     grid = _grid(spec, hw, [n], ws, ks, ctx, batch=n_batch, assumptions=a, nodes=m)
-    return _pick(spec, hw, grid, target, n_batch, a, f"highest precision on {n} GPUs", engine)
+    return _pick(spec, hw, grid, target, n_batch, a, f"highest precision on {n} GPUs", _engine_id(engine))
 
 
 def min_gpus(*, model: "str | ModelSpec", gpu: "str | GPUSpec", weights: str, kv_dtype: str, context: object,
