@@ -61,3 +61,41 @@ def test_sweep_equals_make_plan_on_a_random_grid():
             continue
         assert int(r.total_bytes_per_gpu.ravel()[0]) == p.per_gpu.total_bytes == p.peak.total_bytes
         assert bool(r.fits.ravel()[0]) == p.fits
+
+
+# ---------------------------------------------------------------- the plan's layout (issue 21 §4)
+
+
+def test_max_context_tokens_uses_the_plans_layout():
+    """DeepSeek-V3 on 8× H200 at TP=2 × PP=4, batch 8, BF16 KV: each GPU holds the 576-element
+    latents of its stage's 15–16 layers only, so the model's whole 163,840-token window fits
+    (make_plan says so); the default layout of 8 GPUs (TP=8, all 61 latents on every GPU) holds
+    96,256 — the figure max_context_tokens reported before it read the plan's layout."""
+    from k3lib.core.search import max_context_tokens
+
+    kw = dict(model="deepseek-v3", gpu="h200", gpus=8, tp=2, pp=4, batch=8, kv_dtype="bf16")
+    plan = make_plan(context=8192, **kw)
+    assert make_plan(context=163840, **kw).fits
+    assert max_context_tokens(plan) == 163840
+    default = make_plan(model="deepseek-v3", gpu="h200", gpus=8, batch=8, kv_dtype="bf16", context=8192)
+    assert (default.tp, default.pp) == (8, 1)
+    assert max_context_tokens(default) == 96256
+    # batch 16: the answer is where make_plan (same layout) stops fitting, on the 1K grid
+    kw["batch"] = 16
+    m = max_context_tokens(make_plan(context=8192, **kw))
+    assert make_plan(context=m, **kw).fits and not make_plan(context=m + 1024, **kw).fits
+
+
+def test_sweep_takes_a_layout_or_its_parts():
+    """sweep(tp=, pp=) and sweep(layout=) give make_plan's bytes for that layout; a count the
+    layout does not have is not valid; a layout and its parts together are refused."""
+    plan = make_plan(model="deepseek-v3", gpu="h200", gpus=8, tp=2, pp=4, context=65536)
+    for kw in (dict(tp=2, pp=4), dict(layout=plan.layout)):
+        r = sweep(models=["deepseek-v3"], gpus=["h200"], counts=[8, 16], weights=["native"], kv_dtypes=["bf16"],
+                  contexts=[65536], **kw)
+        assert int(r.total_bytes_per_gpu[0, 0, 0, 0, 0, 0]) == plan.per_gpu.total_bytes
+        assert bool(r.valid[0, 0, 0, 0, 0, 0])
+    assert not r.valid[0, 0, 1, 0, 0, 0]          # 16 GPUs are not the plan's layout
+    with pytest.raises(K3InputError, match="^layout"):
+        sweep(models=["deepseek-v3"], gpus=["h200"], counts=[8], weights=["native"], kv_dtypes=["bf16"],
+              contexts=[8192], layout=plan.layout, tp=2)

@@ -84,12 +84,18 @@ def context_grid_tokens(model: ModelSpec, step_tokens: int = CONTEXT_STEP_TOKENS
 
 def max_context_tokens(plan: Plan, *, step_tokens: int = CONTEXT_STEP_TOKENS) -> int:
     """The longest context (on a ``step_tokens`` grid, up to the model's maximum) that the
-    plan's model, GPUs and layout hold with its precisions and batch; 0 when even the
-    shortest does not load. Read from the sweep over the grid (same bytes as make_plan)."""
+    plan's model, GPUs and layout (``plan.layout``: its TP, PP, DP, EP and nodes, not the
+    default layout of its GPU count) hold with its precisions and batch; 0 when even the
+    shortest does not load. Read from the sweep over the grid (same bytes as make_plan).
+
+    >>> p = make_plan(model="deepseek-v3", gpu="h200", gpus=8, tp=2, pp=4, batch=8, context=8192)
+    >>> max_context_tokens(p)      # TP=2 × PP=4: 61 latents spread over 4 stages
+    163840
+    """
     grid = context_grid_tokens(plan.model, step_tokens)
-    res = sweep(models=[plan.model], gpus=[plan.gpu.id], counts=[plan.gpus], weights=[plan.weight_format],
+    res = sweep(models=[plan.model], gpus=[plan.gpu], counts=[plan.gpus], weights=[plan.weight_format],
                 kv_dtypes=[plan.kv_dtype], contexts=grid.tolist(), batch=plan.batch,
-                nodes=plan.nodes, assumptions=plan.assumptions)
+                layout=plan.layout, assumptions=plan.assumptions)
     fits = res.fits[0, 0, 0, 0, 0]
     return int(grid[np.flatnonzero(fits)[-1]]) if fits.any() else 0
 

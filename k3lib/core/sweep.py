@@ -16,10 +16,11 @@ from typing import Sequence
 
 import numpy as np
 
+from k3lib.core.architecture import Architecture
 from k3lib.core.checkpoints import resolve_weights
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec, get_gpu
-from k3lib.core.layout import choose_layout
+from k3lib.core.layout import Layout, choose_layout
 from k3lib.core.memory import kv_cache_bytes, weights_bytes
 from k3lib.core.models import ModelSpec, PublishedProfile, get_model
 from k3lib.core.plan import (Assumptions, activation_total_bytes, memory_basis_for, profile_share_bytes,
@@ -115,15 +116,20 @@ def _per_gpu_bytes(spec: ModelSpec, hw: GPUSpec, layout, fmts, kvs, ctx: np.ndar
     return out, valid
 
 
-def sweep(*, models: Sequence[str], gpus: Sequence[str], counts: Sequence[int], weights: Sequence[str],
+def sweep(*, models: Sequence[str], gpus: "Sequence[str | GPUSpec]", counts: Sequence[int], weights: Sequence[str],
           kv_dtypes: Sequence[str], contexts: Sequence[object], batch: int = 1, nodes: int | None = None,
-          assumptions: Assumptions | None = None) -> SweepResult:
+          assumptions: Assumptions | None = None, tp: int | None = None, pp: int | None = None, dp: int = 1,
+          ep: int = 1, layout: Layout | None = None) -> SweepResult:
     """Evaluate every combination; see :class:`SweepResult`. Each GPU count gets the layout
-    :func:`k3lib.core.plan.make_plan` would give it (the deployable one on the GPU's nodes,
-    or over ``nodes`` nodes when given); a count with no such layout is not ``valid``."""
+    :func:`k3lib.core.plan.make_plan` would give it with the same ``nodes``/``tp``/``pp``/``dp``/``ep``
+    (:func:`k3lib.core.layout.choose_layout`: with none given, the deployable one on the GPU's
+    nodes); ``layout`` fixes the whole layout (a plan's: ``sweep(..., layout=plan.layout)``), and
+    a count other than its GPU count is not ``valid``. A count with no such layout is not ``valid``."""
+    if layout is not None and (tp is not None or pp is not None or nodes is not None or dp != 1 or ep != 1):
+        raise K3InputError("layout", "give a whole layout or its parts (nodes, tp, pp, dp, ep), not both")
     a = assumptions or Assumptions()
     specs = [get_model(m) for m in models]
-    hws: list[GPUSpec] = [get_gpu(g) for g in gpus]
+    hws: list[GPUSpec] = [g if isinstance(g, GPUSpec) else get_gpu(g) for g in gpus]
     fmts = [_weights_id(w) for w in weights]
     kvs = [get_kv_dtype(k) for k in kv_dtypes]
     ctx = np.array([parse_context_tokens(c) for c in contexts], dtype=np.int64)
@@ -141,12 +147,23 @@ def sweep(*, models: Sequence[str], gpus: Sequence[str], counts: Sequence[int], 
             per_node = hw.gpus_per_node
             for ni, n in enumerate(counts):
                 try:
-                    layout = choose_layout(spec, gpus=n, nodes=nodes, gpus_per_node=per_node)
+                    if layout is not None:
+                        if n != layout.gpus:
+                            continue
+                        chosen = layout
+                    else:
+                        chosen = choose_layout(spec, gpus=n, nodes=nodes, tp=tp, pp=pp, dp=dp, ep=ep,
+                                               gpus_per_node=per_node)
+                    if chosen.ep > 1 and isinstance(spec, Architecture) and not spec.mlp.moe_layers:
+                        continue                     # make_plan refuses EP for a dense model
+                    if chosen.dp > 1 or chosen.ep > 1:
+                        if isinstance(spec, PublishedProfile):
+                            continue                 # make_plan: a profile has TP and PP only
                 except K3InputError:
                     continue
-                key = (mi, layout)
+                key = (mi, chosen)
                 if key not in cache:
-                    cache[key] = _per_gpu_bytes(spec, hw, layout, fmts, kvs, ctx, batch=batch, a=a)
+                    cache[key] = _per_gpu_bytes(spec, hw, chosen, fmts, kvs, ctx, batch=batch, a=a)
                 t, v = cache[key]
                 total[mi, gi, ni] = t
                 valid[mi, gi, ni, :, 0, 0] = v
