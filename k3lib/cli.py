@@ -605,26 +605,36 @@ def _add_offload_parser(sub) -> None:
     p = sub.add_parser("offload", help="experts in system RAM: VRAM, RAM and tokens/s",
                        description="Offload mode: routed experts in system RAM, the rest on the GPU; VRAM and RAM "
                                    "needed and decode tokens/s from the bandwidth model.")
-    p.add_argument("--model", default="kimi-k3", help="a built-in architecture (default kimi-k3)")
-    p.add_argument("--weights", default="q4_k_m", help="weight precision (default q4_k_m)")
+    add_model_source_args(p, default_model="kimi-k3")
+    p.add_argument("--weights", default=None, help="weight precision (default q4_k_m; a --gguf/--safetensors file: "
+                   "its exact bytes)")
     p.add_argument("--kv-dtype", default="bf16", help="KV-cache dtype (default bf16)")
     p.add_argument("--context", default="8K", help="context length (default 8K; K = 1024 tokens)")
     p.add_argument("--batch", default="1", help="concurrent sequences (default 1)")
     p.add_argument("--gpu", default="rtx-4090-48gb", help="GPU id or alias (default rtx-4090-48gb)")
-    p.add_argument("--expert-layers-on-gpu", default="0", help="MoE layers whose experts stay on the GPU (default 0)")
+    p.add_argument("--gpus", default="1", help="GPUs in the machine, layers split over them (default 1)")
+    p.add_argument("--expert-layers-on-gpu", default="0", help="MoE layers whose experts stay on the GPU (default 0), "
+                   "or auto: the most that still fit")
     p.add_argument("--ram", default=None, help="system RAM, e.g. 1536GB (default: report what is needed)")
-    p.add_argument("--ram-bandwidth", default="70GB/s", help="system RAM bandwidth (default 70GB/s, guide 004's figure)")
+    p.add_argument("--host", default=None, help="host platform from data/hosts.csv (e.g. epyc-9005, xeon-5th-gen, "
+                   "desktop-ddr5-5600): its channels × MT/s give the RAM bandwidth")
+    p.add_argument("--ram-bandwidth", default=None, help="system RAM bandwidth, e.g. 460GB/s (overrides --host; "
+                   "without either, guide 004's 70GB/s is used and labelled as an assumption)")
     p.add_argument("--unit", choices=tuple(UNITS), default="GB", help="unit of the printed figures (default GB)")
     p.add_argument("--json", action="store_true", help="print one JSON object; sizes in bytes")
     p.set_defaults(func=_cmd_offload)
 
 
 def _cmd_offload(args) -> int:
-    from k3lib.studies.offload import plan_offload, render_text
+    from k3lib.studies.offload import best_offload_plan, plan_offload, render_text
 
-    plan = plan_offload(model=args.model, weights=args.weights, gpu=args.gpu, kv_dtype=args.kv_dtype,
-                        context=args.context, batch=args.batch, expert_layers_on_gpu=args.expert_layers_on_gpu,
-                        ram=args.ram, ram_bandwidth=args.ram_bandwidth)
+    kwargs = dict(model=model_from_args(args), weights=args.weights, gpu=args.gpu, gpus=args.gpus,
+                  kv_dtype=args.kv_dtype, context=args.context, batch=args.batch, ram=args.ram, host=args.host,
+                  ram_bandwidth=args.ram_bandwidth)
+    if str(args.expert_layers_on_gpu).strip().lower() == "auto":
+        plan = best_offload_plan(**kwargs) or plan_offload(**kwargs)   # none loads: show why, at 0 layers
+    else:
+        plan = plan_offload(**kwargs, expert_layers_on_gpu=args.expert_layers_on_gpu)
     print(json.dumps(plan.to_dict(), indent=2) if args.json else render_text(plan, args.unit))
     return 0 if plan.fits else 3
 

@@ -31,6 +31,15 @@ EXPERT_BYTES = EXPERT_PARAMS * 144 / 256            # Q4_K_M: 18,579,456 B
 ACTIVE_EXPERT_BYTES = 92 * 16 * EXPERT_BYTES        # read from RAM per token: 27.35 GB
 ROUTED_BYTES = 92 * 896 * EXPERT_BYTES              # 1,531,541,716,992 B
 EMBED_ROW = 7168 * 4.5 / 8                          # one embedding row, read per token
+GiB = 2**30
+# the core's activation rule for K3 at batch 1: one 8,192-token chunk through the widest layer
+# (16 routed + 2 shared experts of 3,072 = 55,296) in BF16, plus FP32 logits over 163,840 tokens
+K3_ACTIVATION = 8192 * 2 * (4 * 7168 + 2 * 55296) + 163840 * 4   # 2,282,356,736 B
+
+
+def core_overhead(payload):
+    """The core's per-GPU overhead at TP 1: 1 GiB CUDA context + ⌊5 % of the payload⌋."""
+    return GiB + int(0.05 * payload)
 
 
 def test_expert_bytes_by_hand():
@@ -68,7 +77,10 @@ def test_decode_seconds_sum_over_devices():
 
 
 def test_guide004_memory_figures():
-    p = plan_offload(model="kimi-k3", weights="q4_k_m", gpu="rtx-4090-48gb", context=8192, kv_dtype="bf16")
+    from k3lib.studies.offload import GUIDE004_GPU_ASSUMPTIONS
+
+    p = plan_offload(model="kimi-k3", weights="q4_k_m", gpu="rtx-4090-48gb", context=8192, kv_dtype="bf16",
+                     assumptions=GUIDE004_GPU_ASSUMPTIONS)
     # VRAM: dense weights + KV at 8K (27,648 B/token latent + KDA state in FP32) + 1 GB
     kv = 27648 * 8192 + 69 * (96 * 128 * 128 + (96 * 128 * 2 + 96 * 128) * 3) * 4
     assert p.vram_kv_bytes == kv
@@ -86,21 +98,27 @@ def test_partial_offload_moves_n_layers():
     base = plan_offload(context=8192)
     n = 10
     p = dataclasses.replace(base, expert_layers_on_gpu=n)
-    assert p.vram_needed_bytes - base.vram_needed_bytes == pytest.approx(n * 896 * EXPERT_BYTES, abs=1)
+    # the experts plus the core's 5 % fragmentation on them
+    assert p.vram_needed_bytes - base.vram_needed_bytes == pytest.approx(1.05 * n * 896 * EXPERT_BYTES, abs=2)
     assert base.ram_weights_bytes - p.ram_weights_bytes == pytest.approx(n * 896 * EXPERT_BYTES, abs=1)
     assert p.tiers[0].read_bytes_per_step - base.tiers[0].read_bytes_per_step == pytest.approx(n * 16 * EXPERT_BYTES)
     assert base.tiers[1].read_bytes_per_step - p.tiers[1].read_bytes_per_step == pytest.approx(n * 16 * EXPERT_BYTES)
     full = dataclasses.replace(base, expert_layers_on_gpu=92)
-    assert full.vram_needed_bytes == pytest.approx(base.all_gpu_bytes - base.parts.embedding_bytes, abs=2)
+    assert full.vram_needed_bytes == pytest.approx(base.all_gpu_bytes - 1.05 * base.parts.embedding_bytes, abs=2)
 
 
 def test_layers_for_vram():
     p = plan_offload(gpu="h200")
-    base = p.parts.dense_bytes + p.vram_kv_bytes + GB
-    assert layers_for_vram(p, base - 1) == 0
-    assert layers_for_vram(p, base + 3 * 896 * EXPERT_BYTES) == 3
+    base = p.parts.dense_bytes + p.vram_kv_bytes + K3_ACTIVATION
+    layer = 896 * EXPERT_BYTES
+    assert layers_for_vram(p, base + core_overhead(base) - 1) == 0
+    assert layers_for_vram(p, base + 3 * layer + core_overhead(base + 3 * layer)) == 3
     assert layers_for_vram(p, 10**15) == 92
-    assert partial_offload_table()["expert layers that fit"].tolist() == [1, 4, 7]
+    # usable memory: 48 GiB (no figure), 96 GiB, 140.4 GiB; N = ⌊(V − 1 GiB − 1.05·base) / (1.05·X)⌋
+    caps = [48 * GiB, 96 * GiB, round(140.4 * GiB)]
+    expected = [int((v - GiB - 1.05 * base) // (1.05 * layer)) for v in caps]
+    assert expected == [0, 3, 6]
+    assert partial_offload_table()["expert layers that fit"].tolist() == expected
 
 
 def test_batch_reads_distinct_experts():

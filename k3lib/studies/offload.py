@@ -18,8 +18,12 @@ from k3lib.core.memory import weight_bits_by_group
 from k3lib.core.precisions import get_weight_format
 from k3lib.core.units import GB, GiB, parse_context_tokens, parse_positive_int
 from k3lib.studies.offload_model import (  # noqa: F401  (re-exported: the study's one import)
+    GUIDE004_GPU_ASSUMPTIONS,
     guide004_ram_bandwidth_bytes_per_s,
     HostAssumptions,
+    RamBandwidth,
+    best_offload_plan,
+    resolve_ram_bandwidth,
     MoEBytes,
     OffloadPlan,
     Tier,
@@ -47,7 +51,7 @@ def offload_curve(*, model: str = "kimi-k3", weights: str = "q4_k_m", gpus: Sequ
     rows = []
     for g in gpus:
         base = plan_offload(model=model, weights=weights, gpu=g, ram_bandwidth=ram_bandwidth, context=context,
-                            kv_dtype=kv_dtype, batch=batch, host=host)
+                            kv_dtype=kv_dtype, batch=batch, host_needs=host)
         for n in range(base.parts.moe_layers + 1):
             p = dataclasses.replace(base, expert_layers_on_gpu=n)
             rows.append({"GPU": base.gpu.name, "expert layers on GPU": n, "VRAM needed (GB)": p.vram_needed_bytes / GB,
@@ -66,8 +70,8 @@ def partial_offload_table(*, gpus: Sequence[str] = ("rtx-4090-48gb", "rtx-pro-60
     rows = []
     for g in gpus:
         base = plan_offload(model=model, weights=weights, gpu=g, ram_bandwidth=ram_bandwidth, context=context,
-                            kv_dtype=kv_dtype, host=host)
-        n = layers_for_vram(base, base.vram_available_bytes)
+                            kv_dtype=kv_dtype, host_needs=host)
+        n = layers_for_vram(base, base.vram_per_gpu_available_bytes)
         best = dataclasses.replace(base, expert_layers_on_gpu=n)
         rows.append({"GPU": base.gpu.name, "VRAM (GB)": round(base.vram_available_bytes / GB, 1),
                      "GPU bandwidth (GB/s)": base.gpu.memory_bw_bytes_per_s / GB,
@@ -87,15 +91,26 @@ def guide004_rows() -> tuple[dict[str, str], ...]:
 def guide004_device_table(*, model: str = "kimi-k3", weights: str = "q4_k_m", context: object = 8192,
                           kv_dtype: str = "bf16", ram_bandwidth: object = None,
                           host: HostAssumptions | None = None):
-    """Guide 004's device table recomputed: for each device the model's decode tokens/s at
-    the guide's 70 GB/s RAM (GPU part at the device's own bandwidth), the guide's figure,
-    their ratio and difference, and whether the device could hold the RAM side at all."""
+    """Guide 004's device table recomputed with the guide's own GPU-side arithmetic
+    (:data:`GUIDE004_GPU_ASSUMPTIONS`): for each device the model's decode tokens/s at the
+    guide's 70 GB/s RAM (GPU part at the device's own bandwidth; the guide uses its RAM figure
+    on unified-memory machines too, and so does this table), the guide's figure, their ratio and
+    difference, whether the GPU side fits the device (``VRAM fits``, the guide's question)
+    and whether the whole plan loads (a unified machine's one pool must hold the experts
+    too, so none of them does)."""
     import pandas as pd
 
     rows = []
     for r in guide004_rows():
+        unified = get_gpu(r["device"]).unified_memory
         p = plan_offload(model=model, weights=weights, gpu=r["device"], context=context, kv_dtype=kv_dtype,
-                         ram_bandwidth=ram_bandwidth, host=host)
+                         ram_bandwidth=None if unified else ram_bandwidth, host_needs=host,
+                         assumptions=GUIDE004_GPU_ASSUMPTIONS)
+        if unified:   # the guide reads the experts at its RAM figure on every device; so does its table here
+            bw = parse_bandwidth(guide004_ram_bandwidth_bytes_per_s() if ram_bandwidth is None else ram_bandwidth,
+                                 "ram_bandwidth")
+            p = dataclasses.replace(p, ram_bandwidth_bytes_per_s=bw, ram_bandwidth_basis=f"guide 004's arithmetic: "
+                                    f"{bw / GB:,.0f} GB/s on every device, unified ones included")
         guide = float(r["value"])
         model_tps = p.decode_tokens_per_s
         rows.append({
@@ -103,7 +118,7 @@ def guide004_device_table(*, model: str = "kimi-k3", weights: str = "q4_k_m", co
             "GPU bandwidth (GB/s)": p.gpu.memory_bw_bytes_per_s / GB, "unified memory": p.gpu.unified_memory,
             "guide tokens/s": guide, "model tokens/s": round(model_tps, 2),
             "model ÷ guide": round(model_tps / guide, 2), "model − guide (tokens/s)": round(model_tps - guide, 2),
-            "VRAM fits": p.fits_vram,
+            "VRAM fits": p.fits_gpu_side, "whole plan loads": p.fits,
         })
     return pd.DataFrame(rows)
 
@@ -199,7 +214,7 @@ def ram_platform_table(*, gpu: str = "rtx-4090-48gb", model: str = "kimi-k3", we
     for name, mts, ch, max_gb in platforms:
         bw = ddr_bandwidth_bytes_per_s(mt_per_s=mts, channels=ch)
         p = plan_offload(model=model, weights=weights, gpu=gpu, context=context, ram_bandwidth=bw,
-                         ram=max_gb * GB, host=host)
+                         ram=max_gb * GB, host_needs=host)
         rows.append({"platform": name, "RAM bandwidth (GB/s)": bw / GB, "RAM it takes (GB)": max_gb,
                      "RAM needed (GB)": round(p.ram_needed_bytes / GB, 1), "holds the experts": bool(p.fits_ram),
                      "decode tokens/s": round(p.decode_tokens_per_s, 2)})
@@ -208,13 +223,17 @@ def ram_platform_table(*, gpu: str = "rtx-4090-48gb", model: str = "kimi-k3", we
 
 def guide004_memory_table(*, model: str = "kimi-k3", weights: str = "q4_k_m", context: object = 8192,
                           kv_dtype: str = "bf16", host: HostAssumptions | None = None):
-    """Guide 004's three memory figures next to the model's (GB), with the difference."""
+    """Guide 004's three memory figures next to the model's (GB), with the difference, on the
+    guide's own GPU-side arithmetic (1 GB runtime, no activation: :data:`GUIDE004_GPU_ASSUMPTIONS`;
+    ``k3plan offload`` uses the core's overhead and activation instead)."""
     import pandas as pd
 
-    p = plan_offload(model=model, weights=weights, gpu="rtx-4090-48gb", context=context, kv_dtype=kv_dtype, host=host)
+    p = plan_offload(model=model, weights=weights, gpu="rtx-4090-48gb", context=context, kv_dtype=kv_dtype,
+                     host_needs=host, assumptions=GUIDE004_GPU_ASSUMPTIONS)
     experts = p.parts.routed_bytes
     rows = [
-        ("VRAM in offload mode", 33, p.vram_needed_bytes, "non-expert weights + KV (8K, FP16) + 1 GB runtime"),
+        ("VRAM in offload mode", 33, p.vram_needed_bytes, "non-expert weights + KV (8K, FP16) + 1 GB runtime "
+                                                            "(guide 004's assumption)"),
         ("RAM: the experts", 1531, experts, "92 layers × 896 experts, Q4_K_M at 4.5 bits"),
         ("RAM: experts + embedding", 1531, p.ram_weights_bytes, "llama.cpp keeps the token embedding in RAM"),
         ("RAM: + OS, engine, pinned buffers", 1531, p.ram_needed_bytes, "host needs: assumptions, see HostAssumptions"),
@@ -235,7 +254,7 @@ def prefill_table(*, gpus: Sequence[str] = ("rtx-4090-48gb", "rtx-pro-6000", "m3
     n_prompt = parse_context_tokens(prompt_tokens, "prompt_tokens")
     rows = []
     for g in gpus:
-        p = plan_offload(model=model, weights=weights, gpu=g, context=n_prompt, host=host)
+        p = plan_offload(model=model, weights=weights, gpu=g, context=n_prompt, host_needs=host)
         link, comp, tps = p.prefill_link_seconds_per_ubatch, p.prefill_compute_seconds_per_ubatch, p.prefill_tokens_per_s
         rows.append({"device": p.gpu.name,
                      "host link (GB/s)": None if p.gpu.unified_memory or not p.gpu.host_link_bytes_per_s
@@ -291,10 +310,11 @@ def unified_memory_estimate(*, model: str = "kimi-k3", weights: str = "q4_k_m", 
     internal NVMe SSD, about 6 GB/s)."""
     if not 0 < gpu_share <= 1:
         raise K3InputError("gpu_share", f"{gpu_share!r}", "a fraction in (0, 1]")
-    p = plan_offload(model=model, weights=weights, gpu=device, context=context, kv_dtype=kv_dtype, host=host)
+    p = plan_offload(model=model, weights=weights, gpu=device, context=context, kv_dtype=kv_dtype, host_needs=host)
     parts = p.parts
     usable = int(p.gpu.memory_marketed_bytes * gpu_share)
-    base = parts.dense_bytes + parts.embedding_bytes + p.vram_kv_bytes + p.host.vram_runtime_bytes
+    base = (parts.dense_bytes + parts.embedding_bytes + p.vram_kv_bytes + p.vram_activation_bytes
+            + p.vram_overhead_bytes)
     room = max(0.0, usable - base)
     share = min(1.0, room / parts.routed_bytes)
     active = parts.moe_layers * parts.active_experts * parts.expert_bytes

@@ -4,12 +4,23 @@ the GPU too (partial offload).
 
 **Memory** (bytes):
 
-$$VRAM = W_{dense} + N·X_{layer} + KV + O_{gpu} \\qquad RAM = (L_{moe}-N)·X_{layer} + W_{emb} + H$$
+$$VRAM = W_{dense} + N·X_{layer} + KV + A + O_{gpu} \\qquad RAM = (L_{moe}-N)·X_{layer} + W_{emb} + H$$
 
 $W_{dense}$ is every non-expert weight except the token embedding (attention, shared
 experts, dense MLP, routers, norms, LM head); $X_{layer}$ one layer's routed experts;
 the embedding stays in RAM (llama.cpp keeps ``token_embd`` on the CPU: one row is read
-per token); $H$ is the host's needs beyond weights (:class:`HostAssumptions`).
+per token); $A$ and $O_{gpu}$ are the core's activation and per-GPU overhead
+(:func:`k3lib.core.memory.activation_bytes`, :func:`k3lib.core.memory.overhead_bytes_per_gpu`
+under :class:`k3lib.core.plan.Assumptions`, as :func:`k3lib.core.plan.make_plan` has them);
+$H$ is the host's needs beyond weights (:class:`HostAssumptions`).
+
+**Unified memory** (GB10/DGX Spark, Apple M-series, Strix Halo): there is one pool, so
+"VRAM" and "RAM" come out of the same memory: the plan loads when
+$VRAM + RAM \\le$ the machine's memory, and both tiers read at the pool's bandwidth.
+
+**Host bandwidth** comes from the host (``data/hosts.csv``: channels × MT/s × 8 B), or
+``ram_bandwidth``; without either it is guide 004's 70 GB/s, labelled as an assumption
+(:attr:`OffloadPlan.ram_bandwidth_basis`).
 
 **Decode** is a bandwidth model: every step reads each device's share once,
 
@@ -38,11 +49,16 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import re
+import shlex
+
 from k3lib.core.architecture import Architecture
-from k3lib.core.memory import kv_cache_bytes, weight_bits_by_group
+from k3lib.core.memory import activation_bytes, kv_cache_bytes, overhead_bytes_per_gpu, weight_bits_by_group
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec, get_gpu
+from k3lib.core.hosts import HostSpec, get_host
 from k3lib.core.models import get_model
+from k3lib.core.plan import Assumptions, fixed_overhead
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
 from k3lib.core.units import GB, GiB, parse_context_tokens, parse_positive_int, parse_size_bytes
 
@@ -60,14 +76,14 @@ def __getattr__(name: str):   # the old constant's name, read from the profile o
 
 @dataclass(frozen=True)
 class HostAssumptions:
-    """What offload mode needs besides the weights — stated assumptions, not measurements.
+    """What offload mode needs on the host besides the weights — stated assumptions, not
+    measurements. (The GPU side's activation and overhead are the core's:
+    :class:`k3lib.core.plan.Assumptions`.)
 
     * ``os_bytes``: the operating system, services and page tables (8 GB).
     * ``engine_bytes``: the engine process on the CPU side — compute buffers, tokenizer,
       Python (4 GB).
     * ``pinned_staging_bytes``: page-locked buffers for host→GPU copies (2 GB).
-    * ``vram_runtime_bytes``: GPU-side runtime overhead; guide 004's "1GB runtime
-      overhead" by default.
     * ``ubatch_tokens``: prefill micro-batch (llama.cpp ``-ub`` default 512).
     * ``state_bytes_per_element``: linear-attention state dtype (FP32).
     """
@@ -75,12 +91,11 @@ class HostAssumptions:
     os_bytes: int = 8 * GB
     engine_bytes: int = 4 * GB
     pinned_staging_bytes: int = 2 * GB
-    vram_runtime_bytes: int = 1 * GB
     ubatch_tokens: int = 512
     state_bytes_per_element: float = 4.0
 
     def __post_init__(self) -> None:
-        for name in ("os_bytes", "engine_bytes", "pinned_staging_bytes", "vram_runtime_bytes"):
+        for name in ("os_bytes", "engine_bytes", "pinned_staging_bytes"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise K3InputError(name, f"{v!r} must be a non-negative byte count")
@@ -91,6 +106,11 @@ class HostAssumptions:
     def host_extra_bytes(self) -> int:
         """RAM needed beyond the weights: OS + engine + pinned buffers."""
         return self.os_bytes + self.engine_bytes + self.pinned_staging_bytes
+
+
+#: Guide 004's own GPU-side arithmetic ("+ 1GB runtime overhead", no activation), for the
+#: tables that reproduce the guide; every other plan uses the core's rule (``Assumptions()``).
+GUIDE004_GPU_ASSUMPTIONS = Assumptions(activation_bytes=0, overhead_per_gpu_bytes=GB)
 
 
 @dataclass(frozen=True)
@@ -173,15 +193,113 @@ def moe_bytes(model: "str | Architecture", weights: str) -> MoEBytes:
                     moe_layers=m.moe_layers, embedding_row_bytes=spec.hidden_size * bit("embedding") / 8)
 
 
+# ---------------------------------------------------------------- the user's own file
+
+
+def moe_bytes_exact(loaded, arch: Architecture) -> MoEBytes:
+    """Split a weight file's exact tensor bytes (``LoadedModel.weights_bytes_by_group``) the way
+    offload mode does: routed experts, the embedding, and every other group but the vision
+    tower and MTP layers as the dense part; one expert = routed ÷ ($L_{moe}·E$)."""
+    groups = dict(loaded.weights_bytes_by_group)
+    m = arch.mlp
+    if not groups.get("routed_experts"):
+        raise K3InputError("model", f"{loaded.source}: the file has no routed-expert tensors to offload", "a MoE model")
+    emb = groups.get("embedding", 0)
+    dense = sum(b for g, b in groups.items() if g not in ("routed_experts", "embedding", "vision", "mtp"))
+    return MoEBytes(dense_bytes=dense, embedding_bytes=emb,
+                    expert_bytes=groups["routed_experts"] / (m.moe_layers * m.n_routed_experts),
+                    experts_per_layer=m.n_routed_experts, active_experts=m.experts_per_token,
+                    moe_layers=m.moe_layers, embedding_row_bytes=emb / arch.vocab_size)
+
+
+def model_parts(model: object, weights: "str | None") -> tuple[Architecture, MoEBytes, str, tuple[str, ...]]:
+    """(architecture, offload split, weight label, notes) for a built-in id, an
+    :class:`Architecture`, or a :class:`~k3lib.loaders.LoadedModel` (the user's
+    ``config.json``/safetensors/GGUF: its exact file bytes at ``weights`` None/"native")."""
+    if hasattr(model, "require_architecture"):
+        arch = model.require_architecture()
+        native = weights is None or str(weights).lower() in ("native", "checkpoint", "auto")
+        if native and model.exact:
+            if not arch.mlp.moe_layers:
+                raise K3InputError("model", f"{arch.name} is dense: it has no experts to offload", "a MoE model")
+            return arch, moe_bytes_exact(model, arch), "native", (
+                f"weights: exact bytes of {model.tensor_count:,} tensors in {model.source}",)
+        fmt = get_weight_format("native" if weights is None else weights)
+        return arch, moe_bytes(arch, fmt.id), fmt.id, ()
+    spec = get_model(model)
+    fmt = get_weight_format("q4_k_m" if weights is None else weights)
+    return spec, moe_bytes(spec, fmt.id), fmt.id, ()
+
+
+# ---------------------------------------------------------------- host bandwidth
+
+
+@dataclass(frozen=True)
+class RamBandwidth:
+    """Where the host tier's bandwidth comes from: ``basis`` is the sentence shown on screen
+    and in JSON; ``assumed`` is True only for guide 004's figure used for want of a host."""
+
+    bytes_per_s: int
+    basis: str
+    assumed: bool
+
+
+def resolve_ram_bandwidth(*, gpu: GPUSpec, host: HostSpec | None, ram_bandwidth: object) -> RamBandwidth:
+    """The host tier's bandwidth, first match wins: a unified-memory machine's one pool
+    (``memory_bw_gb_s`` of its hardware row); ``ram_bandwidth`` as given; the host's
+    channels × MT/s × 8 B; else guide 004's 70 GB/s, **labelled as assumed**. Empty text and
+    options that do not apply (a bandwidth or a separate host for a unified machine) are
+    named errors."""
+    if isinstance(ram_bandwidth, str) and not ram_bandwidth.strip():
+        raise K3InputError("ram_bandwidth", "is empty", "a bandwidth such as 460GB/s, or leave the option out")
+    if gpu.unified_memory:
+        if ram_bandwidth is not None:
+            raise K3InputError("ram_bandwidth", f"{gpu.name} has unified memory: its experts are read at the one "
+                               f"pool's {gpu.memory_bw_bytes_per_s / GB:,.0f} GB/s", "leave --ram-bandwidth out")
+        if host is not None and host.hardware_id != gpu.id:
+            raise K3InputError("host", f"{gpu.name} has unified memory: it is its own host, not {host.id}",
+                               "leave --host out")
+        return RamBandwidth(gpu.memory_bw_bytes_per_s, f"unified memory: the one pool's "
+                            f"{gpu.memory_bw_bytes_per_s / GB:,.1f} GB/s ({gpu.id})", False)
+    if host is not None and host.unified_memory:
+        raise K3InputError("host", f"{host.id} is a unified-memory machine, not a host for a {gpu.name}",
+                           f"--gpu {host.hardware_id} (and no --host)")
+    if ram_bandwidth is not None:
+        bw = parse_bandwidth(ram_bandwidth, "ram_bandwidth")
+        peak = f"; host {host.id}'s peak is {host.memory_bw_bytes_per_s / GB:,.1f} GB/s" if host else ""
+        return RamBandwidth(bw, f"given: {bw / GB:,.1f} GB/s (--ram-bandwidth){peak}", False)
+    if host is not None:
+        return RamBandwidth(host.memory_bw_bytes_per_s, host.bandwidth_basis, False)
+    bw = guide004_ram_bandwidth_bytes_per_s()
+    return RamBandwidth(bw, f"assumed: guide 004's {bw / GB:,.0f} GB/s (no --host or --ram-bandwidth given; "
+                        "hosts in data/hosts.csv)", True)
+
+
+def parse_expert_layers(value: object, moe_layers: int) -> int:
+    """``--expert-layers-on-gpu`` as a count: ASCII digits like every other count
+    (:func:`k3lib.core.units.parse_positive_int`), 0 allowed, at most ``moe_layers``."""
+    allowed = f"0 … {moe_layers} (the model's MoE layers)"
+    if isinstance(value, str) and value.isascii() and re.fullmatch(r"\s*0+(\.0+)?\s*", value):
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool) and value == 0:
+        return 0
+    n = parse_positive_int(value, "expert_layers_on_gpu", allowed)
+    if n > moe_layers:
+        raise K3InputError("expert_layers_on_gpu", f"{value!r}", allowed)
+    return n
+
+
 # ---------------------------------------------------------------- the plan
 
 
 @dataclass(frozen=True)
 class OffloadPlan:
-    """A MoE model in offload mode on one GPU (or unified-memory machine) plus system RAM.
+    """A MoE model in offload mode on ``gpus`` GPUs (llama.cpp's layer split) or one
+    unified-memory machine, plus host memory.
 
     Sizes in bytes, bandwidths in bytes/s, times in seconds. ``ram_available_bytes`` is
-    None when the RAM size was not given.
+    None when the RAM size was not given (and on a unified-memory machine, whose one pool
+    is ``vram_available_bytes``).
     """
 
     model: Architecture = field(repr=False)
@@ -197,6 +315,13 @@ class OffloadPlan:
     host: HostAssumptions
     vram_kv_bytes: int
     notes: tuple[str, ...] = ()
+    assumptions: Assumptions = field(default_factory=Assumptions, repr=False)
+    vram_activation_bytes: int = 0
+    gpus: int = 1
+    ram_bandwidth_basis: str = ""
+    ram_bandwidth_assumed: bool = False
+    host_platform: HostSpec | None = field(default=None, repr=False)
+    moe_block_ids: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 <= self.expert_layers_on_gpu <= self.parts.moe_layers:
@@ -205,19 +330,57 @@ class OffloadPlan:
 
     # -- memory
     @property
+    def unified(self) -> bool:
+        """One pool: the GPU side and the host side share the machine's memory."""
+        return self.gpu.unified_memory
+
+    @property
     def vram_weights_bytes(self) -> int:
         """$W_{dense} + N·X_{layer}$."""
         return int(self.parts.dense_bytes + math.ceil(self.expert_layers_on_gpu * self.parts.layer_experts_bytes))
 
     @property
+    def vram_payload_bytes(self) -> int:
+        """What the GPUs hold besides the runtime: $W_{dense} + N·X_{layer} + KV + A$."""
+        return self.vram_weights_bytes + self.vram_kv_bytes + self.vram_activation_bytes
+
+    @property
+    def vram_overhead_per_gpu_bytes(self) -> int:
+        """The core's per-GPU overhead (:func:`k3lib.core.memory.overhead_bytes_per_gpu`):
+        $C_{ctx} + \\lfloor f·\\lceil P/G \\rceil \\rfloor$ (no communicator buffers: llama.cpp's
+        layer split does not all-reduce), or an assumption's fixed figure."""
+        fixed = fixed_overhead(self.model, self.assumptions, gpus=self.gpus)
+        if fixed is not None:
+            return fixed[0]
+        a = self.assumptions
+        return overhead_bytes_per_gpu(tp=1, payload_bytes_per_gpu=-(-self.vram_payload_bytes // self.gpus),
+                                      cuda_context_bytes=a.cuda_context_bytes,
+                                      fragmentation_fraction=a.fragmentation_fraction)
+
+    @property
+    def vram_overhead_bytes(self) -> int:
+        """Overhead over all the GPUs: $G·O_{gpu}$."""
+        return self.gpus * self.vram_overhead_per_gpu_bytes
+
+    @property
     def vram_needed_bytes(self) -> int:
-        """Weights on the GPU + KV cache + GPU runtime overhead."""
-        return self.vram_weights_bytes + self.vram_kv_bytes + self.host.vram_runtime_bytes
+        """Weights on the GPUs + KV cache + activation + runtime overhead (all GPUs)."""
+        return self.vram_payload_bytes + self.vram_overhead_bytes
+
+    @property
+    def vram_per_gpu_bytes(self) -> int:
+        """One GPU's share: $\\lceil P/G \\rceil + O_{gpu}$ (layers spread evenly)."""
+        return -(-self.vram_payload_bytes // self.gpus) + self.vram_overhead_per_gpu_bytes
+
+    @property
+    def vram_per_gpu_available_bytes(self) -> int:
+        """One device's memory on the plan's basis (driver-visible where known)."""
+        return self.gpu.memory_bytes(self.assumptions.memory_basis or "usable")
 
     @property
     def vram_available_bytes(self) -> int:
-        """The device's memory (driver-visible where known)."""
-        return self.gpu.memory_bytes("usable")
+        """The GPUs' memory together (a unified machine: its one pool)."""
+        return self.gpus * self.vram_per_gpu_available_bytes
 
     @property
     def ram_weights_bytes(self) -> int:
@@ -231,17 +394,38 @@ class OffloadPlan:
         return self.ram_weights_bytes + self.host.host_extra_bytes
 
     @property
+    def pool_needed_bytes(self) -> int:
+        """Unified memory: both sides from one pool, $VRAM + RAM$."""
+        return self.vram_needed_bytes + self.ram_needed_bytes
+
+    @property
     def all_gpu_bytes(self) -> int:
-        """Everything on GPUs instead: all weights + KV + runtime overhead."""
-        return int(self.parts.dense_bytes + self.parts.embedding_bytes + math.ceil(self.parts.routed_bytes)
-                   + self.vram_kv_bytes + self.host.vram_runtime_bytes)
+        """Everything on one GPU instead: all weights + KV + activation + the core's overhead."""
+        payload = int(self.parts.dense_bytes + self.parts.embedding_bytes + math.ceil(self.parts.routed_bytes)
+                      + self.vram_kv_bytes + self.vram_activation_bytes)
+        fixed = fixed_overhead(self.model, self.assumptions, gpus=1)
+        a = self.assumptions
+        oh = fixed[0] if fixed is not None else overhead_bytes_per_gpu(
+            tp=1, payload_bytes_per_gpu=payload, cuda_context_bytes=a.cuda_context_bytes,
+            fragmentation_fraction=a.fragmentation_fraction)
+        return payload + oh
+
+    @property
+    def fits_gpu_side(self) -> bool:
+        """The GPU side alone fits one device's memory (on a unified machine this ignores
+        that the host side shares the pool: see :attr:`fits_vram`)."""
+        return self.vram_per_gpu_bytes <= self.vram_per_gpu_available_bytes
 
     @property
     def fits_vram(self) -> bool:
-        return self.vram_needed_bytes <= self.vram_available_bytes
+        """Discrete GPUs: each GPU's share fits. Unified memory: $VRAM + RAM$ fits the one pool."""
+        if self.unified:
+            return self.pool_needed_bytes <= self.vram_available_bytes
+        return self.fits_gpu_side
 
     @property
     def fits_ram(self) -> bool | None:
+        """None when no RAM size was given or there is no separate RAM (unified memory)."""
         return None if self.ram_available_bytes is None else self.ram_needed_bytes <= self.ram_available_bytes
 
     @property
@@ -251,9 +435,14 @@ class OffloadPlan:
         if self.context_tokens > self.model.max_context_tokens:
             out.append(f"context {self.context_tokens:,} tokens exceeds the model's maximum of "
                        f"{self.model.max_context_tokens:,}")
-        if not self.fits_vram:
-            out.append(f"VRAM: {self.vram_needed_bytes / GB:,.1f} GB needed, {self.vram_available_bytes / GB:,.1f} GB "
-                       "available")
+        if self.unified and not self.fits_vram:
+            out.append(f"unified memory: {self.pool_needed_bytes / GB:,.1f} GB needed in one pool "
+                       f"({self.vram_needed_bytes / GB:,.1f} GB GPU side + {self.ram_needed_bytes / GB:,.1f} GB "
+                       f"host side), {self.vram_available_bytes / GB:,.1f} GB in the machine")
+        elif not self.fits_vram:
+            each = f" per GPU ({self.gpus} GPUs)" if self.gpus > 1 else ""
+            out.append(f"VRAM: {self.vram_per_gpu_bytes / GB:,.1f} GB needed{each}, "
+                       f"{self.vram_per_gpu_available_bytes / GB:,.1f} GB available")
         if self.fits_ram is False:
             out.append(f"RAM: {self.ram_needed_bytes / GB:,.0f} GB needed, {self.ram_available_bytes / GB:,.0f} GB "
                        "available")
@@ -261,20 +450,23 @@ class OffloadPlan:
 
     @property
     def fits(self) -> bool:
-        """Loads: VRAM and (when given) RAM suffice and the context is within the model's maximum."""
+        """Loads: VRAM (or the one pool) and, when given, RAM suffice and the context is
+        within the model's maximum."""
         return not self.problems
 
     # -- decode
     @property
     def tiers(self) -> tuple[Tier, Tier]:
-        """(GPU, RAM) with the bytes each reads per decode step."""
+        """(GPU, host) with the bytes each reads per decode step; on a unified machine both
+        read the one pool at its bandwidth."""
         p, n = self.parts, self.expert_layers_on_gpu
         active = p.distinct_experts(self.batch) * p.expert_bytes
         gpu_read = p.dense_bytes + n * active + self.vram_kv_bytes
         ram_read = (p.moe_layers - n) * active + self.batch * p.embedding_row_bytes
-        name = "unified memory" if self.gpu.unified_memory else "GPU memory"
+        name = "unified memory" if self.unified else "GPU memory"
+        host_name = "unified memory (host side)" if self.unified else "system RAM"
         return (Tier(name, self.vram_weights_bytes + self.vram_kv_bytes, gpu_read, self.gpu.memory_bw_bytes_per_s),
-                Tier("system RAM", self.ram_weights_bytes, ram_read, self.ram_bandwidth_bytes_per_s))
+                Tier(host_name, self.ram_weights_bytes, ram_read, self.ram_bandwidth_bytes_per_s))
 
     @property
     def decode_seconds_per_step(self) -> float:
@@ -295,7 +487,7 @@ class OffloadPlan:
     @property
     def prefill_link_seconds_per_ubatch(self) -> float | None:
         """RAM-resident expert bytes a micro-batch moves ÷ host-link bandwidth (None: no link)."""
-        if self.gpu.unified_memory or not self.gpu.host_link_bytes_per_s:
+        if self.unified or not self.gpu.host_link_bytes_per_s:
             return None
         off = (self.parts.moe_layers - self.expert_layers_on_gpu) * self.parts.layer_experts_bytes
         return off * self.prefill_fraction_touched / self.gpu.host_link_bytes_per_s
@@ -314,102 +506,227 @@ class OffloadPlan:
                  if t is not None]
         return self.host.ubatch_tokens / max(times) if times else None
 
+    # -- llama.cpp flags
+    @property
+    def cpu_moe_layers(self) -> int:
+        """MoE layers whose routed experts stay in host memory: $L_{moe} - N$."""
+        return self.parts.moe_layers - self.expert_layers_on_gpu
+
+    @property
+    def cpu_moe_block_ids(self) -> tuple[int, ...]:
+        """llama.cpp block indices (``blk.i``) of those layers: the first $L_{moe}-N$ MoE
+        blocks, as ``--n-cpu-moe`` takes them from the front."""
+        return self.moe_block_ids[:self.cpu_moe_layers]
+
+    @property
+    def n_cpu_moe(self) -> int:
+        """``--n-cpu-moe K``: llama.cpp keeps ``ffn_*_exps`` of blocks 0 … K−1 on the CPU, so
+        $K$ = (last offloaded MoE block) + 1 (dense blocks among them have no experts); 0 when
+        every expert is on the GPU."""
+        ids = self.cpu_moe_block_ids
+        return ids[-1] + 1 if ids else 0
+
+    @property
+    def llamacpp_override_tensor(self) -> str | None:
+        """The same placement as one ``-ot`` pattern naming the blocks:
+        ``blk\\.(i|j|…)\\.ffn_(up|down|gate)_exps=CPU``; None when nothing is offloaded."""
+        ids = self.cpu_moe_block_ids
+        if not ids:
+            return None
+        return "blk\\.(" + "|".join(str(i) for i in ids) + ")\\.ffn_(up|down|gate)_exps=CPU"
+
+    @property
+    def llamacpp_args(self) -> tuple[str, ...]:
+        """The llama.cpp flags this plan was computed with: ``-ngl 999`` (every layer on the
+        GPU), ``--n-cpu-moe K`` for the experts in host memory, ``-c`` = context × batch shared
+        by ``-np`` batch slots, ``--split-mode layer`` over several GPUs."""
+        args = ["-ngl", "999"]
+        if self.n_cpu_moe:
+            args += ["--n-cpu-moe", str(self.n_cpu_moe)]
+        args += ["-c", str(self.context_tokens * self.batch)]
+        if self.batch > 1:
+            args += ["-np", str(self.batch)]
+        if self.gpus > 1:
+            args += ["--split-mode", "layer"]
+        return tuple(args)
+
+    @property
+    def llamacpp_flags(self) -> str:
+        """:attr:`llamacpp_args` as shell text."""
+        return " ".join(shlex.quote(a) for a in self.llamacpp_args)
+
     # -- output
     def verdict(self) -> str:
         """One line: FITS or DOES NOT FIT, VRAM, RAM, and tokens/s only for a plan that loads."""
-        ram = "" if self.ram_available_bytes is None else \
-            f" of {self.ram_available_bytes / GB:,.0f} GB{'' if self.fits_ram else ' — NOT ENOUGH'}"
-        head = (f"{'FITS' if self.fits else 'DOES NOT FIT'} — {self.gpu.name}: VRAM {self.vram_needed_bytes / GB:,.1f} "
-                f"GB of {self.vram_available_bytes / GB:,.1f} GB{'' if self.fits_vram else ' — NOT ENOUGH'}, "
-                f"RAM {self.ram_needed_bytes / GB:,.0f} GB{ram}")
+        if self.unified:
+            head = (f"{'FITS' if self.fits else 'DOES NOT FIT'} — {self.gpu.name} (unified memory, one pool): "
+                    f"{self.pool_needed_bytes / GB:,.1f} GB of {self.vram_available_bytes / GB:,.1f} GB"
+                    f"{'' if self.fits_vram else ' — NOT ENOUGH'} (GPU side {self.vram_needed_bytes / GB:,.1f} GB, "
+                    f"host side {self.ram_needed_bytes / GB:,.1f} GB)")
+        else:
+            ram = "" if self.ram_available_bytes is None else \
+                f" of {self.ram_available_bytes / GB:,.0f} GB{'' if self.fits_ram else ' — NOT ENOUGH'}"
+            gpus = f"{self.gpus} × " if self.gpus > 1 else ""
+            head = (f"{'FITS' if self.fits else 'DOES NOT FIT'} — {gpus}{self.gpu.name}: VRAM "
+                    f"{self.vram_needed_bytes / GB:,.1f} GB of {self.vram_available_bytes / GB:,.1f} GB"
+                    f"{'' if self.fits_vram else ' — NOT ENOUGH'}, RAM {self.ram_needed_bytes / GB:,.0f} GB{ram}")
         if not self.fits:
             return head + "; no tokens/s: the plan cannot load (" + "; ".join(self.problems) + ")"
         return head + f"; decode ≈ {self.decode_tokens_per_s:,.2f} tokens/s"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (bytes, bytes/s, seconds) — what ``k3plan offload --json`` prints."""
+        """JSON-ready (bytes, bytes/s, seconds) — what ``k3plan offload --json`` prints. Speeds
+        and times are null for a plan that does not load."""
         gpu_t, ram_t = self.tiers
+        fits = self.fits
         return {
-            "model": self.model.id, "gpu": self.gpu.id, "weights": self.weight_format, "kv_dtype": self.kv_dtype,
-            "context_tokens": self.context_tokens, "batch": self.batch,
+            "model": self.model.id, "gpu": self.gpu.id, "gpus": self.gpus, "weights": self.weight_format,
+            "kv_dtype": self.kv_dtype, "context_tokens": self.context_tokens, "batch": self.batch,
             "expert_layers_on_gpu": self.expert_layers_on_gpu, "moe_layers": self.parts.moe_layers,
+            "unified_memory": self.unified,
             "vram_weights_bytes": self.vram_weights_bytes, "vram_kv_bytes": self.vram_kv_bytes,
-            "vram_runtime_bytes": self.host.vram_runtime_bytes, "vram_needed_bytes": self.vram_needed_bytes,
+            "vram_activation_bytes": self.vram_activation_bytes, "vram_overhead_bytes": self.vram_overhead_bytes,
+            "vram_needed_bytes": self.vram_needed_bytes, "vram_per_gpu_bytes": self.vram_per_gpu_bytes,
             "vram_available_bytes": self.vram_available_bytes, "fits_vram": self.fits_vram,
             "ram_weights_bytes": self.ram_weights_bytes, "ram_extra_bytes": self.host.host_extra_bytes,
             "ram_needed_bytes": self.ram_needed_bytes, "ram_available_bytes": self.ram_available_bytes,
+            "pool_needed_bytes": self.pool_needed_bytes if self.unified else None,
             "fits_ram": self.fits_ram, "all_gpu_bytes": self.all_gpu_bytes,
+            "host": self.host_platform.id if self.host_platform else None,
             "ram_bandwidth_bytes_per_s": self.ram_bandwidth_bytes_per_s,
+            "ram_bandwidth_basis": self.ram_bandwidth_basis, "ram_bandwidth_assumed": self.ram_bandwidth_assumed,
             "gpu_bandwidth_bytes_per_s": self.gpu.memory_bw_bytes_per_s,
             "gpu_read_bytes_per_step": gpu_t.read_bytes_per_step, "ram_read_bytes_per_step": ram_t.read_bytes_per_step,
-            "decode_seconds_per_step": self.decode_seconds_per_step if self.fits else None,
-            "decode_tokens_per_s": self.decode_tokens_per_s if self.fits else None,
-            "prefill_tokens_per_s": self.prefill_tokens_per_s if self.fits else None,
-            "fits": self.fits, "problems": list(self.problems), "verdict": self.verdict(), "notes": list(self.notes),
+            "decode_seconds_per_step": self.decode_seconds_per_step if fits else None,
+            "decode_tokens_per_s": self.decode_tokens_per_s if fits else None,
+            "prefill_tokens_per_s": self.prefill_tokens_per_s if fits else None,
+            "llamacpp_args": list(self.llamacpp_args), "n_cpu_moe": self.n_cpu_moe,
+            "llamacpp_override_tensor": self.llamacpp_override_tensor,
+            "fits": fits, "problems": list(self.problems), "verdict": self.verdict(), "notes": list(self.notes),
         }
 
 
 def render_text(plan: "OffloadPlan", unit: str = "GB") -> str:
-    """A readable report for ``k3plan offload``: the memory split, the per-token reads
-    and the decode/prefill speeds (sizes in ``unit``, GB or GiB).
+    """A readable report for ``k3plan offload``: the memory split, the per-token reads, the
+    host bandwidth and where it comes from, and the decode/prefill speeds (only for a plan
+    that loads; sizes in ``unit``, GB or GiB).
 
-    >>> print(render_text(plan_offload(gpu="rtx-4090-48gb", ram="2TB")).splitlines()[-1])
-    decode ≈ 2.37 tokens/s (bandwidth roofline); prefill ≈ 10.7 tokens/s over the host link
+    >>> print(render_text(plan_offload(gpu="rtx-4090-48gb", ram="2TB", host="desktop-ddr5-4400")).splitlines()[-1])
+    decode ≈ 2.41 tokens/s (bandwidth roofline); prefill ≈ 10.7 tokens/s over the host link
     """
     table = summary_table(plan, unit)
     width = max(len(p) for p in table["param"])
+    gpus = f"{plan.gpus} × " if plan.gpus > 1 else ""
     lines = [f"{plan.model.name} · weights {plan.weight_format} · KV {plan.kv_dtype} · "
-             f"context {plan.context_tokens:,} tokens · batch {plan.batch} · {plan.gpu.name}",
+             f"context {plan.context_tokens:,} tokens · batch {plan.batch} · {gpus}{plan.gpu.name}",
              f"experts of {plan.expert_layers_on_gpu} of {plan.parts.moe_layers} MoE layers on the GPU; "
-             f"RAM bandwidth {plan.ram_bandwidth_bytes_per_s / GB:,.1f} GB/s"]
+             f"host memory bandwidth {plan.ram_bandwidth_bytes_per_s / GB:,.1f} GB/s — {plan.ram_bandwidth_basis}"]
     lines += [f"{r['param']:<{width}}  {r[f'value ({unit})']:>12,.2f} {unit}" for _, r in table.iterrows()]
     lines.append(plan.verdict())
     lines += [f"note: {n}" for n in plan.notes]
-    pre = plan.prefill_tokens_per_s
     if not plan.fits:
         return "\n".join(lines)
+    lines.append(f"llama.cpp: llama-server {plan.llamacpp_flags}")
+    pre = plan.prefill_tokens_per_s
     lines.append(f"decode ≈ {plan.decode_tokens_per_s:,.2f} tokens/s (bandwidth roofline); "
                  + (f"prefill ≈ {pre:,.1f} tokens/s over the host link" if pre and plan.prefill_link_seconds_per_ubatch
                     else f"prefill ≈ {pre:,.1f} tokens/s (compute-bound)" if pre else "prefill: not modelled"))
     return "\n".join(lines)
 
 
-def plan_offload(*, model: "str | Architecture" = "kimi-k3", weights: str = "q4_k_m",
+def _host_args(host: object, host_needs: HostAssumptions | None) -> tuple[HostSpec | None, HostAssumptions]:
+    """``host`` is a catalogue host (id or :class:`HostSpec`) or, as older callers pass it,
+    a :class:`HostAssumptions`; ``host_needs`` names the latter explicitly."""
+    if isinstance(host, HostAssumptions):
+        if host_needs is not None:
+            raise K3InputError("host", "give the host's needs once (host_needs)")
+        return None, host
+    return (None if host is None else get_host(host)), host_needs or HostAssumptions()
+
+
+def moe_block_ids(spec: Architecture) -> tuple[int, ...]:
+    """llama.cpp block indices of the MoE layers: the architecture's own list where it has
+    one (``moe_layer_indices``), else dense layers first (``first_k_dense_replace``)."""
+    ids = getattr(spec, "moe_layer_indices", None)
+    if ids:
+        return tuple(ids)
+    return tuple(range(spec.mlp.dense_layers, spec.mlp.dense_layers + spec.mlp.moe_layers))
+
+
+def plan_offload(*, model: object = "kimi-k3", weights: "str | None" = "q4_k_m",
                  gpu: "str | GPUSpec" = "rtx-4090-48gb", kv_dtype: str = "bf16", context: object = 8192,
                  batch: object = 1, expert_layers_on_gpu: object = 0, ram: object = None,
-                 ram_bandwidth: object = None, host: HostAssumptions | None = None
+                 ram_bandwidth: object = None, host: object = None, gpus: object = 1,
+                 assumptions: Assumptions | None = None, host_needs: HostAssumptions | None = None
                  ) -> OffloadPlan:
-    """Validate inputs and build an :class:`OffloadPlan`. Sizes may be strings
-    (``"1536GB"``, ``"70GB/s"``); bad input raises :class:`~k3lib.core.errors.K3InputError`
-    naming the field."""
-    spec = get_model(model)
-    parts = moe_bytes(spec, weights)
+    """Validate inputs and build an :class:`OffloadPlan`. ``model`` is a built-in id, an
+    :class:`Architecture` or a :class:`~k3lib.loaders.LoadedModel` (``weights`` None or
+    "native": the file's exact bytes). ``host`` is a ``data/hosts.csv`` id (its bandwidth
+    is the RAM tier's unless ``ram_bandwidth`` is given). Sizes may be strings
+    (``"1536GB"``, ``"70GB/s"``); empty text and bad input raise
+    :class:`~k3lib.core.errors.K3InputError` naming the field."""
+    spec, parts, weight_id, notes0 = model_parts(model, weights)
     hw = gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)
-    fmt = get_weight_format(weights)
     kvd = get_kv_dtype(kv_dtype)
     ctx = parse_context_tokens(context, "context")
     n_batch = parse_positive_int(batch, "batch")
-    if isinstance(expert_layers_on_gpu, bool) or not isinstance(expert_layers_on_gpu, (int, str)):
-        raise K3InputError("expert_layers_on_gpu", f"{expert_layers_on_gpu!r} is not a whole number",
-                           f"0 … {parts.moe_layers}")
-    try:
-        n = int(expert_layers_on_gpu)
-    except ValueError:
-        raise K3InputError("expert_layers_on_gpu", f"{expert_layers_on_gpu!r} is not a whole number",
-                           f"0 … {parts.moe_layers}") from None
-    ram_b = None if ram in (None, "") else parse_size_bytes(ram, "ram")
-    bw = parse_bandwidth(guide004_ram_bandwidth_bytes_per_s() if ram_bandwidth in (None, "") else ram_bandwidth,
-                         "ram_bandwidth")
-    h = host or HostAssumptions()
+    n_gpus = parse_positive_int(gpus, "gpus")
+    if hw.unified_memory and n_gpus != 1:
+        raise K3InputError("gpus", f"{n_gpus}: {hw.name} is one unified-memory machine", "1")
+    n = parse_expert_layers(expert_layers_on_gpu, parts.moe_layers)
+    platform, needs = _host_args(host, host_needs)
+    if isinstance(ram, str) and not ram.strip():
+        raise K3InputError("ram", "is empty", "a size such as 1536GB, or leave the option out")
+    ram_b = None if ram is None else parse_size_bytes(ram, "ram")
+    if ram_b is not None and hw.unified_memory:
+        raise K3InputError("ram", f"{hw.name} has unified memory: its {hw.memory_marketed_bytes / GiB:,.0f} GiB is "
+                           "the one pool for both sides", "leave --ram out")
+    if ram_b is not None and platform is not None and ram_b > platform.max_memory_bytes:
+        raise K3InputError("ram", f"{ram_b / GB:,.0f} GB is more than {platform.name} takes "
+                           f"({platform.max_memory_bytes / GB:,.0f} GB)", f"at most {platform.max_memory_bytes / GB:,.0f}GB")
+    bw = resolve_ram_bandwidth(gpu=hw, host=platform, ram_bandwidth=ram_bandwidth)
+    a = assumptions or Assumptions(state_bytes_per_element=needs.state_bytes_per_element)
     kv = kv_cache_bytes(spec, context_tokens=ctx, batch=n_batch, kv_dtype=kvd,
-                        state_bytes_per_element=h.state_bytes_per_element)
-    notes = []
+                        state_bytes_per_element=a.state_bytes_per_element)
+    act = a.activation_bytes if a.activation_bytes is not None else activation_bytes(
+        spec, batch=n_batch, prefill_chunk_tokens=a.prefill_chunk_tokens)
+    notes = list(notes0)
     if hw.unified_memory:
-        notes.append(f"{hw.name} has unified memory: there is no separate RAM pool; its "
-                     f"{hw.memory_marketed_bytes / GiB:,.0f} GiB is all the memory it has")
-    return OffloadPlan(model=spec, gpu=hw, weight_format=fmt.id, kv_dtype=kvd.id, context_tokens=ctx,
-                       batch=n_batch, expert_layers_on_gpu=n, parts=parts, ram_bandwidth_bytes_per_s=bw,
-                       ram_available_bytes=ram_b, host=h, vram_kv_bytes=kv, notes=tuple(notes))
+        notes.append(f"{hw.name} has unified memory: one pool of {hw.memory_marketed_bytes / GiB:,.0f} GiB holds the "
+                     "GPU side and the host side together")
+    if bw.assumed:
+        notes.append(f"host memory bandwidth {bw.basis}")
+    if n_gpus > 1:
+        notes.append(f"layers spread evenly over {n_gpus} GPUs (llama.cpp --split-mode layer); per-layer "
+                     "granularity is not modelled")
+    return OffloadPlan(model=spec, gpu=hw, weight_format=weight_id, kv_dtype=kvd.id, context_tokens=ctx,
+                       batch=n_batch, expert_layers_on_gpu=n, parts=parts, ram_bandwidth_bytes_per_s=bw.bytes_per_s,
+                       ram_available_bytes=ram_b, host=needs, vram_kv_bytes=kv, notes=tuple(notes), assumptions=a,
+                       vram_activation_bytes=act, gpus=n_gpus, ram_bandwidth_basis=bw.basis,
+                       ram_bandwidth_assumed=bw.assumed, host_platform=platform, moe_block_ids=moe_block_ids(spec))
+
+
+def best_offload_plan(*, model: object, gpu: "str | GPUSpec", gpus: object = 1, weights: "str | None" = None,
+                      kv_dtype: str = "bf16", context: object = 8192, batch: object = 1, host: object = None,
+                      ram: object = None, ram_bandwidth: object = None,
+                      assumptions: Assumptions | None = None) -> OffloadPlan | None:
+    """The offload plan that keeps the most MoE layers' experts on the GPUs and still loads
+    (llama.cpp ``-ngl 999 --n-cpu-moe K``), or None when none does (even with every expert
+    in host memory: the dense part, KV and runtime overflow the GPUs, the RAM is short,
+    the one pool of a unified machine is short, or the context is past the model's).
+
+    VRAM grows and RAM shrinks with $N$, so the plans that load are a run of $N$; this
+    returns its top: the largest $N \\le L_{moe}$ with :attr:`OffloadPlan.fits`.
+    ``weights`` None: the file's exact bytes for a loaded model, else Q4_K_M."""
+    import dataclasses
+
+    base = plan_offload(model=model, weights=weights, gpu=gpu, gpus=gpus, kv_dtype=kv_dtype, context=context,
+                        batch=batch, host=host, ram=ram, ram_bandwidth=ram_bandwidth, assumptions=assumptions)
+    for n in range(base.parts.moe_layers, -1, -1):
+        p = dataclasses.replace(base, expert_layers_on_gpu=n)
+        if p.fits:
+            return p
+    return None
 
 
 def parse_bandwidth(value: object, field: str = "bandwidth") -> int:
@@ -426,14 +743,15 @@ def parse_bandwidth(value: object, field: str = "bandwidth") -> int:
 
 
 def layers_for_vram(plan: OffloadPlan, vram_budget_bytes: int) -> int:
-    """The most expert layers that fit on the GPU within ``vram_budget_bytes`` (0 if even
-    the dense part does not).
+    """The most expert layers that fit on the GPU within ``vram_budget_bytes`` per GPU (0 if
+    even the dense part does not): the largest $N \\in [0, L_{moe}]$ with
+    $\\lceil (W_{dense} + N·X_{layer} + KV + A)/G \\rceil + O_{gpu} \\le V$."""
+    import dataclasses
 
-    $N = \\lfloor (V - W_{dense} - KV - O_{gpu}) / X_{layer} \\rfloor$, clipped to $[0, L_{moe}]$.
-    """
-    base = plan.parts.dense_bytes + plan.vram_kv_bytes + plan.host.vram_runtime_bytes
-    n = math.floor((vram_budget_bytes - base) / plan.parts.layer_experts_bytes)
-    return max(0, min(plan.parts.moe_layers, n))
+    for n in range(plan.parts.moe_layers, -1, -1):
+        if dataclasses.replace(plan, expert_layers_on_gpu=n).vram_per_gpu_bytes <= vram_budget_bytes:
+            return n
+    return 0
 
 
 def summary_table(plan: OffloadPlan, unit: str = "GB"):
@@ -448,13 +766,18 @@ def summary_table(plan: OffloadPlan, unit: str = "GB"):
         ("experts kept on GPU", f"N·X_layer, N = {plan.expert_layers_on_gpu}",
          plan.expert_layers_on_gpu * p.layer_experts_bytes / div),
         ("KV cache", "B·T·kv_tok", plan.vram_kv_bytes / div),
-        ("GPU runtime overhead", "O_gpu", plan.host.vram_runtime_bytes / div),
+        ("activation", "A (core rule)", plan.vram_activation_bytes / div),
+        ("GPU runtime overhead", f"O_gpu × {plan.gpus} (core rule)", plan.vram_overhead_bytes / div),
         ("VRAM needed", "sum of the above", plan.vram_needed_bytes / div),
         ("experts in RAM", f"(L_moe − N)·X_layer, L_moe = {p.moe_layers}",
          (p.moe_layers - plan.expert_layers_on_gpu) * p.layer_experts_bytes / div),
         ("embedding in RAM", "V·D·bits/8", p.embedding_bytes / div),
         ("host needs beyond weights", "OS + engine + pinned", plan.host.host_extra_bytes / div),
         ("RAM needed", "sum of the three above", plan.ram_needed_bytes / div),
+    ]
+    if plan.unified:
+        rows.append(("one pool needed (unified memory)", "VRAM + RAM", plan.pool_needed_bytes / div))
+    rows += [
         ("read per token on GPU", "W_dense + N·k·x + KV", gpu_t.read_bytes_per_step / div),
         ("read per token from RAM", "(L_moe − N)·k·x", ram_t.read_bytes_per_step / div),
     ]
