@@ -6,10 +6,11 @@ show that line instead of a chart), or a one-row frame naming it (:func:`checkli
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from k3lib.core.errors import K3InputError
-from k3lib.core.layout import Layout, check_tp
+from k3lib.core.layout import Layout, check_tp, choose_layout
 from k3lib.core.models import get_model
 from k3lib.core.units import GB, GiB, parse_positive_int
 from k3lib.studies.checklist import run_checklist
@@ -57,14 +58,149 @@ def offload_validate(**params: Any) -> OffloadPlan:
         return plan_offload(**params)
 
 
+def node_layout(*, model: Any, gpu: Any, gpus: object, nodes: object = None) -> Layout:
+    """The layout of ``gpus`` GPUs over ``nodes`` nodes (None or 0: automatic) by the one
+    layout rule (:func:`k3lib.core.layout.choose_layout`), after refusing what no one can
+    build: more GPUs in one node than this GPU's nodes hold (16 H100s in 1 node: an H100
+    node holds 8), or GPUs that do not spread evenly over the nodes. The refusal names
+    ``nodes``. (A view-layer guard: ``choose_layout`` itself takes an explicit node count
+    as given and would answer TP=16 in one node.)
+
+    >>> node_layout(model="kimi-k3", gpu="h200", gpus=16, nodes=2).describe()
+    'TP=8 × PP=2 over 2 nodes'
+    >>> node_layout(model="kimi-k3", gpu="h100", gpus=16, nodes=1)
+    Traceback (most recent call last):
+    ...
+    k3lib.core.errors.K3InputError: nodes: 16 GPUs in 1 node, but a h100-sxm node holds 8 (allowed: 2 or more nodes of at most 8 GPUs each)
+    """
+    from k3lib.core.hardware import get_gpu
+    from k3lib.core.search import gpus_per_node_of
+
+    spec = get_model(model)
+    hw = get_gpu(gpu) if isinstance(gpu, str) else gpu
+    n = parse_positive_int(gpus, "gpus")
+    m = None if nodes in (None, 0, "0", "") else parse_positive_int(nodes, "nodes")
+    per_node = gpus_per_node_of(hw)
+    if m is not None:
+        if n % m:
+            raise K3InputError("nodes", f"{n} GPUs cannot be spread evenly over {m} nodes",
+                               "a divisor of the GPU count")
+        if n // m > per_node:
+            least = -(-n // per_node)
+            raise K3InputError("nodes", f"{n} GPUs in {m} node{'s' if m > 1 else ''}, but a {hw.id} node holds "
+                               f"{per_node}", f"{least} or more nodes of at most {per_node} GPUs each")
+    return choose_layout(spec, gpus=n, nodes=m, gpus_per_node=per_node)
+
+
+@dataclass(frozen=True)
+class LaunchChoice:
+    """What to launch on one engine: the configuration (``None`` when nothing up to the
+    search limit loads), whether it is on the user's own GPUs (``status`` ``"fits"``) or the
+    cheapest configuration that loads (``"cheapest"``), its command, and one headline.
+    A command is only ever given for a configuration that loads."""
+
+    engine: str
+    status: str
+    headline: str
+    configuration: Any = None
+    command: Any = None
+    engine_reason: str = ""
+
+    @property
+    def loads(self) -> bool:
+        return self.configuration is not None
+
+
+def _verified(cfg, *, engine: str):
+    """(plan, command, engine reason) for a solver configuration, or None when it does not
+    load: its plan (the engine's plan where the solver verified one) must fit with exactly the
+    configuration's layout, and for vLLM, vLLM's own estimate at the ``--gpu-memory-utilization``
+    the command prints must fit too (a guard while plans and commands are being unified)."""
+    from k3lib.studies import commands
+
+    plan = cfg.plan()
+    if not plan.fits or (plan.layout.tp, plan.layout.pp, plan.layout.nodes) != (cfg.tp, cfg.pp, cfg.nodes):
+        return None
+    if engine == "vllm" and get_model(cfg.model).kind != "profile":   # a guide profile: its guide's policy
+        from k3lib.engines import estimate_for_engine
+
+        cmd = commands.vllm_command(plan)
+        u = float(cmd.value("--gpu-memory-utilization"))
+        est = estimate_for_engine("vllm", model=cfg.model, gpu=cfg.gpu, gpus=cfg.gpus, tp=cfg.tp, pp=cfg.pp,
+                                  context=cfg.context_tokens, batch=cfg.batch, kv_dtype=cfg.kv_dtype,
+                                  weights=cfg.weights, gpu_memory_utilization=u)
+        return (plan, cmd, est.reason) if est.fits else None
+    if engine == "vllm":
+        return plan, commands.vllm_command(plan), ""
+    return plan, commands.llama_server_command(plan), ""
+
+
+def launch_choice(*, model: Any, gpu: Any, gpus: object, context: object, nodes: object = None,
+                  kv_dtype: str = "fp8", batch: object = 1, engine: str = "vllm", assumptions=None,
+                  max_gpus: int = 64) -> LaunchChoice:
+    """The configuration to launch on ``engine`` and its command, never a command for a
+    layout that does not load: the best configuration on the user's GPUs (the solver,
+    :func:`k3lib.studies.checklist.best_configuration`) if it loads; otherwise the cheapest
+    deployable count that loads, labelled as such; otherwise none (and no command).
+    "Loads" means the plan of exactly that layout fits and, for vLLM, vLLM's own estimate
+    at the printed ``--gpu-memory-utilization`` fits too. ``nodes`` is checked by
+    :func:`node_layout` (16 H100s in one node is refused, not planned as TP=16).
+
+    >>> c = launch_choice(model="kimi-k3", gpu="h100", gpus=8, context="256K")
+    >>> c.status, c.configuration.gpus, c.command.value("--tensor-parallel-size")
+    ('cheapest', 32, '8')
+    """
+    from k3lib.core.hardware import get_gpu
+    from k3lib.core.search import candidate_gpu_counts
+    from k3lib.studies.checklist import best_configuration
+
+    spec = get_model(model)
+    hw = get_gpu(gpu) if isinstance(gpu, str) else gpu
+    n = parse_positive_int(gpus, "gpus")
+    lay = node_layout(model=spec, gpu=hw, gpus=n, nodes=nodes)
+    kw = dict(model=spec, gpu=hw, context=context, batch=batch, engine=engine, kv_dtypes=(kv_dtype,),
+              assumptions=assumptions)
+    where = lay.describe()
+    own = best_configuration(gpus=n, nodes=lay.nodes, **kw)
+    checked = _verified(own, engine=engine) if own is not None else None
+    if checked is not None:
+        plan, cmd, why = checked
+        return LaunchChoice(engine, "fits", f"Loads on your {n}× {hw.id} ({where}): {own.label}.", own, cmd, why)
+    miss = (f"Nothing loads on your {n}× {hw.id} ({where}) with {engine} at "
+            f"{format_context(own.context_tokens if own else _ctx(context))}")
+    if own is not None:
+        miss += f" (the solver's {own.label} does not load as launched)"
+    for count in candidate_gpu_counts(spec, hw, max_gpus=max(max_gpus, n)):
+        if count <= n:
+            continue
+        cfg = best_configuration(gpus=count, **kw)
+        checked = _verified(cfg, engine=engine) if cfg is not None else None
+        if checked is not None:
+            plan, cmd, why = checked
+            return LaunchChoice(engine, "cheapest", f"{miss}. Cheapest configuration that loads (not your "
+                                f"inventory): {cfg.label}.", cfg, cmd, why)
+    return LaunchChoice(engine, "none", f"{miss}, nor on any deployable count up to {max(max_gpus, n)} "
+                        f"{hw.id}: no command.")
+
+
+def _ctx(context: object) -> int:
+    from k3lib.core.units import parse_context_tokens
+
+    return parse_context_tokens(context, "context")
+
+
 def checklist_frame(*, model: str, gpu: str, gpus: object, context: object,
                     overhead_per_gpu_gib: "float | None" = None, kv_dtype: str = "fp8", nodes: object = None):
     """The interactive form's callback: inventory in, one row per step out (a DataFrame
     with step, title, figure, reason), plus a row for the recommended configuration.
-    Bad input gives a one-row frame naming the field instead of raising.
+    Bad input gives a one-row frame naming the field instead of raising; so does a node
+    count no one can build (:func:`node_layout`). The last row is :func:`launch_choice`:
+    the configuration that loads on these GPUs, or the cheapest one that does, labelled.
 
     >>> checklist_frame(model="kimi-k3@guide-000", gpu="h100", gpus=6, context="256K")["figure"].iloc[0]
     'real budget 432.0 GiB'
+    >>> checklist_frame(model="kimi-k3", gpu="h100", gpus=16, nodes=1, context="256K")["figure"].iloc[0]
+    'nodes'
     """
     import pandas as pd
 
@@ -78,25 +214,24 @@ def checklist_frame(*, model: str, gpu: str, gpus: object, context: object,
             if not math.isfinite(oh) or oh < 0:
                 raise K3InputError("overhead_per_gpu_gib", f"{overhead_per_gpu_gib!r} must be ≥ 0")
             a = checklist_assumptions(int(round(oh * GiB)))
-        c = run_checklist(model=model, gpu=gpu, gpus=gpus, context=context, nodes=nodes, kv_dtype=kv_dtype,
+        lay = node_layout(model=model, gpu=gpu, gpus=gpus, nodes=nodes)   # 16 GPUs in one 8-GPU node: refused
+        c = run_checklist(model=model, gpu=gpu, gpus=gpus, context=context, nodes=lay.nodes, kv_dtype=kv_dtype,
                           assumptions=a)
+        choice = launch_choice(model=model, gpu=gpu, gpus=gpus, nodes=lay.nodes, context=context,
+                               kv_dtype=kv_dtype, assumptions=a)
     except K3InputError as exc:
         return pd.DataFrame([{"step": 0, "title": "input error", "figure": exc.field, "reason": str(exc)}])
     df = c.to_frame()
-    if c.recommended is not None:
-        rec = {"step": 8, "title": "Recommended", "figure": c.recommended.label, "reason": c.recommended.reason}
-    elif c.cheapest is not None:
-        rec = {"step": 8, "title": "Recommended", "figure": c.cheapest.label,
-               "reason": f"Nothing fits on {c.gpus} GPUs; {c.cheapest.reason}"}
-    else:
-        rec = {"step": 8, "title": "Recommended", "figure": "none",
-               "reason": f"No deployable configuration up to 32 {c.gpu} holds {format_context(c.context_tokens)}."}
+    title = {"fits": "Recommended", "cheapest": "Cheapest that loads (more GPUs)", "none": "Recommended"}
+    cfg = choice.configuration
+    rec = {"step": 8, "title": title[choice.status], "figure": cfg.label if cfg else "none",
+           "reason": choice.headline}
     return pd.concat([df, pd.DataFrame([rec])], ignore_index=True)
 
 
-def checklist_form(*, model: str = "kimi-k3@guide-000", gpu: str = "h100-sxm", gpus: int = 8,
+def checklist_form(*, model: str = "kimi-k3", gpu: str = "h100-sxm", gpus: int = 8,
                    nodes: int = 1, context: str = "256K", overhead_per_gpu_gib: float = 8.0,
-                   models: Sequence[str] = ("kimi-k3@guide-000", "kimi-k3"),
+                   models: Sequence[str] = ("kimi-k3", "kimi-k3@guide-000"),
                    gpu_choices: Sequence[str] = CHEATSHEET_GPUS,
                    contexts: Sequence[str] = ("32K", "64K", "128K", "256K", "512K", "1M")):
     """An ipywidgets form (thin layer over :func:`checklist_frame`): change any input and

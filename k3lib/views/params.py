@@ -180,4 +180,31 @@ class PlanParameters(BaseModel):
                     assumptions=self.assumptions())
 
 
-__all__ = ["PlanParameters", "ParameterError", "parameter_error", "parameter_errors", "MAX_NAME_CHARS"]
+def model_source(model: Any, model_path: object = "") -> Any:
+    """The model a notebook plans: the architecture read from ``model_path`` (a ``config.json``,
+    a GGUF file or a safetensors folder, :func:`k3lib.loaders.load_path`) when it is set,
+    else ``model`` (a built-in id). A path that does not load stops the notebook with
+    ``parameter model_path: …`` — the file the user named is the model planned, or an error.
+
+    >>> model_source("kimi-k3", "")
+    'kimi-k3'
+    >>> model_source("kimi-k3", "/no/such/config.json")
+    Traceback (most recent call last):
+    ...
+    k3lib.views.params.ParameterError: parameter model_path: /no/such/config.json: no such file or folder
+    """
+    if model_path is None or (isinstance(model_path, str) and not model_path.strip()):
+        return model
+    from k3lib.loaders import load_path
+
+    try:
+        loaded = load_path(str(model_path).strip())
+        return loaded.require_architecture()
+    except K3InputError as exc:
+        text = str(exc)
+        text = text.split(": ", 1)[1] if exc.field and text.startswith(f"{exc.field}: ") else text
+        raise ParameterError(f"parameter model_path: {text}", "model_path") from None
+
+
+__all__ = ["PlanParameters", "ParameterError", "parameter_error", "parameter_errors", "MAX_NAME_CHARS",
+           "model_source"]

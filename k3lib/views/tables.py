@@ -24,6 +24,7 @@ from typing import Iterable, Mapping, Sequence
 import pandas as pd
 
 from k3lib.core.architecture import Architecture
+from k3lib.core.checkpoints import checkpoints_for
 from k3lib.core.memory import kv_bytes_per_token, kv_cache_bytes, weights_bytes, weights_bytes_by_group
 from k3lib.core.errors import K3InputError
 from k3lib.core.models import ModelSpec, PublishedProfile, get_model
@@ -318,6 +319,8 @@ def guide_weights_comparison() -> pd.DataFrame:
     (or ÷ the real parameter count for rows computed from K3's config).
     """
     g0, g4, k3 = get_model(GUIDE_000), get_model("kimi-k3@guide-004"), get_model("kimi-k3")
+    # the 4-bit row's file is unsloth's UD-Q4_K_XL (no Q4_K_M file of K3 exists): named from data/checkpoints.csv
+    q4 = next(c for c in checkpoints_for(k3, "llama.cpp") if c.id == "ud-q4_k_xl")
     headline = g0.params_total
     rows = [
         ("guide 000: 'BF16 weights ~594 GB'", "MXFP4 QAT; 'unique parameters ~1/10 of 2.8T'", headline,
@@ -329,7 +332,8 @@ def guide_weights_comparison() -> pd.DataFrame:
         ("real K3 config, all BF16", "computed from the shapes", k3.params_total, weights_bytes(k3, "bf16")),
         ("real K3 config, native checkpoint", "MXFP4 routed experts, BF16 elsewhere", k3.params_total,
          weights_bytes(k3, "native")),
-        ("guide 004: 4-bit row (Q4_K_M GGUF)", "measured file size", headline, g4.weights_bytes_by_tier["4-bit"]),
+        (f"guide 004: 4-bit row ({q4.label}, {q4.file_bytes:,} B)", "measured file size", headline,
+         g4.weights_bytes_by_tier["4-bit"]),
     ]
     ref = g0.weights_bytes_by_tier["bf16"]
     return pd.DataFrame([{"source": s, "assumes": a, "params_B": round(p / 1e9, 1), "weights_GB": _size(n, "GB"),

@@ -24,7 +24,7 @@ cells = [
     md("""
 Guide 000 says each GPU holds "1/TP_size of every layer's parameters, plus … the KV cache shard for its attention head range".
 That is only true for some of the memory.
-Some weights are copied to every GPU, some KV caches do not split at all, and communication buffers grow with the split.
+Some weights are copied to every GPU, some KV caches do not split at all, and every GPU with peers keeps the same communication buffers however wide the split.
 This notebook takes the split apart, regenerates the guide's per-GPU cases, and plans two nodes for 1M tokens of context.
 
 Notation: $TP$ tensor-parallel size, $PP$ pipeline stages, $DP$ attention copies, $EP$ expert-parallel size, $G = TP·DP·PP$ GPUs.
@@ -72,14 +72,14 @@ The even split divides everything by $G$.
 The engine does not.
 Per GPU of pipeline stage $s$:
 
-$$m_{gpu} = \\frac{W^{shard}_s}{TP} + W^{rep}_s + \\frac{X_s}{TP\\ \\text{or}\\ EP} + KV_{rank,s} + \\frac{A}{TP} + (TP-1)·N_{peer} + O_{rt}$$
+$$m_{gpu} = \\frac{W^{shard}_s}{TP} + W^{rep}_s + \\frac{X_s}{TP\\ \\text{or}\\ EP} + KV_{rank,s} + \\frac{A}{TP} + [TP > 1]·N_{nccl} + O_{rt}$$
 
 * $W^{shard}$: attention projections, dense MLP, shared experts, embedding and LM head (vocabulary-parallel in vLLM) — split by TP.
 * $W^{rep}$: norms, MoE routers, MLA's down-projections — **copied to every TP rank**.
 * $X$: routed experts — split by TP, or whole experts spread over $EP$ GPUs.
 * $KV_{rank}$: GQA splits by KV head only up to $K$; an MLA latent does not split at all; linear-attention state splits by head.
 * $A/TP$: activation buffers; every pipeline stage holds its own.
-* $(TP-1)·N_{peer}$: NCCL buffers, 0.5 GiB per peer (3.5 GiB at TP=8, inside the guide's 2–5 GB).
+* $[TP > 1]·N_{nccl}$: communicator (NCCL) buffers, $N_{nccl}$ = 2.15 GiB per GPU as soon as it has peers, the same at TP=2 and TP=16 (section 6).
 * $O_{rt}$: CUDA context and fragmentation.
 
 Pipeline stages hold whole layers, so an uneven cut makes one stage fuller: **the fullest GPU sets the need**.
@@ -226,7 +226,7 @@ DeepSeek-V3's latent (61 layers × 576) does not shrink at all: at TP=8 each GPU
 **Takeaway:** past $TP = K$ for GQA, and at any TP for MLA, more GPUs do not shrink the KV cache per GPU.
 """),
     md("""
-## 6. Buffers that grow with TP, and expert parallelism
+## 6. Communicator buffers (flat once a GPU has peers), and expert parallelism
 
 Once a GPU talks to peers, NCCL and the GEMM libraries keep buffers outside the tensors: measured by vLLM 0.19 on H100 at 2.1–2.2 GiB per GPU at TP=2 and TP=4 (and 0.25 GiB at TP=1), they do not grow with the group.
 k3lib charges $[TP > 1]·N_{nccl}$ with $N_{nccl}$ = 2.15 GiB.
@@ -345,7 +345,8 @@ Those that divide its 96 attention heads: 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 
 4. Guide 000 says NCCL overhead "is per GPU, not per node — adding more GPUs does not reduce it". What does the model say it does as TP grows from 8 to 16?
 <details><summary>Answer</summary>
 
-It grows: $(16-1)·0.5 = 7.5$ GiB per GPU instead of 3.5 (`parallel.nccl_table()`).
+Nothing: $[TP > 1]·N_{nccl}$ is 2.15 GiB per GPU at TP=8 and at TP=16 (and at TP=2); only TP=1 has none.
+The guide is right that more GPUs do not reduce it, and they do not add to it either (`parallel.nccl_table()`).
 </details>
 """),
 ]

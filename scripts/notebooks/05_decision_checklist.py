@@ -33,7 +33,7 @@ Sizes are GiB ($2^{30}$ bytes), as the guide's own formulas imply; an "80 GB" H1
     code("""
 from k3lib.views import notebook, tables
 from k3lib.studies import checklist, commands
-from k3lib.views import explorers
+from k3lib.views import explorers, params
 from k3lib.views import charts_checklist as charts
 from k3lib.core.plan import make_plan
 import pandas as pd
@@ -41,24 +41,28 @@ pd.set_option("display.max_colwidth", None)  # show whole reasons
 notebook.setup()
 """),
     parameters("""
-model: str = "kimi-k3@guide-000"  # built-in model or guide profile (see `k3plan models`)
+model: str = "kimi-k3"  # built-in model or guide profile, e.g. kimi-k3@guide-000 (see `k3plan models`)
+model_path: str = ""  # a config.json, GGUF or safetensors folder; overrides model
 gpu: str = "h100-sxm"  # GPU id or alias (see `k3plan gpus`)
 gpus: int = 8  # GPUs you have
 nodes: int = 0  # nodes they sit in; 0 for automatic (one node up to the GPU's node size, then whole nodes)
 context: str = "256K"  # target context; K is 1,024 tokens
-weights: str = "q4"  # weight precision of the plan in sections 4 and 6
+weights: str = "native"  # weight precision of the plan in sections 4 and 5: native for an architecture, q4 for a guide profile
 kv_dtype: str = "fp8"  # KV-cache dtype: bf16 or fp8 (vLLM), int4
 batch: int = 1  # concurrent sequences
-overhead_per_gpu: str = "8GiB"  # overhead per GPU (the guide's rule); empty for the model's own rule
+overhead_per_gpu: str = ""  # overhead per GPU, e.g. 8GiB (the guide's rule); empty for the model's own rule
 """),
     code("""
+model = params.model_source(model, model_path)  # a file you name is the model planned
+with notebook.parameter_errors():  # 16 GPUs "in 1 node" of an 8-GPU node is refused, not planned as TP=16
+    layout = explorers.node_layout(model=model, gpu=gpu, gpus=gpus, nodes=nodes)
 plan = notebook.validate(model=model, weights=weights, kv_dtype=kv_dtype, context=context, batch=batch,
-                         gpu=gpu, gpus=gpus, nodes=nodes or None, overhead_per_gpu=overhead_per_gpu)
+                         gpu=gpu, gpus=gpus, nodes=layout.nodes, overhead_per_gpu=overhead_per_gpu)
 a = plan.assumptions
 plan.reason
 """),
     md("""
-`plan` is the configuration the parameters name; `a` carries its assumptions (the overhead per GPU) into every step below.
+`plan` is the configuration the parameters name — the real K3 on one node of 8 H100s, which does not load; `a` carries its assumptions (the overhead per GPU) into every step below.
 
 ## 1. The seven steps
 
@@ -67,7 +71,7 @@ The real budget is what is left once every GPU has paid its overhead:
 
 $$B = G·C_{gpu} - G·O$$
 
-For 8 H100s: $8·80 - 8·8 = 576$ GiB, the guide's "more like 576 GB usable".
+On the guide's terms (80 GiB per H100) 8 H100s give $8·80 - 8·8 = 576$ GiB, its "more like 576 GB usable"; the cell uses the 79.19 GiB the driver exposes.
 """),
     code("""
 budget = checklist.step1_budget(model=model, gpu=gpu, gpus=gpus, assumptions=a)
@@ -77,7 +81,7 @@ budget.figure, budget.reason
 **Step 2 — pick a precision.**
 The guide says "start with Q4 unless you have 10+ H100s".
 In memory terms: upgrade to full precision when its weights fit in $0.85·B$ (the guide's 15 % reserve), otherwise start with Q4 if $W_{Q4} + A < B$, otherwise go lower.
-For BF16's 594 GiB: $0.85·720 = 612$ on 10 H100s, $0.85·648 = 551$ on 9 — the guide's threshold of 10 falls out.
+On the guide's profile, for BF16's 594 GiB: $0.85·720 = 612$ on 10 H100s, $0.85·648 = 551$ on 9 — the guide's threshold of 10 falls out.
 """),
     code("""
 precision = checklist.step2_precision(model=model, budget=budget, assumptions=a)
@@ -127,9 +131,11 @@ For a profile $W_{active}$ = 104B active parameters (guide 004) × bits / 8.
 This is a ceiling; if a loaded model makes under 5 tokens/s, the guide blames the interconnect: check it with `nvidia-smi topo -m`.
 """),
     code("""
-speed = checklist.step6_throughput(model=model, gpu=gpu, gpus=gpus, weights=plan.weight_format, kv_dtype=kv_dtype,
-                                   context=context, assumptions=a)
-speed.figure, speed.reason
+# a tok/s only for a precision that loads on these GPUs (step 2)
+speed = precision.weights and checklist.step6_throughput(model=model, gpu=gpu, gpus=gpus, nodes=layout.nodes,
+                                                         weights=precision.weights, kv_dtype=kv_dtype,
+                                                         context=context, assumptions=a)
+(speed.figure, speed.reason) if speed else f"no tok/s: nothing loads on {gpus}× {gpu} (step 2)"
 """),
     md("""
 **Step 7 — add one GPU.**
@@ -144,15 +150,18 @@ add.figure, add.reason
 All seven at once:
 """),
     code("""
-steps = checklist.run_checklist(model=model, gpu=gpu, gpus=gpus, context=context, kv_dtype=kv_dtype, assumptions=a)
+steps = checklist.run_checklist(model=model, gpu=gpu, gpus=gpus, nodes=layout.nodes, context=context, kv_dtype=kv_dtype,
+                                assumptions=a)
 steps.to_frame()
 """),
     md("""
 The same as a form: change the inventory and every answer updates.
+A node count no one can build (16 H100s "in 1 node": an H100 node holds 8) is refused with a message, not planned as TP=16.
 Widgets need a live kernel; in a static export this cell shows nothing.
 """),
     code("""
-explorers.checklist_form(model=model, gpu=gpu, gpus=gpus, nodes=plan.nodes, context=context)
+explorers.checklist_form(model=model if isinstance(model, str) else "kimi-k3", gpu=gpu, gpus=gpus, nodes=layout.nodes,
+                         context=context)
 """),
     md("""
 **Takeaway:** the checklist is four lines of arithmetic — budget, weights, KV per token, bandwidth — and each guide rule of thumb is one of them with a number filled in.
@@ -265,7 +274,9 @@ Three mistakes the guide names, checked on `plan`: offloading to CPU although th
     md("""
 ## 6. The commands
 
-The best configuration for these GPUs — or, if nothing fits, the cheapest one on this GPU type — and the lines that launch it.
+The best configuration for these GPUs and the line that launches it, per engine.
+A command is printed only for a configuration that loads — its plan fits with exactly that layout and, for vLLM, vLLM's own rules at the printed utilization agree.
+When nothing loads on your GPUs the line says so and shows the cheapest configuration that does, labelled as not your inventory; the real K3 on 8 H100s is that case.
 `--gpu-memory-utilization` is computed, not a fixed 0.9:
 
 $$u = \\left\\lceil 100 · \\frac{W + KV + A + O}{C_{usable}} \\right\\rceil / 100, \\quad 0.50 \\le u \\le 0.95$$
@@ -273,19 +284,19 @@ $$u = \\left\\lceil 100 · \\frac{W + KV + A + O}{C_{usable}} \\right\\rceil / 1
 where the sizes are per GPU and $C_{usable}$ is what the driver exposes (79.19 GiB on an H100).
 """),
     code("""
-chosen = (checklist.best_configuration(model=model, gpu=gpu, gpus=gpus, context=context, assumptions=a)
-          or checklist.cheapest_configuration(model=model, gpu=gpu, context=context, assumptions=a))
-cmds = commands.commands_for(chosen.plan()) if chosen else {}
-chosen.reason if chosen else "nothing fits"
+launch = {engine: explorers.launch_choice(model=model, gpu=gpu, gpus=gpus, nodes=layout.nodes, context=context,
+                                         kv_dtype=kv_dtype, batch=batch, engine=engine, assumptions=a)
+          for engine in ("vllm", "llama.cpp")}
+print("\\n".join(f"{engine}: {c.headline}" for engine, c in launch.items()))
 """),
     code("""
-cmds.get("vllm")
+launch["vllm"].command or "no vLLM command: nothing loads"
 """),
     code("""
-cmds.get("llama.cpp")
+launch["llama.cpp"].command or "no llama.cpp command: nothing loads"
 """),
     code("""
-cmds.get("topology")
+commands.topology_command(plan)
 """),
     md("""
 For the guide's sweet spot (Q4, FP8 KV, 256K on 6 H100s) the per-GPU sum is $325/6 + 32/6 + 10/6 + 8 = 69.2$ GiB of 79.19: $u$ = 0.88.
