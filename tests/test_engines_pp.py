@@ -50,3 +50,18 @@ def test_pp_must_divide_the_gpus():
         estimate_for_engine("vllm", model="llama-3.1-8b", gpus=3, pp=2)
     with pytest.raises(K3InputError, match="pp"):
         estimate_for_engine("vllm", model="llama-3.1-8b", gpus=64, tp=1, pp=64)   # 64 stages, 32 layers
+
+
+def test_sglang_pp_keeps_the_linear_attention_state_per_stage():
+    """Qwen3-Next on 4× H200, TP=2 × PP=2, batch 64, 8K: each stage holds 24 layers, 6 of them full
+    attention (layer i full when (i+1) % 4 == 0) and 18 Gated DeltaNet. Per stage and GPU:
+    cells 6 layers × 1 KV head (2 ÷ TP 2) × (256 + 256) × 2 B = 6,144 B per token, and the GDN state
+    18 × [32·128·128 + (2·16·128 + 32·128)·3] × 4 B × 64 sequences ÷ TP 2 = 1,264,582,656 B
+    (1.18 GiB) — which PP > 1 left out before, as PP = 1 does not."""
+    est = estimate_for_engine("sglang", model="qwen3-next-80b", gpu="h200", gpus=4, tp=2, pp=2, context=8192,
+                              batch=64)
+    state = 18 * (32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 3) * 4 * 64 // 2
+    assert state == 1_264_582_656
+    cells = 6 * 1 * (256 + 256) * 2 * 8192 * 64
+    assert [s["kv_needed_bytes"] for s in est.stages] == [cells + state, cells + state]
+    assert est.kv_needed_bytes == cells + state

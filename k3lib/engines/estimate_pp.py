@@ -9,7 +9,7 @@ from k3lib.core.units import GiB
 from k3lib.engines.base import EngineEstimate, EngineProfile, _gib, _resolve_model
 from k3lib.engines.pipeline import (sglang_stage_architectures, stage_activation_peak_bytes,
                                     stage_weights_bytes_per_rank, vllm_pipeline_kv)
-from k3lib.engines.sglang import sglang_cell_bytes, sglang_mem_fraction_static
+from k3lib.engines.sglang import sglang_cell_bytes, sglang_mem_fraction_static, sglang_state_bytes
 from k3lib.engines.vllm import (VLLM_CUDA_GRAPH_ESTIMATE_BYTES, VLLM_MAX_NUM_BATCHED_TOKENS, VLLM_MAX_NUM_SEQS,
                                 vllm_non_torch_bytes)
 
@@ -74,13 +74,15 @@ def pipeline_estimate(prof: EngineProfile, model: Any, hw, *, n_gpus: int, tp: i
     budget = int(frac * total)
     rt = int(options.get("cuda_context_bytes", 1.5 * GiB))
     avails = [budget - w - rt for w in ws]
-    cells = [sglang_cell_bytes(st, tp=tp, kv_dtype=kv_dtype, dtype_bytes=base_b)
-             for st in sglang_stage_architectures(model, pp)]
+    stage_archs = sglang_stage_architectures(model, pp)
+    cells = [sglang_cell_bytes(st, tp=tp, kv_dtype=kv_dtype, dtype_bytes=base_b) for st in stage_archs]
     pools = [max(0, a) // c if c else 0 for a, c in zip(avails, cells)]
     b = min(range(pp), key=lambda s: pools[s])
     cap = pools[b]
-    needs = [c * ctx * batch for c in cells]
-    fits = min(avails) > 0 and ctx * batch <= cap
+    # each stage holds the linear-attention state of its own layers (as the PP = 1 estimate does)
+    states = [sglang_state_bytes(st, tp=tp, batch=batch) for st in stage_archs]
+    needs = [c * ctx * batch + st for c, st in zip(cells, states)]
+    fits = min(avails) > 0 and ctx * batch <= cap and all(n <= a for n, a in zip(needs, avails))
     stages = tuple(_stage_row(s, layers[s], ws[s], 0, rt, avails[s], needs[s]) for s in range(pp))
     printed = {"mem_fraction_static": f"{frac:.3f}"}
     printed.update({f"Load weight end (stage {s}). mem usage": f"{ws[s] / GiB:.2f} GB" for s in range(pp)})

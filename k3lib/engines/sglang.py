@@ -54,6 +54,25 @@ def sglang_cell_bytes(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "aut
     return int(math.ceil(n))
 
 
+#: bytes per element of the linear-attention state SGLang keeps (recurrent and conv state; the
+#: estimate's rule at PP = 1 and PP > 1 alike)
+SGLANG_STATE_BYTES_PER_ELEMENT = 4
+
+
+def sglang_state_bytes(model: Any, *, tp: int = 1, batch: int = 1,
+                       state_bytes_per_element: float = SGLANG_STATE_BYTES_PER_ELEMENT) -> int:
+    """Linear-attention state (KDA, Gated DeltaNet) one rank holds for ``batch`` sequences:
+    $B · \\sum_g n_g·(S^{rec}_g + S^{conv}_g) · b / TP$ — constant in the context, split by head
+    over TP; 0 for a model without linear attention. Pass one pipeline stage as ``model`` for
+    that stage's layers.
+
+    >>> sglang_state_bytes("qwen3-next-80b", tp=2, batch=64) / 2**30   # 36 GDN layers
+    2.35546875
+    """
+    arch, _ = _resolve_model(model)
+    per_seq = sum(g.count * (g.recurrent_state_elements_per_layer + g.conv_state_elements_per_layer)
+                  for g in arch.attention)
+    return int(math.ceil(per_seq * state_bytes_per_element * batch / tp))
 
 
 def sglang_kv_budget_bytes(*, available_after_load_bytes: float, total_before_load_bytes: float,
