@@ -213,6 +213,39 @@ class LoadedModel:
         }
 
 
+#: The context window (tokens) assumed when a config.json or a GGUF states none at all. It is
+#: never assumed silently: the loader warns (:class:`~k3lib.loaders.hf_config.AssumedFieldWarning`)
+#: and adds :func:`assumed_context_note` to :attr:`LoadedModel.notes`. A field that is present
+#: but 0 or null is an error naming it, not this default.
+ASSUMED_CONTEXT_TOKENS = 4096
+
+
+def assumed_context_note(field: str, source: object) -> str:
+    """The note and warning text for a file that states no context window.
+
+    >>> assumed_context_note("config.max_position_embeddings", "config.json")
+    'config.max_position_embeddings missing in config.json: assumed a context window of 4,096 tokens'
+    """
+    return f"{field} missing in {source}: assumed a context window of {ASSUMED_CONTEXT_TOKENS:,} tokens"
+
+
+def zero_sized_tensors_note(tensors: "list[TensorInfo] | tuple[TensorInfo, ...]") -> str | None:
+    """A note naming the tensors with a 0 dimension (0 elements, 0 bytes), or None when there
+    are none. Such a tensor adds nothing to the bytes, but a 0 in a shape is a converter bug or
+    a truncated export more often than a design, so it is said rather than counted silently.
+
+    >>> t = TensorInfo("blk.0.attn_q.weight", "F16", (0, 64), 0, "attention", 0, False)
+    >>> zero_sized_tensors_note([t])
+    "1 zero-sized tensor (a 0 in its shape: 0 bytes, nothing to load): 'blk.0.attn_q.weight' (0, 64)"
+    """
+    zero = [t for t in tensors if 0 in t.shape]
+    if not zero:
+        return None
+    shown = ", ".join(f"{t.name!r} {tuple(t.shape)}" for t in zero[:5]) + (" …" if len(zero) > 5 else "")
+    return (f"{len(zero):,} zero-sized tensor{'s' if len(zero) != 1 else ''} "
+            f"(a 0 in {'their shapes' if len(zero) != 1 else 'its shape'}: 0 bytes, nothing to load): {shown}")
+
+
 def summarise_tensors(tensors: list[TensorInfo]) -> tuple[dict[str, int], dict[str, int], dict[int, int]]:
     """(bytes by group, bytes by dtype, bytes by layer)."""
     by_group: dict[str, int] = {}
@@ -257,7 +290,8 @@ def plan_for_loaded(loaded: LoadedModel, *, include_mtp: bool = False, **make_pl
         notes = (f"weights: text weights from the architecture + vision tower ≈ {loaded.vision_params:,} "
                  f"parameters at {loaded.dtype_bytes} B (estimated from vision_config)",)
     if exact is None:
-        return make_plan(model=arch, weights=weights, **make_plan_kwargs)
+        # the loader's notes (assumed fields, zero-sized tensors) travel with every plan
+        return make_plan(model=arch, weights=weights, extra_notes=tuple(loaded.notes), **make_plan_kwargs)
     return make_plan(model=arch, weights=weights, weights_total_bytes=exact,
                      extra_notes=notes + tuple(loaded.notes), **make_plan_kwargs)
 

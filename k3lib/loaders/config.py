@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from k3lib.core.errors import K3InputError
-from k3lib.loaders.hf_config import (architecture_from_hf_config, checkpoint_dtype_bytes, rope_caches, vision_tower_params)
+from k3lib.loaders.hf_config import (architecture_from_hf_config, checkpoint_dtype_bytes, config_notes, rope_caches,
+                                     vision_tower_params)
 from k3lib.loaders._common import LoadedModel, parse_json_bounded
 
 #: refuse config files larger than this (a config is a few KiB; a tokenizer.json passed by mistake is MBs)
@@ -65,7 +66,7 @@ def load_config(path: "str | os.PathLike[str]", *, id: str | None = None, name: 
     cfg, p = read_config_json(path)
     mid = id or _model_id(cfg, p)
     arch = architecture_from_hf_config(cfg, id=mid, name=name or mid, source=str(p))
-    notes = []
+    notes = config_notes(cfg, p)          # assumed fields and an unknown model_type, stated on screen
     vision = vision_tower_params(cfg)
     if vision:
         notes.append(f"vision tower ≈ {vision:,} parameters, estimated from vision_config")

@@ -17,7 +17,11 @@ The architecture comes from the metadata (``{arch}.block_count``,
 ``embedding_length``, ``attention.head_count(_kv)``, ``attention.key_length``,
 ``context_length``, expert counts, MLA ``attention.kv_lora_rank``,
 ``attention.sliding_window`` …), with tensor shapes filling gaps (the vocabulary
-from ``token_embd``, the expert width from ``ffn_up_exps``).
+from ``token_embd``, the expert width from ``ffn_up_exps``). A missing
+``context_length`` is read as 4,096 tokens with a warning and a note; a 0 is an error
+naming the key. An architecture outside :data:`KNOWN_GGUF_ARCHITECTURES` warns, naming
+what was assumed, as a config.json of an unknown ``model_type`` does; tensors with a 0 in
+their shape are noted.
 """
 from __future__ import annotations
 
@@ -30,7 +34,8 @@ from typing import Any
 
 from k3lib.core.architecture import AttentionGroup, Architecture, MLPSpec
 from k3lib.core.errors import K3InputError
-from k3lib.loaders._common import LoadedModel, TensorInfo, layer_index, summarise_tensors, tensor_group
+from k3lib.loaders._common import (ASSUMED_CONTEXT_TOKENS, LoadedModel, TensorInfo, assumed_context_note, layer_index,
+                                  summarise_tensors, tensor_group, zero_sized_tensors_note)
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
@@ -55,6 +60,14 @@ _ARCH_INT_KEYS = frozenset((
     "kda_head_dim", "nextn_predict_layers", "rope.dimension_count", "ssm.conv_kernel", "ssm.group_count",
     "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank", "vocab_size", "leading_dense_block_count",
     "attention.recurrent_layers", "full_attention_interval", "attention.shared_kv_layers"))
+#: llama.cpp architectures (``general.architecture``) whose metadata and tensor names this reader
+#: has rules or tests for; any other is read from the standard ``{arch}.*`` keys with an
+#: :class:`~k3lib.loaders.hf_config.AssumedFieldWarning`, as a config.json of an unknown model_type is
+KNOWN_GGUF_ARCHITECTURES = (
+    "llama", "llama4", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "qwen3next", "qwen35", "qwen35moe",
+    "deepseek2", "gpt-oss", "gemma", "gemma2", "gemma3", "gemma3n", "gemma4", "phi3", "minimax-m2",
+    "glm4moe", "kimi-linear", "kimi-k3", "cohere2",
+)
 #: no model has more layers than this (the deepest published LLMs have ~130); more is corrupt
 MAX_LAYERS = 10_000
 
@@ -274,11 +287,54 @@ def _swa_layers(arch: str, meta: dict, n_layers: int) -> tuple[int, list[bool]]:
     return int(window), [n == 0 or (i % n) < n - 1 for i in range(n_layers)]
 
 
+def _context_tokens(meta: dict, arch: str, source: str) -> tuple[int, str | None]:
+    """``{arch}.context_length`` and the assumption made (None if none): absent → 4,096 with the
+    assumption stated; present as 0 (or a per-layer list of zeros) → :class:`K3InputError` naming the key."""
+    key = f"{arch}.context_length"
+    if meta.get(key) is None:
+        return ASSUMED_CONTEXT_TOKENS, assumed_context_note(f"gguf.{key}", source)
+    ctx = _scalar(meta, key)
+    if not ctx:
+        raise K3InputError(f"gguf.{key}", f"{ctx!r} in {source}: a model with no positions holds no context",
+                           f"a whole number of positions ≥ 1, or no key (then {ASSUMED_CONTEXT_TOKENS:,} is assumed "
+                           "and said)")
+    return int(ctx), None
+
+
+def _warn_assumed(arch: str, source: str, assumed: list[str]) -> None:
+    """One :class:`~k3lib.loaders.hf_config.AssumedFieldWarning`, worded as a config.json's: an
+    unknown architecture names what was assumed; a known one with a missing key names that."""
+    import warnings
+
+    from k3lib.loaders.hf_config import AssumedFieldWarning
+
+    if arch not in KNOWN_GGUF_ARCHITECTURES:
+        fields = "; ".join(assumed) if assumed else "no key was missing"
+        warnings.warn(f"general.architecture {arch!r} is not one k3lib knows ({source}); read as a transformer "
+                      f"from the standard {arch}.* keys and tensor names. Assumed: {fields}",
+                      AssumedFieldWarning, stacklevel=3)
+    elif assumed:
+        warnings.warn(f"{source}: assumed " + "; ".join(assumed), AssumedFieldWarning, stacklevel=3)
+
+
 def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, source: str) -> Architecture:
-    """Build an :class:`Architecture` from GGUF metadata and tensor shapes."""
+    """Build an :class:`Architecture` from GGUF metadata and tensor shapes; warns
+    (:class:`~k3lib.loaders.hf_config.AssumedFieldWarning`) for an architecture not in
+    :data:`KNOWN_GGUF_ARCHITECTURES` and for a missing ``context_length``."""
+    out, assumed = _architecture_and_assumptions(meta, tensors, id=id, source=source)
+    _warn_assumed(str(meta.get("general.architecture")), source, assumed)
+    return out
+
+
+def _architecture_and_assumptions(meta: dict, tensors: list[TensorInfo], *, id: str,
+                                  source: str) -> tuple[Architecture, list[str]]:
+    """(the architecture, the keys assumed: every one for an unknown architecture, the
+    context window for any)."""
     arch = meta.get("general.architecture")
     if not isinstance(arch, str) or not arch:
         raise K3InputError("gguf.general.architecture", f"missing in {source}")
+    unknown = arch not in KNOWN_GGUF_ARCHITECTURES
+    assumed: list[str] = []
 
     def req(key: str) -> int:
         v = _scalar(meta, f"{arch}.{key}")
@@ -322,11 +378,15 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
     heads = req("attention.head_count")
     head_count = _per_layer(meta, f"{arch}.attention.head_count", n_layers, heads)[:n_layers_main]
     kv_list = _per_layer(meta, f"{arch}.attention.head_count_kv", n_layers, None)[:n_layers_main]
+    if unknown and meta.get(f"{arch}.attention.head_count_kv") is None:
+        assumed.append(f"attention.head_count_kv = attention.head_count = {heads} (multi-head attention)")
     kv_list = [heads if k is None else k for k in kv_list]
     if not _scalar(meta, f"{arch}.attention.key_length") and d % heads:
         raise K3InputError(f"gguf.{arch}.attention.head_count", f"{heads} heads do not divide embedding_length {d} "
                            f"in {source}, and attention.key_length is not given", "a divisor of embedding_length")
     key_len = _scalar(meta, f"{arch}.attention.key_length") or d // heads
+    if unknown and not _scalar(meta, f"{arch}.attention.key_length"):
+        assumed.append(f"attention.key_length = embedding_length / attention.head_count = {key_len}")
     val_len = _scalar(meta, f"{arch}.attention.value_length") or key_len
     if "token_embd.weight" in shapes:
         vocab = shapes["token_embd.weight"][1]
@@ -334,7 +394,9 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
         vocab = int(meta.get("tokenizer.ggml.tokens") or _scalar(meta, f"{arch}.vocab_size") or 0)
     if vocab <= 0:
         raise K3InputError("gguf.tokenizer.ggml.tokens", f"no vocabulary size in {source} (nor token_embd.weight)")
-    ctx = _scalar(meta, f"{arch}.context_length") or 4096
+    ctx, ctx_assumed = _context_tokens(meta, arch, source)
+    if ctx_assumed:
+        assumed.append(f"context_length = {ctx} (the file states no context window)")
     groups: list[AttentionGroup] = []
     kv_lora = _scalar(meta, f"{arch}.attention.kv_lora_rank")
     # recurrent layers: head_count_kv 0 (Kimi Linear/K3, Jamba…), an explicit attention.recurrent_layers
@@ -451,6 +513,8 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
             raise K3InputError(f"gguf.{arch}.feed_forward_length", f"missing in {source} (nor ffn_up tensors)")
         mlp = MLPSpec(dense_layers=n_layers_main, dense_intermediate=int(ffn))
     tie = "output.weight" not in shapes
+    if unknown and tie:
+        assumed.append("no output.weight: the output head is the token embedding (tied)")
     # per-layer RMS norms of width D (Gemma's post-attention/post-FFN norms make 4): counted on layer 0
     norms = sum(1 for n in ("attn_norm", "ffn_norm", "post_attention_norm", "post_ffw_norm")
                 if shapes.get(f"blk.0.{n}.weight") == (d,))
@@ -458,7 +522,7 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
     return Architecture(id=id, name=name or id, hidden_size=d, vocab_size=int(vocab), num_layers=n_layers_main,
                         attention=tuple(groups), mlp=mlp, max_context_tokens=int(ctx), tie_word_embeddings=tie,
                         native_formats={"*": "bf16"}, source=source, family=f"gguf:{arch}",
-                        norms_per_layer=norms if 2 < norms <= 8 else 2)
+                        norms_per_layer=norms if 2 < norms <= 8 else 2), assumed
 
 
 def load_gguf(path: "str | os.PathLike[str]", *, id: str | None = None) -> LoadedModel:
@@ -482,13 +546,23 @@ def load_gguf(path: "str | os.PathLike[str]", *, id: str | None = None) -> Loade
                                   n_bytes=nbytes, group=tensor_group(t.name, num_layers=main_layers),
                                   layer=layer_index(t.name), is_expert="_exps" in t.name, file=p.name))
     mid = id or p.stem
-    arch = architecture_from_gguf(meta, tensors, id=mid, source=str(p))
+    arch, assumed = _architecture_and_assumptions(meta, tensors, id=mid, source=str(p))
+    _warn_assumed(str(arch_name), str(p), assumed)
     by_group, by_dtype, by_layer = summarise_tensors(tensors)
-    notes = (f"GGUF v{scan['version']}: {len(tensors):,} tensors, {sum(by_dtype.values()):,} bytes of tensor data "
-             f"(file {scan['file_bytes']:,} bytes)",)
+    notes = [f"GGUF v{scan['version']}: {len(tensors):,} tensors, {sum(by_dtype.values()):,} bytes of tensor data "
+             f"(file {scan['file_bytes']:,} bytes)"]
+    if arch_name not in KNOWN_GGUF_ARCHITECTURES:
+        notes.append(f"general.architecture {arch_name!r} is not one k3lib knows: read from the standard "
+                     f"{arch_name}.* keys and tensor names")
+    ctx_note = _context_tokens(meta, str(arch_name), str(p))[1]
+    if ctx_note:
+        notes.append(ctx_note)
+    zero = zero_sized_tensors_note(tensors)
+    if zero:
+        notes.append(zero)
     rope = _scalar(meta, f"{arch_name}.rope.dimension_count") or (arch.attention[0].head_dim or 0)
     small_meta = {k: v for k, v in meta.items() if not isinstance(v, list) or len(v) <= 256}
     return LoadedModel(architecture=arch, source=str(p), file_format="gguf", weights_bytes_by_group=by_group,
                        bytes_by_dtype=by_dtype, bytes_by_layer=by_layer, tensors=tuple(tensors),
                        rope_caches=((arch.max_context_tokens, int(rope)),) if rope else (),
-                       dtype_bytes=2, metadata=small_meta, notes=notes)
+                       dtype_bytes=2, metadata=small_meta, notes=tuple(notes))

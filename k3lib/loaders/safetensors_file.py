@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from k3lib.core.errors import K3InputError
-from k3lib.loaders.hf_config import architecture_from_hf_config, checkpoint_dtype_bytes, rope_caches, vision_tower_params
+from k3lib.loaders.hf_config import (architecture_from_hf_config, checkpoint_dtype_bytes, config_notes, rope_caches,
+                                     vision_tower_params)
 from k3lib.loaders._common import (LoadedModel, TensorInfo, layer_index, parse_json_bounded, summarise_tensors,
-                                  tensor_group)
+                                  tensor_group, zero_sized_tensors_note)
 
 #: bits per element of each safetensors dtype
 DTYPE_BITS = {
@@ -168,8 +169,12 @@ def load_safetensors(path: "str | os.PathLike[str]", *, config: "str | os.PathLi
         arch = architecture_from_hf_config(cfg, id=mid, name=mid, source=str(cfg_path))
         extra = dict(rope_caches=rope_caches(cfg), vision_params=vision_tower_params(cfg),
                      dtype_bytes=checkpoint_dtype_bytes(cfg))
+        notes.extend(config_notes(cfg, cfg_path))
     else:
         notes.append("no config.json: tensor bytes only, no architecture for the KV cache")
+    zero = zero_sized_tensors_note(tensors)
+    if zero:
+        notes.append(zero)
     notes.insert(0, f"safetensors: {len(shards)} shard(s), {len(tensors):,} tensors, "
                     f"{sum(by_dtype.values()):,} bytes")
     return LoadedModel(architecture=arch, source=str(p), file_format="safetensors", weights_bytes_by_group=by_group,
