@@ -278,7 +278,7 @@ def resolve_ram_bandwidth(*, gpu: GPUSpec, host: HostSpec | None, ram_bandwidth:
 def parse_expert_layers(value: object, moe_layers: int) -> int:
     """``--expert-layers-on-gpu`` as a count: ASCII digits like every other count
     (:func:`k3lib.core.units.parse_positive_int`), 0 allowed, at most ``moe_layers``."""
-    allowed = f"0 … {moe_layers} (the model's MoE layers)"
+    allowed = f"a whole number from 0 to at most {moe_layers} (the model's MoE layers)"
     if isinstance(value, str) and value.isascii() and re.fullmatch(r"\s*0+(\.0+)?\s*", value):
         return 0
     if isinstance(value, int) and not isinstance(value, bool) and value == 0:
@@ -694,8 +694,6 @@ def plan_offload(*, model: object = "kimi-k3", weights: "str | None" = "q4_k_m",
     if hw.unified_memory:
         notes.append(f"{hw.name} has unified memory: one pool of {hw.memory_marketed_bytes / GiB:,.0f} GiB holds the "
                      "GPU side and the host side together")
-    if bw.assumed:
-        notes.append(f"host memory bandwidth {bw.basis}")
     if n_gpus > 1:
         notes.append(f"layers spread evenly over {n_gpus} GPUs (llama.cpp --split-mode layer); per-layer "
                      "granularity is not modelled")
