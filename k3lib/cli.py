@@ -369,12 +369,6 @@ def _add_report_parser(sub) -> None:
                                    "index says why). Every plan flag is passed on to the report.")
     _add_plan_args(p)
     p.add_argument("--scenario", default="", help="scenario name: the report's title (default: the configuration)")
-    if not any("--engine" in a.option_strings for a in p._actions):   # other commands may define it already
-        p.add_argument("--engine", default=None, help="engine for the launch commands: vllm, llama.cpp, sglang, "
-                       "transformers, generic (default vllm)")
-    if not any("--gpu-memory-utilization" in a.option_strings for a in p._actions):
-        p.add_argument("--gpu-memory-utilization", default=None, metavar="F",
-                       help="with --engine vllm: the fraction of GPU memory vLLM may use (vLLM's default 0.9)")
     p.add_argument("--offload", default="auto", choices=("auto", "none", "experts"),
                    help="offload section: auto (when the plan does not fit), none, experts (guide 004's mode)")
     p.add_argument("--ram", default=None, help="host RAM for offload, e.g. 1536GB (default: as needed)")
@@ -397,16 +391,25 @@ def _report_parameters(args: argparse.Namespace) -> dict:
     """The report notebook's parameters from `k3plan report` flags ("" / 0: the model's rule, automatic).
     Every plan flag maps onto a report parameter; the flags that do not apply to a report
     raise K3InputError (no flag is accepted and ignored)."""
-    for name in ("config", "gguf", "safetensors"):   # model files are not wired into reports
-        if getattr(args, name, None):
-            raise K3InputError(name, "is not supported by `k3plan report`", "--model with a built-in model")
+    model_path = ""
+    for name in ("config", "gguf", "safetensors"):   # the user's own model: the report's model_path
+        value = getattr(args, name, None)
+        if value is not None:
+            if not str(value).strip():
+                raise K3InputError(name, "is empty", "a path to a local file or folder")
+            model_path = str(value).strip()
+    for name in ("max_num_seqs", "mem_fraction_static", "n_gpu_layers", "override_tensor", "flash_attn", "n_ubatch"):
+        if getattr(args, name, None) not in (None, []):
+            raise K3InputError(name.replace("_", "-"), "is not a report parameter (the report plans with the "
+                               "engine's default for it)", "leave it out; use `k3plan estimate` for this setting")
     if getattr(args, "unit", "GiB") != "GiB":
         raise K3InputError("unit", "does not apply to `k3plan report` (reports label GiB and GB themselves)",
                            "leave --unit out")
     util = _utilization(args)
-    return {"scenario": args.scenario, "model": args.model, "weights": args.weights or "", "kv_dtype": args.kv_dtype,
+    return {"scenario": args.scenario, "model": args.model, "model_path": model_path,
+            "weights": args.weights or "", "kv_dtype": args.kv_dtype,
             "context": args.context, "batch": args.batch, "gpu": args.gpu, "gpus": args.gpus, "nodes": args.nodes or 0,
-            "tp": args.tp or 0, "pp": args.pp or 0, "engine": getattr(args, "engine", None) or "vllm",
+            "tp": args.tp or 0, "pp": args.pp or 0, "engine": getattr(args, "engine", None) or "",
             "gpu_memory_utilization": util if util is not None else 0.0,
             "offload": args.offload, "ram": args.ram or "", "ram_bandwidth": args.ram_bandwidth or "",
             "activation": args.activation or "", "overhead_per_gpu": args.overhead_per_gpu or "",

@@ -11,6 +11,7 @@ overhead (per GPU: CUDA context, NCCL buffers, fragmentation).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -176,7 +177,8 @@ def replicated_attention_params(group: AttentionGroup, hidden_size: int) -> int:
     """Attention weights of one layer that every TP rank holds whole (vLLM):
     MLA $D·r_q + r_q + D·(r_{kv} + d_{rope}) + r_{kv}$ (down-projections and their norms);
     KDA $D·d_k + d_k$ (the decay gate's ``f_a``: 120.75 MiB over K3's 69 layers, replicated
-    at TP16 in local-inference-lab/vllm#385); GQA $2H$ with QK-norm.
+    at TP16 in local-inference-lab/vllm#385); Gated DeltaNet its output norm $d_v$; GQA $2H$
+    with QK-norm and the output projection's bias $D$ (a row-parallel bias is whole on every rank).
 
     >>> from k3lib.core.models import get_model
     >>> replicated_attention_params(get_model("kimi-k3").attention[0], 7168)   # K3's MLA
@@ -190,7 +192,104 @@ def replicated_attention_params(group: AttentionGroup, hidden_size: int) -> int:
         return d * group.head_dim + group.head_dim
     if group.kind == "gdn":
         return group.v_head_dim or group.head_dim
-    return 2 * group.head_dim if group.qk_norm else 0
+    return (2 * group.head_dim if group.qk_norm else 0) + (d if group.o_bias else 0)
+
+
+def kv_projection_params(group: AttentionGroup, hidden_size: int, kv_heads: int | None = None) -> int:
+    """The K and V projections of one GQA layer for ``kv_heads`` heads (default all $K$):
+    $k·(H + H_v)·(D + [bias])$; 0 for other attention kinds.
+
+    >>> from k3lib.core.models import get_model
+    >>> kv_projection_params(get_model("llama-3.1-70b").attention[0], 8192)   # 8·256·8192
+    16777216
+    """
+    if group.kind not in ("full", "sliding"):
+        return 0
+    k = group.kv_heads if kv_heads is None else kv_heads
+    return k * (group.head_dim + (group.v_head_dim or group.head_dim)) * (hidden_size + (1 if group.qkv_bias else 0))
+
+
+def attention_split_params(group: AttentionGroup, hidden_size: int, tp: int) -> tuple[int, int]:
+    """(split, whole) weights of one attention layer under TP: ``split`` is divided over the
+    $TP$ ranks, each rank holds ``whole`` in full. The one sharding rule (vLLM's linear layers):
+
+    * :func:`replicated_attention_params` whole;
+    * GQA K/V projections (:func:`kv_projection_params`) split while $TP \\le K$; past $K$ each
+      rank holds one KV head's K/V in full (``QKVParallelLinear``: $TP/K$ replicas per head);
+    * everything else (Q, O, output gates, KDA/GDN projections) split by head.
+
+    >>> from k3lib.core.models import get_model
+    >>> g = get_model("llama-3.1-70b").attention[0]
+    >>> attention_split_params(g, 8192, 16)[1]     # one KV head's K and V: 256 · 8192
+    2097152
+    """
+    total = group.params_per_layer(hidden_size)
+    rep = replicated_attention_params(group, hidden_size)
+    if group.kind in ("full", "sliding") and tp > group.kv_heads:
+        kv_all = kv_projection_params(group, hidden_size)
+        return total - rep - kv_all, rep + kv_projection_params(group, hidden_size, kv_heads_per_rank(group.kv_heads, tp))
+    return total - rep, rep
+
+
+@dataclass(frozen=True)
+class GroupShare:
+    """One parameter group on one TP rank: ``split`` parameters divided over the TP ranks and
+    ``whole`` parameters every rank holds in full; $P_{rank} = split/TP + whole$."""
+
+    split: int
+    whole: int
+
+    def per_rank(self, tp: int) -> float:
+        """$split/TP + whole$ parameters."""
+        return self.split / tp + self.whole
+
+
+def params_per_rank_by_group(model: Architecture, stage: Architecture | None = None, *, tp: int, first: bool = True,
+                             last: bool = True, pp: int = 1, ep: int = 1) -> dict[str, GroupShare]:
+    """THE sharding rule: each parameter group of ``stage`` (default: all of ``model``'s layers)
+    on one GPU of a TP group, as (split ÷TP, whole on every rank) — what
+    :func:`stage_weight_bytes_per_rank` (the plan) and vLLM's per-rank weights both read.
+
+    * ``embedding`` (first stage) and ``lm_head`` (last stage) split by vocabulary rows; a tied
+      head is 0 at $PP = 1$ and the embedding again on the last stage when $PP > 1$;
+    * ``attention``: :func:`attention_split_params` per layer (K/V replicated past $K$, MLA/KDA
+      down-projections whole);
+    * ``dense_mlp``, ``shared_experts`` split; ``routed_experts`` split, or with expert
+      parallelism $\\lceil E/EP \\rceil$ whole experts per rank;
+    * ``moe_other`` (routers, shared-expert gates, latent projections: :func:`replicated_moe_params`)
+      and ``norms`` whole.
+
+    >>> from k3lib.core.models import get_model
+    >>> s = params_per_rank_by_group(get_model("llama-3.1-70b"), tp=16)["attention"]
+    >>> s.whole == 80 * 8 * 256 * 8192 // 8      # one KV head's K and V on each rank, 80 layers
+    True
+    """
+    st = model if stage is None else stage
+    g = st.param_groups()
+    d = model.hidden_size
+    attn = [attention_split_params(grp, d, tp) for grp in st.attention]
+    rep_moe = st.mlp.moe_layers * replicated_moe_params(st)
+    if not last:
+        lm_head = 0
+    elif model.tie_word_embeddings:
+        lm_head = g["embedding"] if pp > 1 else 0
+    else:
+        lm_head = g["lm_head"]
+    if ep > 1:
+        routed = GroupShare(0, st.mlp.moe_layers * -(-model.mlp.n_routed_experts // ep) * model.mlp.expert_params(d))
+    else:
+        routed = GroupShare(g["routed_experts"], 0)
+    return {
+        "embedding": GroupShare(g["embedding"] if first else 0, 0),
+        "lm_head": GroupShare(lm_head, 0),
+        "attention": GroupShare(sum(grp.count * a for grp, (a, _) in zip(st.attention, attn)),
+                                sum(grp.count * b for grp, (_, b) in zip(st.attention, attn))),
+        "dense_mlp": GroupShare(g["dense_mlp"], 0),
+        "shared_experts": GroupShare(g["shared_experts"], 0),
+        "routed_experts": routed,
+        "moe_other": GroupShare(g["moe_other"] - rep_moe, rep_moe),
+        "norms": GroupShare(0, (st.norms_per_layer * st.num_layers + (1 if last else 0)) * d),
+    }
 
 
 def replicated_moe_params(model: Architecture) -> int:
@@ -207,35 +306,24 @@ def replicated_moe_params(model: Architecture) -> int:
 
 def stage_weight_bytes_per_rank(model: Architecture, stage: Architecture, *, bits: "dict[str, float]",
                                 first: bool, last: bool, pp: int, tp: int, ep: int = 1) -> tuple[int, int, int]:
-    """(sharded, replicated, routed experts) weight bytes on one GPU of a pipeline stage.
+    """(sharded, replicated, routed experts) weight bytes on one GPU of a pipeline stage, from
+    :func:`params_per_rank_by_group` (the one sharding rule) priced at ``bits`` per group:
 
-    * sharded ÷TP: attention projections, dense MLPs, shared experts, latent-MoE
-      projections, and the embedding (first stage) and LM head (last stage; a tied
-      embedding is a second copy there when $PP > 1$), vocabulary-parallel;
-    * replicated: norms, routers, MLA/KDA down-projections (:func:`replicated_attention_params`);
+    * sharded: the ``split`` parameters ÷TP — attention projections, dense MLPs, shared
+      experts, and the embedding (first stage) and LM head (last stage; a tied embedding is a
+      second copy there when $PP > 1$, priced like the embedding), vocabulary-parallel;
+    * replicated: the ``whole`` parameters — norms, routers, MLA/KDA down-projections, and GQA
+      K/V projections once TP exceeds the KV heads (one head's K/V on every rank);
     * routed experts ÷TP, or with expert parallelism $\\lceil E/EP \\rceil$ whole experts.
     """
-    g = stage.param_groups()
-    d = model.hidden_size
+    shares = params_per_rank_by_group(model, stage, tp=tp, first=first, last=last, pp=pp, ep=ep)
     bit = lambda group: bits.get(group, bits.get("*", 16))  # noqa: E731
-    rep_attn = sum(grp.count * replicated_attention_params(grp, d) for grp in stage.attention)
-    rep_moe = stage.mlp.moe_layers * replicated_moe_params(stage)
-    norms = (stage.norms_per_layer * stage.num_layers + (1 if last else 0)) * d
-    embedding = g["embedding"] if first else 0
-    if not last:
-        lm_head = 0
-    elif model.tie_word_embeddings:
-        lm_head = g["embedding"] if pp > 1 else 0
-    else:
-        lm_head = g["lm_head"]
-    sharded_bits = (embedding * bit("embedding") + lm_head * bit("embedding" if model.tie_word_embeddings else "lm_head")
-                    + (g["attention"] - rep_attn) * bit("attention") + g["dense_mlp"] * bit("dense_mlp")
-                    + g["shared_experts"] * bit("shared_experts") + (g["moe_other"] - rep_moe) * bit("moe_other"))
-    replicated_bits = rep_attn * bit("attention") + rep_moe * bit("moe_other") + norms * bit("norms")
+    price = {grp: bit("embedding" if grp == "lm_head" and model.tie_word_embeddings else grp) for grp in shares}
+    sharded_bits = sum(sh.split * price[grp] for grp, sh in shares.items() if grp != "routed_experts")
+    replicated_bits = sum(sh.whole * price[grp] for grp, sh in shares.items() if grp != "routed_experts")
+    r = shares["routed_experts"]
     if ep > 1:
-        per_rank = -(-model.mlp.n_routed_experts // ep)
-        routed_bits = stage.mlp.moe_layers * per_rank * model.mlp.expert_params(d) * bit("routed_experts")
-        routed = math.ceil(routed_bits / 8)
+        routed = math.ceil(r.whole * price["routed_experts"] / 8)
     else:
-        routed = math.ceil(g["routed_experts"] * bit("routed_experts") / 8 / tp)
+        routed = math.ceil(r.split * price["routed_experts"] / 8 / tp)
     return math.ceil(sharded_bits / 8 / tp), math.ceil(replicated_bits / 8), int(routed)

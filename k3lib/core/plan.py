@@ -217,6 +217,8 @@ class Plan:
     problems: tuple[str, ...] = ()
     policy: str = "stages"
     engine: EngineVerdict | None = None
+    #: k3lib's own totals when ``total`` holds the engine's (a plan for an engine)
+    core_total: Breakdown | None = field(default=None, repr=False)
 
     # ---- layout shortcuts
     gpus = property(lambda self: self.layout.gpus)
@@ -230,6 +232,13 @@ class Plan:
     def peak(self) -> GPUShare:
         """The fullest GPU: it decides whether the plan fits."""
         return max(self.shares, key=lambda s: s.total_bytes)
+
+    def core(self) -> "Plan":
+        """This plan by k3lib's component model alone (no engine verdict): for studies that
+        compare it with other :func:`make_plan` plans, like with like."""
+        if self.engine is None:
+            return self
+        return dataclasses.replace(self, engine=None, total=self.core_total or self.total, core_total=None)
 
     @property
     def core_per_gpu(self) -> Breakdown:

@@ -9,6 +9,11 @@ tokens, so ``256K`` is 262,144 tokens.
 8589934592
 >>> bytes_to_gb(parse_size_bytes("8GB"))
 8.0
+
+Every number parser reads text the same way (:func:`_clean_text`): ASCII only, surrounding
+whitespace ignored, ``""`` or whitespace only is ``K3InputError(field, "is empty", allowed)``
+— an empty option never stands for the default. Counts (:func:`parse_count`,
+:func:`parse_positive_int`) take ASCII digits only: no sign, exponent or hex.
 """
 from __future__ import annotations
 
@@ -85,13 +90,30 @@ def count_bound(field: str) -> int:
     return _COUNT_BOUNDS.get(field.replace("-", "_").lower(), MAX_COUNT)
 
 
+def nonempty_text(value: str, field: str, allowed: str | None = None) -> str:
+    """``value`` without surrounding whitespace; ``""`` or whitespace only is
+    ``K3InputError(field, "is empty", allowed)`` — an empty option is a mistake to name,
+    never a request for the default (leave the option out for that).
+
+    >>> nonempty_text(" fp8 ", "kv_dtype")
+    'fp8'
+    """
+    text = value.strip()
+    if not text:
+        raise K3InputError(field, "is empty", allowed)
+    return text
+
+
 def _clean_text(value: str, field: str, what: str, allowed: str) -> str:
-    """Strip separators; refuse non-ASCII (e.g. Arabic-Indic digits) and over-long text."""
+    """The one text rule of every number parser here: over-long text and non-ASCII (e.g.
+    Arabic-Indic or full-width digits) are refused, surrounding ASCII whitespace is ignored
+    (as ``int()`` and argparse users expect: ``" 8 "`` is 8), empty or whitespace-only text is
+    "is empty", and thousands separators ``,`` / ``_`` are dropped."""
     if len(value) > _MAX_TEXT:
         raise K3InputError(field, f"{value[:20]!r}… ({len(value)} characters) is not {what}", allowed)
     if not value.isascii():
         raise K3InputError(field, f"{value!r} is not {what}: only ASCII digits 0-9 are read", allowed)
-    return value.strip().replace(",", "").replace("_", "")
+    return nonempty_text(value, field, allowed).replace(",", "").replace("_", "")
 
 
 def parse_context_tokens(value: object, field: str = "context") -> int:
@@ -168,30 +190,59 @@ def parse_size_bytes(value: object, field: str = "size") -> int:
     return int(round(n))
 
 
-def parse_positive_int(value: object, field: str, allowed: str = "a whole number ≥ 1") -> int:
-    """Parse a count such as a GPU count or batch size: a whole number in 1 … ``count_bound(field)``.
+#: a count as text: ASCII digits, optionally ``.0`` (``8.0``); a leading ``-`` is read only to
+#: name it ("must be at least …"); ``+``, exponents, hex and inner spaces are not counts
+_COUNT = re.compile(r"(-?[0-9]+)(?:\.0+)?", re.ASCII)
 
-    Strings must be ASCII decimal digits (``8``, ``8.0``, ``1,024``); ``1e6``, Unicode digits
-    and values over the field's physical bound (GPUs 4,096, batch 2^20, see the module
-    constants) raise :class:`K3InputError` naming ``field``.
+
+def parse_count(value: object, field: str, *, minimum: int = 0, maximum: int | None = None,
+                allowed: str | None = None) -> int:
+    """Parse a count that may be 0 (layers kept on the GPU, ``-ngl``): a whole number in
+    ``minimum`` … ``maximum`` (default :func:`count_bound` of ``field``).
+
+    Text is ASCII digits only, as for every count: ``3``, ``3.0``, ``1,024`` and surrounding
+    whitespace (``" 3 "``) are read; ``""`` (is empty), ``+3``, ``1e3``, ``0x10``, ``３``/``٣``
+    and ``2.5`` raise :class:`K3InputError` naming ``field`` and what is allowed. Ints, numpy
+    integers and integral floats are taken as numbers; booleans are not.
+
+    >>> parse_count("0", "expert_layers_on_gpu"), parse_count(" 12 ", "n_gpu_layers", maximum=61)
+    (0, 12)
     """
-    bound = count_bound(field)
-    allowed = f"{allowed}, at most {bound:,}" if "at most" not in allowed else allowed
+    bound = count_bound(field) if maximum is None else maximum
+    if allowed is None:
+        allowed = f"a whole number from {minimum:,} to {bound:,}, ASCII digits"
     if isinstance(value, bool):
         raise K3InputError(field, f"{value!r} is not a whole number", allowed)
     if isinstance(value, str):
         text = _clean_text(value, field, "a whole number", allowed)
-        m = _DECIMAL.fullmatch(text)
-        number = Fraction(m.group(1)) if m else None
+        m = _COUNT.fullmatch(text)
+        if m is None and text[:1] == "+":
+            raise K3InputError(field, f"{value!r} is not a whole number: a sign is not a digit", allowed)
+        number = Fraction(int(m.group(1))) if m else None
+        if m and m.group(1)[0] == "-" and minimum >= 0:      # "-0" too
+            raise K3InputError(field, f"{value!r} must be at least {minimum:,} (a count has no sign)", allowed)
     else:
         number = _exact_number(value)
     if number is None or number.denominator != 1:
         raise K3InputError(field, f"{value!r} is not a whole number", allowed)
-    if number < 1:
-        raise K3InputError(field, f"{value!r} must be at least 1", allowed)
+    if number < minimum:
+        raise K3InputError(field, f"{value!r} must be at least {minimum:,}", allowed)
     if number > bound:
         raise K3InputError(field, f"{value!r} is more than {bound:,}", allowed)
     return int(number)
+
+
+def parse_positive_int(value: object, field: str, allowed: str = "a whole number ≥ 1") -> int:
+    """Parse a count such as a GPU count or batch size: a whole number in 1 … ``count_bound(field)``
+    (:func:`parse_count` with ``minimum=1``, the same text rule).
+
+    Strings must be ASCII decimal digits (``8``, ``8.0``, ``1,024``, ``" 8 "``); ``""``,
+    ``+8``, ``1e6``, Unicode digits and values over the field's physical bound (GPUs 4,096,
+    batch 2^16, see the module constants) raise :class:`K3InputError` naming ``field``.
+    """
+    bound = count_bound(field)
+    allowed = f"{allowed}, at most {bound:,}" if "at most" not in allowed else allowed
+    return parse_count(value, field, minimum=1, maximum=bound, allowed=allowed)
 
 
 def format_bytes(n_bytes: float, unit: str = "GiB", digits: int = 1) -> str:

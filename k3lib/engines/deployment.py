@@ -273,7 +273,7 @@ def plan_for_engine(*, model: Any = "kimi-k3", engine: "str | EngineSettings | N
     est = _estimate(model, plan, settings, context_tokens=ctx, weights=w, kv_dtype=kv_dtype)
     mx = engine_max_context_tokens(model, plan, settings, weights=w, kv_dtype=kv_dtype) if with_limits else None
     verdict = verdict_from_estimate(plan, settings, est, mx)
-    return dataclasses.replace(plan, engine=verdict, total=verdict.total,
+    return dataclasses.replace(plan, engine=verdict, total=verdict.total, core_total=plan.total,
                                notes=plan.notes + tuple(n for n in est.notes if n not in plan.notes))
 
 

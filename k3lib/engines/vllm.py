@@ -342,33 +342,40 @@ def vllm_kv_tokens_interval(model: Any, *, printed_gib: float, tp: int = 1, kv_d
             lay.tokens(int(printed_gib * GiB + PRINTED_ROUNDING_BYTES)))
 
 
-_SHARDED = ("embedding", "lm_head", "attention", "dense_mlp", "shared_experts", "routed_experts", "vision")
+#: groups of a weight file that vLLM splits over the TP ranks as a whole (no core group to follow)
+_SHARDED_FILE_GROUPS = ("vision",)
+
+
+def vllm_vocab_padding_params(arch: Architecture) -> int:
+    """Rows vLLM adds to a vocabulary-parallel table, times the hidden size: the vocabulary
+    padded to a multiple of :data:`VLLM_VOCAB_PADDING` (``VocabParallelEmbedding``
+    ``pad_vocab_size``), $(\\lceil V/64 \\rceil·64 - V)·D$ per table (embedding; an untied LM head)."""
+    return (_round_up(arch.vocab_size, VLLM_VOCAB_PADDING) - arch.vocab_size) * arch.hidden_size
 
 
 def _group_params_per_rank(arch: Architecture, tp: int) -> dict[str, float]:
-    """Parameters per TP rank for each group, as vLLM shards them."""
-    d = arch.hidden_size
-    vocab = _round_up(arch.vocab_size, VLLM_VOCAB_PADDING)
-    groups = arch.param_groups()
-    attn = 0.0
-    for g in arch.attention:
-        if g.kind in LINEAR_KINDS:
-            attn += g.count * g.params_per_layer(d) / tp
-            continue
-        heads = max(1, g.num_heads // tp)
-        local = dataclasses.replace(g, num_heads=heads, kv_heads=kv_heads_per_rank(g.kv_heads, tp) if g.kv_heads else 0,
-                                    linear_value_heads=0)
-        attn += g.count * local.params_per_layer(d)
-    return {
-        "embedding": vocab * d / tp,
-        "lm_head": 0 if arch.tie_word_embeddings else vocab * d / tp,
-        "attention": attn,
-        "dense_mlp": groups["dense_mlp"] / tp,
-        "shared_experts": groups["shared_experts"] / tp,
-        "routed_experts": groups["routed_experts"] / tp,
-        "moe_other": groups["moe_other"],
-        "norms": groups["norms"],
-    }
+    """Parameters per TP rank for each group: the core's sharding rule
+    (:func:`k3lib.core.memory.params_per_rank_by_group`, whole model on one rank) plus vLLM's
+    vocabulary padding (:func:`vllm_vocab_padding_params`) on the embedding and an untied head."""
+    from k3lib.core.memory import params_per_rank_by_group
+
+    out = {g: sh.per_rank(tp) for g, sh in params_per_rank_by_group(arch, tp=tp).items()}
+    pad = vllm_vocab_padding_params(arch) / tp
+    out["embedding"] += pad
+    if not arch.tie_word_embeddings:
+        out["lm_head"] += pad
+    return out
+
+
+def _file_group_fraction_per_rank(arch: Architecture, tp: int) -> dict[str, float]:
+    """The share of each group's bytes one TP rank holds under the core's rule:
+    $P^{rank}_g / P_g$ (a weight file's exact bytes are split in those proportions)."""
+    from k3lib.core.memory import params_per_rank_by_group
+
+    full = arch.param_groups()
+    full["lm_head"] = full["lm_head"] or 0
+    return {g: (sh.per_rank(tp) / full[g] if full.get(g) else 1.0 / tp)
+            for g, sh in params_per_rank_by_group(arch, tp=tp).items()}
 
 
 def _mxfp4_expert_bytes_per_rank(arch: Architecture, tp: int) -> int:
@@ -388,8 +395,13 @@ def vllm_weights_bytes_per_rank(model: Any, *, tp: int = 1, weights: str = "nati
                                 dtype_bytes: int | None = None) -> dict[str, int]:
     """Bytes vLLM loads on each TP rank, by group, plus ``rope_cache`` and ``total``.
 
-    A weight file's exact bytes are split the same way (sharded groups ÷ TP).
-    ``dtype_bytes`` overrides the unquantized dtype (``--dtype float32`` → 4).
+    The core's sharding rule (:func:`k3lib.core.memory.params_per_rank_by_group`: K/V
+    projections replicated once TP exceeds the KV heads, MLA/KDA down-projections whole), plus
+    what only vLLM adds, as data over it: the vocabulary padded to 64 rows
+    (:func:`vllm_vocab_padding_params`), its rotary cos/sin cache (``rope_cache``), MXFP4
+    experts as the Marlin kernel pads them (:func:`_mxfp4_expert_bytes_per_rank`), and a
+    loaded model's vision tower. A weight file's exact bytes are split in the core rule's
+    proportions per group. ``dtype_bytes`` overrides the unquantized dtype (``--dtype float32`` → 4).
     """
     from k3lib.core.memory import weight_bits_by_group
 
@@ -397,10 +409,14 @@ def vllm_weights_bytes_per_rank(model: Any, *, tp: int = 1, weights: str = "nati
     base_b = dtype_bytes or (loaded.dtype_bytes if loaded is not None else 2)
     out: dict[str, int] = {}
     if loaded is not None and loaded.exact and weights == "native":
+        frac = _file_group_fraction_per_rank(arch, tp)
         for g, b in loaded.weights_bytes_by_group.items():
             if g == "mtp":
                 continue                              # MTP layers load only for speculative decoding
-            out[g] = int(math.ceil(b / tp)) if g in _SHARDED else b
+            if g in frac:
+                out[g] = int(math.ceil(b * frac[g]))  # the core's rule, in the file's proportions
+            else:
+                out[g] = int(math.ceil(b / tp)) if g in _SHARDED_FILE_GROUPS else b
     else:
         bits = weight_bits_by_group(arch, weights)
         params = _group_params_per_rank(arch, tp)

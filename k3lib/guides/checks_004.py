@@ -234,22 +234,34 @@ SPEED = Tolerance(rel=0.5, text="±50% of the bandwidth bound (the guide's speed
 @check_pattern(lambda c: c.guide == "guide-004" and c.quantity == "tokens_per_s")
 def offload_speed(claim: Claim) -> Verdict:
     """An offload-mode speed. Own: 70 GB/s over all 104B active parameters at 4.5 bits. Real: a
-    unified-memory machine cannot hold 33 + 1,531 GB at all (0 tok/s from RAM); elsewhere 70 GB/s
-    over K3's 48.6B routed-active parameters (the rest sits in VRAM)."""
+    unified-memory machine cannot hold 33 + 1,531 GB, so the experts that do not fit stream from
+    the SSD (:func:`k3lib.studies.offload.unified_memory_estimate`, as notebook 04); elsewhere
+    70 GB/s over K3's 48.6B routed-active parameters (the rest sits in VRAM)."""
     hw = get_gpu(claim.device)
     b = offload_speed_bounds()
     need = (G004_OFFLOAD_VRAM + G004_OFFLOAD_RAM) / GB
     have = hw.memory_marketed_bytes / GB
-    unified = hw.unified_memory
-    real = 0.0 if unified and have < need else b["high"]
+    unified = hw.unified_memory and have < need
     figs = [Figure("bound_all_active", "70 / (104B × 4.5/8)", b["low"], "tok/s"),
             Figure("bound_routed_active", "70 / (48.6B × 4.5/8)", b["high"], "tok/s"),
             Figure("memory_gb", hw.id, have, "GB"), Figure("needed_gb", "33 + 1,531", need, "GB")]
-    why = (f"{hw.name} has one pool of {have:,.0f} GB shared by CPU and GPU: there is no separate RAM for the "
-           f"1,531 GB of experts ({need:,.0f} GB in all), so nothing runs from RAM (0 tok/s); K3 would stream from "
-           f"SSD." if real == 0.0 else
-           f"With only K3's {b['routed_active_params'] / 1e9:.1f}B routed-active parameters read from RAM the bound "
-           f"is {b['high']:.2f} tok/s.")
+    if unified:
+        # the same function as notebook 04's Mac Studio section: the experts that do not fit the one
+        # pool stream from the SSD at every token (k3lib.studies.offload.unified_memory_estimate)
+        from k3lib.studies.offload import unified_memory_estimate
+
+        u = unified_memory_estimate(device=hw.id)
+        real = u.tokens_per_s
+        figs += [Figure("read_from_memory_gb", "resident active bytes per token", u.memory_read_bytes / GB, "GB"),
+                 Figure("read_from_disk_gb", "streamed active bytes per token", u.disk_read_bytes / GB, "GB")]
+        why = (f"{hw.name} has one pool of {have:,.0f} GB shared by CPU and GPU: there is no separate RAM for the "
+               f"1,531 GB of experts ({need:,.0f} GB in all); the experts that do not fit stream from the SSD at "
+               f"every token ({u.disk_read_bytes / GB:.1f} GB per token at "
+               f"{u.disk_bandwidth_bytes_per_s / GB:.0f} GB/s), about {real:.2f} tok/s.")
+    else:
+        real = b["high"]
+        why = (f"With only K3's {b['routed_active_params'] / 1e9:.1f}B routed-active parameters read from RAM the "
+               f"bound is {b['high']:.2f} tok/s.")
     return make(claim, own=b["low"], real=real, unit="tok/s", tol=SPEED, basis="K3 architecture", figures=figs,
                 formula="70 GB/s / bytes read from RAM per token",
                 explanation=f"Its own 70 GB/s over 104B active at 4.5 bits gives {b['low']:.2f} tok/s. {why}")

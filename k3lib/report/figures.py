@@ -28,6 +28,8 @@ def max_context_tokens(plan) -> int:
     """
     from k3lib.core.search import max_context_tokens as search_max_context
 
+    if getattr(plan, "engine", None) is not None and plan.engine.max_context_tokens is not None:
+        return plan.engine.max_context_tokens     # the engine's own limit (its rules decide)
     return search_max_context(plan)
 
 
@@ -96,5 +98,8 @@ def key_figures(cfg: ReportConfig) -> dict[str, Any]:
         "per_gpu_available_bytes": g.available_bytes, "per_gpu_headroom_bytes": g.headroom_bytes,
         "max_context_tokens": max_context_tokens(plan), "cost_usd": cost_usd(plan),
         "price_usd": plan.gpu.price_usd, "tokens_per_s": tps, "tokens_per_s_how": tps_how,
-        "engine": cfg.engine, "offload": cfg.offload,
+        "engine": cfg.engine, "offload": cfg.offload, "verdict_basis": plan.verdict_basis,
+        "engine_settings": dict(plan.engine.settings) if plan.engine is not None else {},
+        "max_concurrency": plan.engine.max_concurrency if plan.engine is not None else None,
+        "kv_capacity_tokens": plan.engine.kv_capacity_tokens if plan.engine is not None else None,
     }

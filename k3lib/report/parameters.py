@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from k3lib.core.errors import K3InputError
 
-ENGINES = ("vllm", "llama.cpp", "sglang", "transformers", "generic")
+ENGINES = ("vllm", "llama.cpp", "sglang", "transformers", "generic", "guide")
 OFFLOAD_MODES = ("auto", "none", "experts")
 
 
@@ -39,6 +39,8 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("scenario", str, "Guide 000 worked example: Q4 + FP8 KV + 256K on 6x H100",
               "scenario name: the report's title (any text; shown escaped)", ""),
     Parameter("model", str, "kimi-k3@guide-000", "model id or name (see `k3plan models`)", "kimi-k3"),
+    Parameter("model_path", str, "", "a local config.json, GGUF file or safetensors folder to plan instead of model; "
+              "empty for the built-in model", ""),
     Parameter("weights", str, "q4", "weight precision, e.g. native, bf16, fp8, q8_0, q4_k_m, q2_k, or the guides' "
               "q8/q4/q2; empty for native (architectures) or q4 (guide profiles)", ""),
     Parameter("kv_dtype", str, "fp8", "KV-cache dtype: bf16, fp8, int4, q8_0, q4_0", "bf16"),
@@ -50,9 +52,11 @@ PARAMETERS: tuple[Parameter, ...] = (
               "size, then whole nodes)", 0),
     Parameter("tp", int, 0, "tensor-parallel size; 0 for automatic (GPUs per node, if the heads split)", 0),
     Parameter("pp", int, 0, "pipeline-parallel size; 0 for automatic (GPUs / TP)", 0),
-    Parameter("engine", str, "vllm", "engine for the launch commands: " + ", ".join(ENGINES), "vllm"),
-    Parameter("gpu_memory_utilization", float, 0.0, "vLLM's --gpu-memory-utilization for the engine view and the "
-              "vllm command, in (0, 1]; 0 for the engine's default", 0.0),
+    Parameter("engine", str, "", "the engine the plan is for (its rules decide the verdict): " + ", ".join(ENGINES)
+              + "; empty for the model's default (vllm; llama.cpp for a GGUF; the guide's policy for a guide profile)",
+              ""),
+    Parameter("gpu_memory_utilization", float, 0.0, "vLLM's --gpu-memory-utilization: the plan, the engine view and "
+              "the vllm command all use it, in (0, 1]; 0 for vLLM's default 0.9", 0.0),
     Parameter("offload", str, "auto", "offload section: auto (shown when the plan does not fit), none, "
               "experts (experts in system RAM: guide 004's mode)", "auto"),
     Parameter("ram", str, "", "host RAM for offload, e.g. 1536GB; empty for as much as needed", ""),
@@ -172,14 +176,19 @@ def configure(**params: Any) -> ReportConfig:
     """
     from k3lib.core.models import get_model
     from k3lib.core.units import parse_size_bytes
-    from k3lib.engines import get_engine
+    from k3lib.engines.deployment import EngineSettings, default_engine_for, normalize_engine, plan_for_engine
     from k3lib.studies.offload_model import parse_bandwidth
-    from k3lib.views.notebook import validate
-    from k3lib.views.params import parameter_error
+    from k3lib.views.params import PlanParameters, parameter_error
 
     try:
         p = complete_parameters(params)
-        engine = get_engine(p["engine"].strip().lower() or "vllm").id
+        model: Any = p["model"]
+        if p["model_path"].strip():
+            from k3lib.loaders import load_path
+            model = load_path(p["model_path"].strip())
+        engine = (normalize_engine(p["engine"]) if p["engine"].strip() else default_engine_for(model))
+        if engine == "generic" and default_engine_for(model) == "guide":
+            engine = "guide"
         offload = p["offload"].strip().lower() or "auto"
         if offload not in OFFLOAD_MODES:
             raise K3InputError("offload", f"{p['offload']!r} is not known", ", ".join(OFFLOAD_MODES))
@@ -192,16 +201,21 @@ def configure(**params: Any) -> ReportConfig:
                                    "0 (unset) or engine vllm")
         ram = parse_size_bytes(p["ram"], "ram") if p["ram"] else None
         bandwidth = parse_bandwidth(p["ram_bandwidth"], "ram_bandwidth") if p["ram_bandwidth"] else None
-        weights = p["weights"].strip()
-        if not weights:
-            weights = "native" if get_model(p["model"]).kind == "architecture" else "q4"
+        spec = model.require_architecture() if hasattr(model, "require_architecture") else get_model(model)
+        weights = p["weights"].strip() or ("native" if spec.kind == "architecture" else "q4")
+        checked = PlanParameters.parse(
+            model=spec, weights=weights, kv_dtype=p["kv_dtype"], context=p["context"], batch=p["batch"],
+            gpu=p["gpu"], gpus=p["gpus"], nodes=_auto(p["nodes"]), tp=_auto(p["tp"]), pp=_auto(p["pp"]),
+            activation=p["activation"], overhead_per_gpu=p["overhead_per_gpu"], overhead_total=p["overhead_total"],
+            memory_basis=p["memory_basis"])
+        kwargs = checked.plan_kwargs()
+        kwargs["model"] = model
+        settings = EngineSettings(engine, gpu_memory_utilization=util) if engine not in ("guide", "generic") \
+            else engine
+        plan = plan_for_engine(engine=settings, **kwargs)
     except K3InputError as exc:
         raise parameter_error(exc) from None
-    plan = validate(model=p["model"], weights=weights, kv_dtype=p["kv_dtype"], context=p["context"],
-                    batch=p["batch"], gpu=p["gpu"], gpus=p["gpus"], nodes=_auto(p["nodes"]), tp=_auto(p["tp"]),
-                    pp=_auto(p["pp"]), activation=p["activation"], overhead_per_gpu=p["overhead_per_gpu"],
-                    overhead_total=p["overhead_total"], memory_basis=p["memory_basis"])
-    return ReportConfig(scenario=p["scenario"], plan=plan, engine=engine, offload=offload, ram_bytes=ram,
+    return ReportConfig(scenario=p["scenario"], plan=plan, engine=plan.engine_id, offload=offload, ram_bytes=ram,
                         ram_bandwidth_bytes_per_s=bandwidth, gpu_memory_utilization=util, parameters=p)
 
 

@@ -5,7 +5,6 @@ Every section's HTML is wrapped in :func:`no_math`, so a notebook front end runn
 MathJax does not typeset dollar amounts (``$180,000 (6 × $30,000, …)``) as math."""
 from __future__ import annotations
 
-import inspect
 from typing import Any, Mapping
 
 from k3lib.core.errors import K3InputError
@@ -64,8 +63,14 @@ def summary_html(cfg: ReportConfig, figures: Mapping[str, Any] | None = None) ->
         ("max context that fits", max_ctx),
         ("GPU cost", cost),
         ("decode speed", tps),
-        ("engine", cfg.engine),
+        ("verdict by", plan.verdict_basis + (" · " + ", ".join(f"{k}={v}" for k, v in plan.engine.settings
+                                                               if v not in ((), None))
+                                             if plan.engine is not None else "")),
     ]
+    if plan.engine is not None:
+        rows.insert(9, ("max concurrency", f"{plan.engine.max_concurrency:,.2f}× requests of "
+                                           f"{context_text(plan.context_tokens)} (KV capacity "
+                                           f"{plan.engine.kv_capacity_tokens:,} tokens)"))
     if offload_relevant(cfg):
         rows.append(("offload (experts in system RAM)", f["offload_verdict"]))
     notes = notes_list(plan.notes)
@@ -116,12 +121,21 @@ def checklist_html(cfg: ReportConfig) -> str:
     with its recommended and cheapest configurations."""
     from k3lib.studies.checklist import run_checklist
 
+    from k3lib.engines.deployment import EngineSettings
+
     plan = cfg.plan
+    engine = (EngineSettings(plan.engine.engine, **{k: v for k, v in plan.engine.settings
+                                                     if k == "gpu_memory_utilization"})
+              if plan.engine is not None else plan.engine_id)
+    source = cfg.parameters.get("model_path") or None
     try:
-        c = run_checklist(model=plan.model, gpu=plan.gpu, gpus=plan.gpus, nodes=plan.nodes,
+        model = plan.model
+        if source:
+            from k3lib.loaders import load_path
+            model = load_path(source)
+        c = run_checklist(model=model, gpu=plan.gpu, gpus=plan.gpus, nodes=plan.nodes,
                           context=plan.context_tokens, kv_dtype=plan.kv_dtype, batch=plan.batch,
-                          engine=cfg.engine if cfg.engine in ("vllm", "llama.cpp") else "vllm",
-                          assumptions=plan.assumptions)
+                          engine=engine, assumptions=plan.assumptions if plan.engine is None else None)
     except K3InputError as exc:
         return no_math(not_available("checklist answers", f"not computed for this configuration ({exc})"))
     out = frame_html(c.to_frame())
@@ -144,11 +158,18 @@ def engine_commands_html(cfg: ReportConfig) -> str:
     from k3lib.studies import commands
 
     plan = cfg.plan
-    makers = {"vllm": lambda: commands.vllm_command(plan, gpu_memory_utilization_value=cfg.gpu_memory_utilization),
-              "llama.cpp": lambda: commands.llama_server_command(plan, offload_all_experts=cfg.offload == "experts")}
+    path = cfg.parameters.get("model_path") or None
+    makers = {"vllm": lambda: commands.vllm_command(plan, hf_repo=_local_repo(path)),
+              "sglang": lambda: commands.sglang_command(plan, hf_repo=_local_repo(path)),
+              "llama.cpp": lambda: commands.llama_server_command(
+                  plan, offload_all_experts=cfg.offload == "experts",
+                  model_path=path if path and path.endswith(".gguf") else None)}
     if cfg.engine not in makers:
-        out = not_available(f"{cfg.engine} command", "k3lib.studies.commands writes vllm and llama.cpp command lines; "
-                            "set engine to one of those")
+        out = not_available(f"{cfg.engine} command", f"the plan is computed by {plan.verdict_basis}, which no engine "
+                            "launches; choose engine vllm, sglang or llama.cpp for a launch command")
+    elif not plan.fits and cfg.offload != "experts":
+        out = not_available(f"{cfg.engine} command", "no command is printed for a plan that does not load; the "
+                            "alternatives below do")
     else:
         try:
             out = f"<p><strong>{esc(cfg.engine)}</strong></p>" + command_html(makers[cfg.engine]())
@@ -156,6 +177,16 @@ def engine_commands_html(cfg: ReportConfig) -> str:
             out = not_available(f"{cfg.engine} command", f"not possible for this plan ({exc})")
     return no_math(out + "<p><strong>Check the GPU links first</strong></p>"
                    + command_html(commands.topology_command(plan))) + engine_view_html(cfg)
+
+
+def _local_repo(path: str | None) -> str | None:
+    """vLLM and SGLang load a local folder as a repository: the folder of the user's config or checkpoint."""
+    if not path or path.endswith(".gguf"):
+        return None
+    from pathlib import Path
+
+    p = Path(path).resolve()
+    return str(p.parent if p.is_file() else p)
 
 
 def engine_view_reason(cfg: ReportConfig) -> str | None:
@@ -172,34 +203,20 @@ def engine_view_reason(cfg: ReportConfig) -> str | None:
 
 
 def engine_view_html(cfg: ReportConfig) -> str:
-    """The fullest GPU under the engine's own rules (:func:`k3lib.engines.estimate_for_engine`):
-    its verdict and the lines it would print; for a guide profile one line saying why no
-    engine view applies; the engine's own refusal where it refuses this plan."""
-    from k3lib.engines import estimate_for_engine
-    from k3lib.studies.commands import LLAMA_CACHE_TYPES
-
+    """The binding GPU under the engine's own rules — read from the plan's engine verdict
+    (:attr:`k3lib.core.plan.Plan.engine`, computed once with the report's settings): its
+    verdict and the lines it would print; for a guide profile or the generic model one line
+    saying why no engine view applies."""
     title = f"<p><strong>Memory as {esc(cfg.engine)} sees it</strong></p>"
     why = engine_view_reason(cfg)
+    plan = cfg.plan
+    if why is None and plan.engine is None:
+        why = f"the plan is computed by {plan.verdict_basis}"
     if why is not None:
         return no_math(title + f"<p>No engine view: {esc(why)}.</p>")
-    plan = cfg.plan
-    kv = "auto" if plan.kv_dtype == "bf16" else plan.kv_dtype
-    if cfg.engine == "llama.cpp":
-        kv = LLAMA_CACHE_TYPES.get(plan.kv_dtype, kv)
-    kwargs: dict[str, Any] = dict(model=plan.model, gpu=plan.gpu, gpus=plan.gpus, tp=plan.tp,
-                                  context=plan.context_tokens, batch=plan.batch, kv_dtype=kv,
-                                  weights=plan.weight_format)
-    if cfg.gpu_memory_utilization is not None:
-        kwargs["gpu_memory_utilization"] = cfg.gpu_memory_utilization
-    if plan.pp > 1:
-        if "pp" not in inspect.signature(estimate_for_engine).parameters:
-            return no_math(title + not_available("engine profile", f"k3lib.engines has no pipeline-parallel "
-                                                 f"profile yet; this plan has PP={plan.pp}"))
-        kwargs["pp"] = plan.pp
-    try:
-        est = estimate_for_engine(cfg.engine, **kwargs)
-    except K3InputError as exc:
-        return no_math(title + not_available("engine profile", f"{cfg.engine} refuses this plan: {exc}"))
+    e = plan.engine
+    est = e.estimate
+    settings = ", ".join(f"{k}={v}" for k, v in e.settings if v not in ((), None))
     printed = html_table([{"the engine prints": k, "value": v} for k, v in est.printed.items()]) if est.printed else ""
     stages = getattr(est, "stages", ()) or ()
     if stages:   # PP > 1: one row per pipeline stage; the estimate's own figures are the binding stage's
@@ -208,8 +225,8 @@ def engine_view_html(cfg: ReportConfig) -> str:
                                    for k in ("weights_bytes", "activation_bytes", "runtime_bytes",
                                              "kv_available_bytes", "kv_needed_bytes") if k in s}}
                                for s in stages])
-    return no_math(title + f"<p>{esc(est.engine)} {esc(est.version)}: {esc(est.reason)}</p>" + printed
-                   + notes_list(est.notes))
+    return no_math(title + f"<p>{esc(e.name)} {esc(e.version)} ({esc(settings)}): {esc(e.reason)}</p>" + printed
+                   + notes_list(e.notes))
 
 
 def offload_html(cfg: ReportConfig) -> str:

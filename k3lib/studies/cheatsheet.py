@@ -236,6 +236,7 @@ def priority_matrix(plan: Plan, *, shorter_context: object | None = None, max_gp
     """
     import pandas as pd
 
+    plan = plan.core()   # the levers re-plan with make_plan: compare like with like (k3lib's model)
     spec = plan.model
     a = plan.assumptions
     n = plan.gpus

@@ -82,7 +82,7 @@ def anti_patterns(plan: Plan, *, cpu_offload_bytes: int = 0, workload_context_to
         if plan.context_tokens > rec:
             smaller = make_plan(model=plan.model, gpu=plan.gpu, layout=plan.layout, weights=plan.weight_format,
                                 kv_dtype=plan.kv_dtype, context=rec, batch=plan.batch, assumptions=plan.assumptions)
-            saved = plan.total.kv_cache_bytes - smaller.total.kv_cache_bytes
+            saved = plan.core().total.kv_cache_bytes - smaller.total.kv_cache_bytes   # like with like
             out.append(AntiPattern("context-beyond-need", (
                 f"max_model_len {format_context(plan.context_tokens)} is far beyond a "
                 f"{format_context(parse_context_tokens(workload_context_tokens))} workload: "
@@ -173,9 +173,10 @@ def run_checklist(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
     kid = get_kv_dtype(kv_dtype).id
     budget = step1_budget(model=spec, gpu=hw, gpus=n, assumptions=a)
     prec = step2_precision(model=spec, budget=budget, assumptions=a)
+    src = model if hasattr(model, "require_architecture") else None
     ctx = step3_context(model=spec, gpu=hw, gpus=n, nodes=m, weights=prec.weights, budget=budget,
                         kv_dtypes=tuple(dict.fromkeys(GUIDE_KV_DTYPES + (kid,))), target_context=target,
-                        batch=batch, assumptions=a)
+                        batch=batch, assumptions=a, engine=engine, source=src)
     predicted = ctx.limit(kid).max_context_tokens
     seq = step5_test_sequence(target_context_tokens=target, predicted_max_context_tokens=predicted)
     opts = thr = None
@@ -190,7 +191,7 @@ def run_checklist(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
     ladder = precision_ladder(model if hasattr(model, "require_architecture") else spec, eid)
     smallest = min(ladder, key=lambda w: _weights_size(spec, w))
     add = step7_add_one_gpu(model=spec, gpu=hw, weights=prec.weights or smallest, kv_dtype=kid,
-                            context=target, batch=batch, assumptions=a)
+                            context=target, batch=batch, assumptions=a, engine=engine, source=src)
     # the configurations keep the user's KV dtype: the same inputs give the same numbers as `estimate`
     # a real engine verifies every candidate by its own rules (the plan for that engine); a guide
     # profile or the generic model keeps the sweep

@@ -32,6 +32,13 @@ from k3lib.core.plan import Assumptions, make_plan, memory_basis_for
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
 from k3lib.core.search import next_gpu_count
 from k3lib.core.units import GB, GiB, parse_context_tokens, parse_positive_int
+
+
+def get_engine_name(engine_id: str) -> str:
+    """An engine's display name (vLLM, SGLang, llama.cpp…)."""
+    from k3lib.engines.base import get_engine
+
+    return get_engine(engine_id).name
 from k3lib.studies.solver import (CONTEXT_STEP_TOKENS, GUIDE_DEFAULT_WEIGHTS,
                                   GUIDE_FLASH_ATTENTION_SAVING, GUIDE_KV_DTYPES, GUIDE_MIN_TOKENS_PER_S,
                                   guide004_active_params, guide_overhead_per_gpu_bytes, GUIDE_PAGED_ATTENTION_SAVING,
@@ -217,8 +224,12 @@ class ContextChoice:
 def step3_context(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: object, weights: str | None,
                   budget: Budget, nodes: object = None, kv_dtypes: Sequence[str] = GUIDE_KV_DTYPES,
                   target_context: object | None = None, batch: object = 1,
-                  assumptions: Assumptions | None = None) -> ContextChoice:
+                  assumptions: Assumptions | None = None, engine: object = None,
+                  source: object = None) -> ContextChoice:
     """Max context per KV dtype: $T_{max} = (B - W - A) / kv_{tok}$, capped at the model's maximum.
+    With a real ``engine`` (an id or EngineSettings) the maximum is that engine's, on the
+    inventory's layout (:func:`k3lib.engines.deployment.engine_max_context_tokens`); ``source``
+    is the user's loaded model when there is one.
 
     A guide profile uses exactly that linear formula. An architecture uses k3lib's
     per-GPU KV (an MLA latent is replicated on every TP rank, pipeline stages split
@@ -247,9 +258,23 @@ def step3_context(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
     kv_budget = budget.budget_bytes - w_bytes - act
     per_tok = {k: kv_bytes_per_token(spec, k) for k in kvs}
     formula = {k: max(0, kv_budget // (per_tok[k] * n_batch)) for k in kvs}
+    eid = str(getattr(engine, "engine", engine or "generic")).lower()
     if isinstance(spec, PublishedProfile):
         maxes = {k: min(formula[k], spec.max_context_tokens) for k in kvs}
         method = "guide formula"
+    elif eid not in ("generic", "guide"):
+        from k3lib.engines.deployment import EngineSettings, engine_max_context_tokens, plan_for_engine
+
+        settings = engine if isinstance(engine, EngineSettings) else EngineSettings(eid)
+        maxes = {}
+        for k in kvs:
+            try:
+                p = plan_for_engine(model=source or spec, engine=settings, gpu=hw, gpus=n, nodes=m, weights=w,
+                                    kv_dtype=k, context=CONTEXT_STEP_TOKENS, batch=n_batch, with_limits=False)
+                maxes[k] = engine_max_context_tokens(source or spec, p, settings, weights=w, kv_dtype=k)
+            except K3InputError:
+                maxes[k] = 0       # a KV dtype this engine has not (vLLM: no int4 cache)
+        method = f"{get_engine_name(eid)} rules"
     else:
         grid = _grid(spec, hw, [n], [w], kvs, context_grid(spec), batch=n_batch, assumptions=a, nodes=m)
         mx = grid.max_context()[0, 0]
@@ -260,6 +285,10 @@ def step3_context(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
     if isinstance(spec, PublishedProfile):
         reason = (f"KV budget = {_gib(budget.budget_bytes)} − {_gib(w_bytes)} weights − {_gib(act)} activation "
                   f"= {_gib(kv_budget)}; {parts} (capped at {format_context(spec.max_context_tokens)}).")
+    elif method.endswith("rules"):
+        reason = (f"Longest context {method} allow on {n} GPUs (1K grid; 0 = a KV dtype it has not); {parts} "
+                  f"(the guide's linear formula on {_gib(kv_budget)} would give {format_context(formula[kvs[0]])} "
+                  f"at {kvs[0]}).")
     else:
         reason = (f"Per-GPU KV from k3lib on {n} GPUs (the linear formula on {_gib(kv_budget)} would give "
                   f"{format_context(formula[kvs[0]])} at {kvs[0]}); {parts} (1K grid, capped at "
@@ -566,7 +595,8 @@ class AddOneGPU:
 
 def step7_add_one_gpu(*, model: "str | ModelSpec", gpu: "str | GPUSpec", weights: str | None, kv_dtype: str,
                       context: object, batch: object = 1, max_gpus: int = 256,
-                      assumptions: Assumptions | None = None) -> AddOneGPU:
+                      assumptions: Assumptions | None = None, engine: object = None,
+                      source: object = None) -> AddOneGPU:
     """Fewest deployable GPUs at these precisions and context (:func:`min_gpus`, one sweep),
     then the next deployable count: one more GPU inside a node, one more node past it.
 
@@ -580,8 +610,16 @@ def step7_add_one_gpu(*, model: "str | ModelSpec", gpu: "str | GPUSpec", weights
     if weights is None:
         return AddOneGPU(None, kid, target, None, None, None, "No precision chosen in step 2, so no count to round up.")
     w = weights
-    need = min_gpus(model=spec, gpu=hw, weights=w, kv_dtype=kid, context=target, max_gpus=max_gpus, batch=batch,
-                    assumptions=assumptions)
+    eid = str(getattr(engine, "engine", engine or "generic")).lower()
+    if eid not in ("generic", "guide") and not isinstance(spec, PublishedProfile):
+        from k3lib.studies.solver import cheapest_configuration
+        cheap = cheapest_configuration(model=source or spec, gpu=hw, context=target, weights=[w], kv_dtypes=[kid],
+                                       batch=batch, max_gpus=min(max_gpus, 64), engine=engine)
+        need = cheap.gpus if cheap is not None else None
+        max_gpus = min(max_gpus, 64)
+    else:
+        need = min_gpus(model=spec, gpu=hw, weights=w, kv_dtype=kid, context=target, max_gpus=max_gpus,
+                        batch=batch, assumptions=assumptions)
     if need is None:
         return AddOneGPU(w, kid, target, None, None, None,
                          f"No deployable count up to {max_gpus} {hw.id} holds {w} + {kid} KV at "

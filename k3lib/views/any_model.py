@@ -127,26 +127,41 @@ class AnyModelSetup:
     gpu: "GPUSpec"
     gpus: int
     context_tokens: int
+    layout: Any = None
 
     def estimate(self, engine: "str | EngineProfile | None" = None) -> "EngineEstimate":
-        """This model on ``engine`` (default: the chosen one), one sequence of the context."""
-        from k3lib.engines import estimate_for_engine
+        """This model on ``engine`` (default: the chosen one), one sequence of the context. vLLM
+        and SGLang run the layout's TP × PP (the same rule as notebooks 03 and 05:
+        :func:`k3lib.core.layout.choose_layout` over the nodes); llama.cpp and transformers
+        share the layers over the GPUs."""
+        from k3lib.engines import estimate_for_engine, get_engine
 
-        return estimate_for_engine(engine or self.engine, model=self.model, gpu=self.gpu, gpus=self.gpus,
-                                   context=self.context_tokens)
+        prof = get_engine(engine or self.engine)
+        split = {}
+        if self.layout is not None and prof.id in ("vllm", "sglang"):
+            split = {"tp": self.layout.tp, "pp": self.layout.pp}
+        return estimate_for_engine(prof, model=self.model, gpu=self.gpu, gpus=self.gpus,
+                                   context=self.context_tokens, **split)
 
     def describe(self) -> str:
-        """One line: model, file, engine, GPUs, context."""
-        return (f"{self.model.id} ({self.model.file_format}) on {self.gpus}× {self.gpu.id}, "
+        """One line: model, file, engine, GPUs (and their layout), context."""
+        where = f" ({self.layout.describe()})" if self.layout is not None else ""
+        return (f"{self.model.id} ({self.model.file_format}) on {self.gpus}× {self.gpu.id}{where}, "
                 f"{self.engine.name} {self.engine.version}, {self.context_tokens:,}-token context")
 
 
-def validate(*, config: object, engine: object, gpu: object, gpus: object, context: object) -> AnyModelSetup:
+def validate(*, config: object, engine: object, gpu: object, gpus: object, context: object,
+             nodes: object = 0, model_path: object = "") -> AnyModelSetup:
     """Validate the notebook's parameters; a bad one raises
     :class:`~k3lib.views.notebook.ParameterError` whose message is ``parameter <name>: …``.
+    ``nodes`` (0: automatic — one node up to the GPU's node size, then whole nodes) sets the
+    layout by :func:`k3lib.views.explorers.node_layout`; ``model_path``, when set, replaces
+    ``config``.
 
     >>> validate(config="llama-3.1-70b", engine="vllm", gpu="h100", gpus=4, context="32K").describe()
-    'llama-3.1-70b (config) on 4× h100-sxm, vLLM 0.19.0 (V1 engine), 32,768-token context'
+    'llama-3.1-70b (config) on 4× h100-sxm (TP=4), vLLM 0.19.0 (V1 engine), 32,768-token context'
+    >>> validate(config="kimi-k3", engine="vllm", gpu="h200", gpus=16, context="256K").layout.describe()
+    'TP=8 × PP=2 over 2 nodes'
     """
     from k3lib.engines import get_engine
     from k3lib.core.hardware import get_gpu
@@ -159,11 +174,14 @@ def validate(*, config: object, engine: object, gpu: object, gpus: object, conte
             text = text.split(": ", 1)[1] if text.startswith(f"{exc.field}: ") else text
         return ParameterError(f"parameter {name}: {text}")
 
+    source = "config"
+    if model_path is not None and str(model_path).strip():
+        config, source = str(model_path).strip(), "model_path"
     try:
         loaded = load_model(str(config))
         loaded.require_architecture()
     except K3InputError as exc:
-        raise fail("config", exc) from None
+        raise fail(source, exc) from None
     checks = (("engine", lambda: get_engine(str(engine))), ("gpu", lambda: get_gpu(str(gpu))),
               ("gpus", lambda: parse_positive_int(gpus, "gpus")),
               ("context", lambda: parse_context_tokens(context, "context")))
@@ -173,7 +191,15 @@ def validate(*, config: object, engine: object, gpu: object, gpus: object, conte
             values[name] = check()
         except K3InputError as exc:
             raise fail(name, exc) from None
-    setup = AnyModelSetup(str(config), loaded, values["engine"], values["gpu"], values["gpus"], values["context"])
+    from k3lib.views.explorers import node_layout
+
+    try:
+        layout = node_layout(model=loaded.require_architecture(), gpu=values["gpu"], gpus=values["gpus"], nodes=nodes)
+    except K3InputError as exc:
+        raise fail("nodes" if exc.field in ("nodes", "pp") else "gpus", exc,
+                   drop_field=exc.field not in ("nodes", "gpus")) from None
+    setup = AnyModelSetup(str(config), loaded, values["engine"], values["gpu"], values["gpus"], values["context"],
+                          layout)
     try:
         setup.estimate()
     except K3InputError as exc:   # e.g. a TP size the heads do not split by: the GPU count is the knob
@@ -469,7 +495,7 @@ def kv_naive_chart(df: pd.DataFrame, *, title: str | None = None) -> "alt.LayerC
 
 # ---------------------------------------------------------------------------------- explorer
 
-def explorer_update(*, config: str, engine: str, gpu: str, gpus: object, context: object,
+def explorer_update(*, config: str, engine: str, gpu: str, gpus: object, context: object, nodes: object = 0,
                     ) -> "tuple[pd.DataFrame | None, str]":
     """One choice → ``(table, message)``: what one GPU holds under that engine, and the lines
     it prints. Bad input never raises: ``(None, "parameter <name>: …")``.
@@ -481,7 +507,7 @@ def explorer_update(*, config: str, engine: str, gpu: str, gpus: object, context
     from k3lib.views.notebook import ParameterError
 
     try:
-        setup = validate(config=config, engine=engine, gpu=gpu, gpus=gpus, context=context)
+        setup = validate(config=config, engine=engine, gpu=gpu, gpus=gpus, context=context, nodes=nodes)
     except ParameterError as exc:
         return None, str(exc)
     est = setup.estimate()
@@ -501,9 +527,10 @@ def _options(known: Sequence[str], value: object) -> list[str]:
 
 
 def explorer(*, config: str = "llama-3.1-70b", engine: str = "vllm", gpu: str = "h100-sxm", gpus: int = 4,
-             context: str = "32K"):
-    """Dropdowns for the config, engine, GPU and context and a GPU-count slider, above an
-    output that :func:`explorer_update` refreshes in place; ``box.last_update`` holds the
+             context: str = "32K", nodes: int = 0):
+    """Dropdowns for the config, engine, GPU and context, a GPU-count slider and a nodes
+    control (0: automatic; TP inside a node, PP across nodes, as notebooks 03 and 05), above
+    an output that :func:`explorer_update` refreshes in place; ``box.last_update`` holds the
     latest ``(table, message)``."""
     import ipywidgets as w
     from IPython.display import display
@@ -524,10 +551,14 @@ def explorer(*, config: str = "llama-3.1-70b", engine: str = "vllm", gpu: str = 
                             layout=layout),
         "context": w.Dropdown(options=_options(CONTEXT_CHOICES, context), value=str(context), description="context",
                               style=style, layout=layout),
+        "nodes": w.Dropdown(options=[("auto", 0), *[(str(k), k) for k in (1, 2, 3, 4, 6, 8)]],
+                            value=int(nodes) if int(nodes) in (0, 1, 2, 3, 4, 6, 8) else 0, description="nodes",
+                            style=style, layout=layout),
     }
     out = w.Output()
     c = controls
-    box = w.VBox([w.HBox([c["config"], c["engine"]]), w.HBox([c["gpu"], c["gpus"]]), c["context"], out])
+    box = w.VBox([w.HBox([c["config"], c["engine"]]), w.HBox([c["gpu"], c["gpus"]]),
+                  w.HBox([c["context"], c["nodes"]]), out])
 
     def refresh(_change: object = None) -> None:
         result = explorer_update(**{k: ctl.value for k, ctl in controls.items()})
