@@ -2,8 +2,8 @@
 import pytest
 
 from k3lib.core.errors import K3InputError
-from k3lib.core.units import (bytes_to_gb, bytes_to_gib, format_bytes, parse_context_tokens, parse_positive_int,
-                         parse_size_bytes)
+from k3lib.core.units import (bytes_to_gb, bytes_to_gib, format_bytes, nonempty_text, parse_context_tokens,
+                              parse_count, parse_positive_int, parse_size_bytes)
 
 
 @pytest.mark.parametrize("text, tokens", [
@@ -88,3 +88,57 @@ def test_numpy_integers_still_parse():
     assert parse_positive_int(np.int64(8), "gpus") == 8
     assert parse_context_tokens(np.int64(4096)) == 4096
     assert parse_positive_int(8.0, "gpus") == 8
+
+
+# --- the rest of the careless-input list (issue 21 §6) ----------------------------------------------
+
+@pytest.mark.parametrize("empty", ["", " ", "\t", "  \n "])
+@pytest.mark.parametrize("parse, field", [(parse_size_bytes, "ram"), (parse_context_tokens, "context"),
+                                          (parse_positive_int, "gpus"), (parse_count, "expert_layers_on_gpu")])
+def test_an_empty_value_is_a_named_error_not_a_default(parse, field, empty):
+    # before: "'' is not a size" etc.; now every parser says the same thing, and says it is empty
+    with pytest.raises(K3InputError) as err:
+        parse(empty, field)
+    assert str(err.value).startswith(f"{field}: is empty (allowed: ")
+    assert err.value.field == field
+
+
+def test_nonempty_text_names_the_field():
+    assert nonempty_text("  fp8 ", "kv_dtype") == "fp8"
+    with pytest.raises(K3InputError, match=r"^weights: is empty \(allowed: a format id"):
+        nonempty_text("  ", "weights", "a format id, see `k3plan formats`")
+
+
+@pytest.mark.parametrize("bad", ["４", "٣", "1e3", "+3", "0x10", "1 024", "3.5", "", "-3", "-0"])
+def test_counts_take_ascii_digits_only(bad):
+    # '+3' was read as 3 before; every other one here was already refused or is refused as empty
+    with pytest.raises(K3InputError, match="^expert_layers_on_gpu:"):
+        parse_positive_int(bad, "expert_layers_on_gpu")
+    with pytest.raises(K3InputError, match="^expert_layers_on_gpu:"):
+        parse_count(bad, "expert_layers_on_gpu")
+
+
+@pytest.mark.parametrize("text, n", [("3", 3), (" 3 ", 3), ("3.0", 3), ("1,024", 1024), ("\t7\n", 7)])
+def test_surrounding_whitespace_is_ignored_by_every_parser(text, n):
+    # one rule for counts, contexts and sizes: " 3 " is 3, as int() and argparse users expect
+    assert parse_positive_int(text, "gpus") == n
+    assert parse_count(text, "gpus") == n
+    assert parse_context_tokens(text) == n
+    assert parse_size_bytes(text, "ram") == n
+
+
+def test_parse_count_allows_zero_and_its_own_bounds():
+    assert parse_count("0", "expert_layers_on_gpu") == 0
+    assert parse_count(0, "expert_layers_on_gpu") == 0
+    assert parse_count("61", "expert_layers_on_gpu", maximum=61) == 61
+    with pytest.raises(K3InputError, match=r"^expert_layers_on_gpu: '62' is more than 61"):
+        parse_count("62", "expert_layers_on_gpu", maximum=61)
+    with pytest.raises(K3InputError, match=r"must be at least 2"):
+        parse_count("1", "layers", minimum=2)
+    assert parse_count("-1", "n_gpu_layers", minimum=-1) == -1          # a field whose -1 means "all"
+    assert parse_count("4096", "gpus") == 4096                           # the field's physical bound
+    with pytest.raises(K3InputError, match="more than 4,096"):
+        parse_count("4097", "gpus")
+    for bad in (True, None, 2.5, "nan"):
+        with pytest.raises(K3InputError, match="^n:"):
+            parse_count(bad, "n")
