@@ -27,6 +27,9 @@ def _write(tmp_path: Path, cfg: dict) -> Path:
 
 @pytest.mark.parametrize("base, patch, field", [
     (DEEPSEEK, {"max_position_embeddings": [32]}, "config.max_position_embeddings"),
+    (DEEPSEEK, {"max_position_embeddings": 0}, "config.max_position_embeddings"),      # issue 21: not a silent 4,096
+    (LLAMA, {"max_position_embeddings": None}, "config.max_position_embeddings"),
+    (LLAMA, {"max_position_embeddings": 2.5e5}, "config.max_position_embeddings"),
     (DEEPSEEK, {"qk_nope_head_dim": None}, "config.qk_nope_head_dim"),
     (DEEPSEEK, {"v_head_dim": [1]}, "config.v_head_dim"),
     (DEEPSEEK, {"first_k_dense_replace": "3"}, "config.first_k_dense_replace"),
