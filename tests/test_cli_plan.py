@@ -26,12 +26,20 @@ def test_plan_text_for_the_issue_example(capsys):
     for title in ("1. Count your GPUs", "2. Pick a precision", "3. Set context length", "5. Test at 50 %",
                   "7. Add one GPU"):
         assert title in out
-    # the real K3 does not fit 8 H100 (native 1,453.7 GiB > 8 × 79.19): the cheapest H100 configuration is
-    # three whole nodes, TP=8 inside each and PP=3 across, with the native checkpoint vLLM loads
+    # the real K3 does not fit 8 H100 (native 1,453.7 GiB > 8 × 79.19). vLLM's rules decide the cheapest
+    # H100 configuration: three nodes hold the weights (k3lib's component model says 24 GPUs), but vLLM's
+    # 0.9 × 79.19 GiB budget leaves stage 2 too little for one 256K request, so it is four whole nodes
     assert "Nothing fits on 8× h100-sxm at 256K." in out
-    assert "Cheapest on h100-sxm: 3 nodes × 8 h100-sxm, weights native" in out and "(TP=8 PP=3, vllm)" in out
+    assert ("Cheapest on h100-sxm (verdict by vLLM 0.19.0 (V1 engine) rules): 4 nodes × 8 h100-sxm, weights native"
+            in out and "(TP=8 PP=4, vllm)" in out)
     assert "vllm serve moonshotai/Kimi-K3" in out and "--tensor-parallel-size 8" in out
-    assert "--pipeline-parallel-size 3" in out
+    assert "--pipeline-parallel-size 4" in out
+    # the one answer: `estimate` of the same question on 24 H100 says DOES NOT FIT, on 32 FITS, for vLLM
+    assert main(["estimate", "--gpus", "24", "--context", "256K", "--kv-dtype", "fp8"]) == 3
+    import re
+    need, have = re.search(r"need ([0-9.]+) GiB on stage \d, vLLM has ([0-9.]+) GiB", capsys.readouterr().out).groups()
+    assert float(have) < 1 < float(need)          # a 256K request's latent + state: > 1 GiB, the budget's rest < 1
+    assert main(["estimate", "--gpus", "32", "--context", "256K", "--kv-dtype", "fp8"]) == 0
     assert "q2" not in out.lower().replace("ud-q2", "")             # no 2-bit tier proposed for vLLM
     assert "nvidia-smi topo -m" in out
 

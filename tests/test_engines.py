@@ -264,16 +264,21 @@ def test_cli_engine_table_and_json(capsys):
                  "--gpu-memory-utilization", "0.95"]) == 0
     out = capsys.readouterr().out
     assert "GPU KV cache size" in out and "vLLM 0.19.0" in out
-    assert main(["estimate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpus", "1", "--json"]) == 0
+    assert main(["estimate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpus", "1", "--context", "8192",
+                 "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["engine"] == "sglang" and doc["kv_capacity_tokens"] > 0
 
 
-def test_cli_generic_engine_prints_the_plain_table(capsys):
+def test_cli_default_engine_is_vllm_and_generic_says_no_engine(capsys):
+    # a plan is a plan for an engine: with no --engine a built-in architecture is planned for vLLM
     assert main(["estimate", "--model", "llama-3.1-70b", "--gpus", "4", "--context", "128K"]) == 0
-    plain = capsys.readouterr().out
+    default = capsys.readouterr().out
+    assert main(["estimate", "--model", "llama-3.1-70b", "--gpus", "4", "--context", "128K", "--engine", "vllm"]) == 0
+    assert capsys.readouterr().out == default and "verdict by: vLLM 0.19.0" in default
     assert main(["estimate", "--model", "llama-3.1-70b", "--gpus", "4", "--context", "128K", "--engine", "generic"]) == 0
-    assert capsys.readouterr().out == plain
+    generic = capsys.readouterr().out
+    assert generic != default and "verdict by: k3lib's generic component model (no engine)" in generic
 
 
 def test_cli_unknown_engine_is_one_line(capsys):

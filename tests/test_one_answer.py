@@ -51,18 +51,24 @@ def test_flagship_question_by_hand():
 
 
 def test_every_surface_gives_the_same_bytes():
+    from k3lib.engines.deployment import plan_for_engine
+
     p = make_plan(**Q)
-    want = p.per_gpu.total_bytes
+    want = p.per_gpu.total_bytes                       # k3lib's component model: the explanation
+    e = plan_for_engine(**Q)                           # the plan for vLLM: the answer every surface prints
+    engine_want = e.per_gpu.total_bytes
+    assert e.engine_id == "vllm" and e.core_per_gpu.total_bytes == want
     rc, out = _cli("estimate", "--model", "kimi-k3", "--gpu", "h200", "--gpus", "16", "--weights", "native",
                    "--kv-dtype", "fp8", "--context", "256K", "--json")
-    assert rc == 0 and json.loads(out)["per_gpu"]["total_bytes"] == want
+    d = json.loads(out)
+    assert rc == 0 and d["per_gpu"]["total_bytes"] == engine_want and d["core_per_gpu"]["total_bytes"] == want
     rc, out = _cli("plan", "--model", "kimi-k3", "--gpu", "h200", "--gpus", "16", "--kv-dtype", "fp8",
                    "--context", "256K", "--json")
     d = json.loads(out)
     assert rc == 0 and d["chosen"] == "recommended"
-    assert d["plan"]["per_gpu"]["total_bytes"] == want and (d["plan"]["tp"], d["plan"]["pp"]) == (8, 2)
+    assert d["plan"]["per_gpu"]["total_bytes"] == engine_want and (d["plan"]["tp"], d["plan"]["pp"]) == (8, 2)
     assert run_checklist(model="kimi-k3", gpu="h200", gpus=16, context="256K", kv_dtype="fp8") \
-        .recommended.total_bytes_per_gpu == want
+        .recommended.total_bytes_per_gpu == engine_want
     r = sweep(models=["kimi-k3"], gpus=["h200"], counts=[16], weights=["native"], kv_dtypes=["fp8"],
               contexts=["256K"])
     assert int(r.total_bytes_per_gpu.ravel()[0]) == want
@@ -72,7 +78,7 @@ def test_every_surface_gives_the_same_bytes():
     from k3lib.studies.parallel import per_gpu_table
 
     cfg = report.configure(model="kimi-k3", weights="native", kv_dtype="fp8", gpu="h200", gpus=16, context="256K")
-    assert report.key_figures(cfg)["per_gpu_total_bytes"] == want          # the report
+    assert report.key_figures(cfg)["per_gpu_total_bytes"] == engine_want   # the report
     table = per_gpu_table(p)                                                 # notebook 03's per-stage table
     assert table.loc[table["fullest"], "total (GiB)"].item() == round(want / G, 2)
 
