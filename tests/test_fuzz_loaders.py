@@ -207,6 +207,16 @@ def test_gguf_metadata_of_any_type_gives_a_model_or_a_named_error(tmp_path, key,
     assert seconds < 1 and peak < 100 * MB, (seconds, peak)
 
 
+@pytest.mark.parametrize("kind, value", [("int32", 0), ("uint64", 0), ("array", [0, 0]), ("bool", False),
+                                         ("bool", True)])
+def test_gguf_context_length_zero_or_boolean_names_the_key(tmp_path, kind, value):
+    # issue 21: a context_length of 0 was read as a silent 4,096 (True as a 1-token model)
+    path = _write_with_value(tmp_path / "t.gguf", "context_length", kind, value)
+    with pytest.raises(K3InputError) as err:
+        load_gguf(path)
+    assert err.value.field == "gguf.qwen2.context_length", str(err.value)
+
+
 def _raw_gguf(n_tensors: int, kvs: bytes, n_kv: int) -> bytes:
     return b"GGUF" + struct.pack("<IQQ", 3, n_tensors, n_kv) + kvs
 

@@ -294,7 +294,7 @@ def _context_tokens(meta: dict, arch: str, source: str) -> tuple[int, str | None
     if meta.get(key) is None:
         return ASSUMED_CONTEXT_TOKENS, assumed_context_note(f"gguf.{key}", source)
     ctx = _scalar(meta, key)
-    if not ctx:
+    if isinstance(ctx, bool) or not ctx:
         raise K3InputError(f"gguf.{key}", f"{ctx!r} in {source}: a model with no positions holds no context",
                            f"a whole number of positions ≥ 1, or no key (then {ASSUMED_CONTEXT_TOKENS:,} is assumed "
                            "and said)")
