@@ -51,7 +51,7 @@ def offload_plan(cfg: ReportConfig):
         return offload_model.plan_offload(
             model=plan.model, weights=plan.weight_format, gpu=plan.gpu, kv_dtype=plan.kv_dtype,
             context=plan.context_tokens, batch=plan.batch, ram=cfg.ram_bytes,
-            ram_bandwidth=cfg.ram_bandwidth_bytes_per_s or offload_model.guide004_ram_bandwidth_bytes_per_s()), ""
+            ram_bandwidth=cfg.ram_bandwidth_bytes_per_s or None, assumptions=plan.assumptions), ""
     except K3InputError as exc:
         return None, f"not possible for this model ({exc})"
 
@@ -64,7 +64,7 @@ def decode_tokens_per_s(cfg: ReportConfig, offloaded=None) -> tuple[float | None
     from k3lib.studies.steps import throughput_for_plan
 
     if cfg.offload == "experts" and offloaded is not None:
-        if not (offloaded.fits_vram and offloaded.fits_ram is not False):
+        if not offloaded.fits:
             return None, "the offload plan does not load, so no speed is quoted"
         return offloaded.decode_tokens_per_s, "offload mode: bandwidth ceiling over GPU memory and system RAM"
     plan = cfg.plan
@@ -83,7 +83,7 @@ def key_figures(cfg: ReportConfig) -> dict[str, Any]:
     plan = cfg.plan
     offloaded, offload_why = offload_plan(cfg)
     tps, tps_how = decode_tokens_per_s(cfg, offloaded)
-    fits_offload = offloaded is not None and offloaded.fits_vram and offloaded.fits_ram is not False
+    fits_offload = offloaded is not None and offloaded.fits
     verdict = "fits" if plan.fits else ("fits with offload" if cfg.offload == "experts" and fits_offload
                                         else "does not fit")
     g = plan.per_gpu

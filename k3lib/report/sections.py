@@ -238,13 +238,15 @@ def offload_html(cfg: ReportConfig) -> str:
         if why.startswith("not needed"):
             return no_math(f"<p>{esc(why[0].upper() + why[1:])}.</p>")
         return no_math(not_available("offload option", why))
-    prefill = offloaded.prefill_tokens_per_s
+    prefill = offloaded.prefill_tokens_per_s if offloaded.fits else None   # no speed for what cannot load
+    speed = ("Decode is a bandwidth roofline; prefill " + (f"≈ {prefill:,.0f} tokens/s" if prefill else
+             "is not estimated") + " (weights crossing the host link)." if offloaded.fits
+             else "It does not load, so no speed is quoted.")
     return no_math(
         f"<p><strong>{esc(offloaded.verdict())}</strong></p>"
         f"<p>Routed experts of {offloaded.parts.moe_layers - offloaded.expert_layers_on_gpu} layers in system "
-        f"RAM at {offloaded.ram_bandwidth_bytes_per_s / GB:,.0f} GB/s, everything else on one "
-        f"{esc(offloaded.gpu.name)}. Decode is a bandwidth roofline; prefill "
-        + (f"≈ {prefill:,.0f} tokens/s" if prefill else "is not estimated") + " (weights crossing the host link)."
+        f"RAM at {offloaded.ram_bandwidth_bytes_per_s / GB:,.0f} GB/s ({esc(offloaded.ram_bandwidth_basis)}), "
+        f"everything else on one {esc(offloaded.gpu.name)}. {speed}"
         "</p>" + frame_html(summary_table(offloaded, unit="GB")) + notes_list(offloaded.notes)
         + "<p><small>GB = 10<sup>9</sup> bytes.</small></p>")
 

@@ -37,18 +37,26 @@ def layout_figure(*, model: str = "kimi-k3", gpu: str = "h200", gpus: int = 8, n
     return per_gpu_stacked_bar(per_gpu_long(plan), title=plan.verdict())
 
 
-def offload_figure(*, gpu: str = "rtx-4090-48gb", ram: object = "1536GiB", ram_bandwidth: object = "70GB/s",
+def offload_figure(*, gpu: str = "rtx-4090-48gb", ram: object = "1536GiB", ram_bandwidth: object = None,
                    expert_layers_on_gpu: int = 0, model: str = "kimi-k3", weights: str = "q4_k_m",
-                   context: object = 8192, kv_dtype: str = "bf16"):
+                   context: object = 8192, kv_dtype: str = "bf16", host: object = None):
     """The explorer's callback: a bar of milliseconds per token by device (GPU vs RAM),
-    titled with VRAM, RAM and tokens/s."""
+    titled with the verdict (tokens/s only when the plan loads) and where the host
+    bandwidth comes from (``host`` from data/hosts.csv, ``ram_bandwidth``, or guide 004's
+    70 GB/s stated as an assumption). On a unified-memory machine the RAM controls do not
+    apply (one pool, read at its own bandwidth) and the title says so."""
     import pandas as pd
 
-    p = plan_offload(model=model, weights=weights, gpu=gpu, ram=ram, ram_bandwidth=ram_bandwidth,
+    from k3lib.core.hardware import get_gpu
+
+    unified = get_gpu(gpu).unified_memory
+    p = plan_offload(model=model, weights=weights, gpu=gpu, ram=None if unified else ram,
+                     ram_bandwidth=None if unified else ram_bandwidth, host=None if unified else host,
                      expert_layers_on_gpu=expert_layers_on_gpu, context=context, kv_dtype=kv_dtype)
     df = pd.DataFrame([{"where": t.name, "ms per token": t.seconds_per_step * 1e3,
                         "GB read per token": t.read_bytes_per_step / GB} for t in p.tiers])
-    return time_per_token_bar(df, title=p.verdict())
+    basis = ("unified memory: RAM, RAM BW and host do not apply — " if unified else "") + p.ram_bandwidth_basis
+    return time_per_token_bar(df, title=f"{p.verdict()} — host memory: {basis}")
 
 
 def offload_validate(**params: Any) -> OffloadPlan:

@@ -177,19 +177,25 @@ def layout_explorer(**initial: Any):
 
 
 def offload_explorer(**initial: Any):
-    """GPU, RAM size and bandwidth, expert layers kept on the GPU → the time-per-token bar
-    of :func:`k3lib.views.explorers.offload_figure`."""
+    """GPU, RAM size, host platform (data/hosts.csv) or bandwidth, expert layers kept on the
+    GPU → the time-per-token bar of :func:`k3lib.views.explorers.offload_figure` (with neither
+    host nor bandwidth, guide 004's 70 GB/s, labelled as assumed in the title)."""
     import ipywidgets as w
 
     from k3lib.views.explorers import offload_figure
 
-    v = {"gpu": "rtx-4090-48gb", "ram": "1536GiB", "ram_bandwidth": "70GB/s", "expert_layers_on_gpu": 0} | initial
+    from k3lib.core.hosts import load_hosts
+
+    v = {"gpu": "rtx-4090-48gb", "ram": "1536GiB", "ram_bandwidth": None, "host": None,
+         "expert_layers_on_gpu": 0} | initial
+    hosts = [("none: bandwidth assumed", None)] + [(h.id, h.id) for h in load_hosts() if not h.unified_memory]
     controls = {
         "gpu": w.Dropdown(options=OFFLOAD_GPUS, value=v["gpu"], description="GPU"),
         "ram": w.Dropdown(options=("256GiB", "512GiB", "1024GiB", "1536GiB", "2048GiB", "3072GiB"), value=v["ram"],
                           description="RAM"),
-        "ram_bandwidth": w.Dropdown(options=("70GB/s", "140GB/s", "307GB/s", "461GB/s", "576GB/s"),
-                                    value=v["ram_bandwidth"], description="RAM BW"),
+        "host": w.Dropdown(options=hosts, value=v["host"], description="host"),
+        "ram_bandwidth": w.Dropdown(options=[("from the host", None), "70GB/s", "140GB/s", "307GB/s", "461GB/s",
+                                             "576GB/s"], value=v["ram_bandwidth"], description="RAM BW"),
         "expert_layers_on_gpu": w.IntSlider(min=0, max=92, value=v["expert_layers_on_gpu"], style=WIDE,
                                             description="expert layers on GPU", continuous_update=False),
     }
