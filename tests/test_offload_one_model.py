@@ -232,3 +232,20 @@ def test_offload_plans_the_users_config(capsys):
                      "--weights", "q4_k_m", "--gpu", "rtx-4090", "--json")
     doc = json.loads(out)
     assert rc == 0 and doc["model"] == "qwen3-30b-a3b" and doc["moe_layers"] == 48
+
+
+def test_best_offload_plan_spreads_layers_over_gpus():
+    """2 × RTX 4090: each GPU holds ⌈P/2⌉ + 1 GiB + ⌊5 % of that⌋ ≤ 24 GiB (llama.cpp's layer split,
+    no communicator buffers); the command names the split and the blocks left on the CPU."""
+    from k3lib.studies.offload_model import best_offload_plan
+
+    p = best_offload_plan(model="gpt-oss-120b", gpu="rtx-4090", gpus=2, weights="q4_k_m", context=8192)
+    x = p.parts.layer_experts_bytes
+
+    def per_gpu(n):
+        half = -(-(p.parts.dense_bytes + math.ceil(n * x) + p.vram_kv_bytes + GPT_OSS_ACTIVATION) // 2)
+        return half + overhead(half)
+
+    by_hand = max(n for n in range(37) if per_gpu(n) <= 24 * GiB)
+    assert p.expert_layers_on_gpu == by_hand == 25
+    assert p.llamacpp_args == ("-ngl", "999", "--n-cpu-moe", "11", "-c", "8192", "--split-mode", "layer")

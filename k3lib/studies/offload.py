@@ -3,8 +3,8 @@ case, all read from :class:`~k3lib.studies.offload_model.OffloadPlan` (the memor
 model, re-exported here so ``k3lib.studies.offload`` stays the one import).
 
 >>> p = plan_offload(model="kimi-k3", weights="q4_k_m", gpu="rtx-4090-48gb", context="8K")
->>> round(p.vram_needed_bytes / 1e9), round(p.ram_weights_bytes / 1e9)
-(33, 1532)
+>>> round(p.vram_needed_bytes / 1e9), round(p.ram_weights_bytes / 1e9)   # guide 004: 33 GB (1 GB runtime, no activation)
+(37, 1532)
 """
 from __future__ import annotations
 
