@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from k3lib.core.architecture import Architecture, AttentionGroup
 from k3lib.core.errors import K3InputError
 from k3lib.core.models import ModelSpec, PublishedProfile
 from k3lib.core.precisions import KVDtype, WeightFormat, get_kv_dtype, get_weight_format
-from k3lib.core.units import GiB
+from k3lib.core.units import GB, GiB, MiB
 
 #: tokens of one prefill chunk (vLLM's default ``max_num_batched_tokens`` for chunked prefill)
 DEFAULT_PREFILL_CHUNK_TOKENS = 8192
@@ -327,3 +328,121 @@ def stage_weight_bytes_per_rank(model: Architecture, stage: Architecture, *, bit
     else:
         routed = math.ceil(r.split * price["routed_experts"] / 8 / tp)
     return math.ceil(sharded_bits / 8 / tp), math.ceil(replicated_bits / 8), int(routed)
+
+
+# ---------------------------------------------------------------- what a total leaves out or assumes
+
+#: engines :func:`loaded_parts_notes` knows (``generic`` = k3lib's own component model)
+NOTE_ENGINES = ("vllm", "sglang", "llama.cpp", "transformers", "generic")
+#: bytes per element of the linear-attention state, (recurrent, conv), as each engine keeps it:
+#: the planner (``Assumptions.state_bytes_per_element``) and the SGLang estimate FP32; llama.cpp's
+#: R and S caches f32; vLLM 0.11–0.19 KDA recurrent FP32 (``mamba_utils.py`` ``kda_state_dtype``)
+#: with its conv state in the model dtype, Gated DeltaNet both in the model dtype
+#: (``mamba_ssm_cache_dtype`` "auto"); transformers the model dtype.
+STATE_DTYPE_BYTES = {"generic": {"kda": (4, 4), "gdn": (4, 4)}, "sglang": {"kda": (4, 4), "gdn": (4, 4)},
+                     "llama.cpp": {"kda": (4, 4), "gdn": (4, 4)}, "vllm": {"kda": (4, 2), "gdn": (2, 2)},
+                     "transformers": {"kda": (2, 2), "gdn": (2, 2)}}
+
+
+def _note_engine(engine: str) -> str:
+    e = str(engine).strip().lower().replace("_", "").replace("-", "")
+    for known in NOTE_ENGINES:
+        if known.replace(".", "") == e.replace(".", "") or (e in ("gguf", "llamacpp") and known == "llama.cpp"):
+            return known
+    raise K3InputError("engine", f"{engine!r} is not known", ", ".join(NOTE_ENGINES))
+
+
+def vision_tower_bytes(model: ModelSpec) -> int:
+    """Bytes of the vision tower a model's published checkpoint carries beyond its text weights:
+    the checkpoint's tensor bytes (``data/checkpoints.csv``, a row whose source says it includes
+    the vision tower) less :func:`weights_bytes` of the text model at the same precision; 0 when no
+    such row exists. Kimi K3: 1,560,855,539,876 − 1,559,937,995,968 = 917,543,908 B (0.92 GB).
+
+    >>> from k3lib.core.models import get_model
+    >>> vision_tower_bytes(get_model("kimi-k3"))
+    917543908
+    """
+    if not isinstance(model, Architecture):
+        return 0
+    from k3lib.core.checkpoints import checkpoints_for
+
+    for ck in checkpoints_for(model, "vllm"):
+        if ck.file_bytes and "vision" in f"{ck.source} {ck.notes}".lower():
+            text = weights_bytes(model, ck.weight_format, include_mtp=True)
+            return max(0, ck.file_bytes - text)
+    return 0
+
+
+def mtp_weights_bytes(model: ModelSpec, weight_format: "str | WeightFormat" = "native") -> int:
+    """Bytes of the multi-token-prediction modules at ``weight_format``: $W(\\text{with MTP}) - W$
+    (0 without MTP modules). DeepSeek-V3: one module of 11.5 B parameters."""
+    if not isinstance(model, Architecture) or not model.mtp_layers:
+        return 0
+    return weights_bytes(model, weight_format, include_mtp=True) - weights_bytes(model, weight_format)
+
+
+def state_bytes_per_sequence(model: ModelSpec, dtype_bytes: "Mapping[str, tuple[float, float]]") -> int:
+    """Linear-attention state of one sequence over all layers (before any TP split):
+    $\\sum_g n_g·(S^{rec}_g·b_{rec} + S^{conv}_g·b_{conv})$ with ``dtype_bytes[kind]`` =
+    $(b_{rec}, b_{conv})$.
+
+    >>> from k3lib.core.models import get_model
+    >>> state_bytes_per_sequence(get_model("kimi-k3"), {"kda": (4, 4)})   # 69 × 1,683,456 × 4 B
+    464633856
+    """
+    if not isinstance(model, Architecture):
+        return 0
+    total = 0.0
+    for g in model.attention:
+        if g.kind in ("kda", "gdn"):
+            rec_b, conv_b = dtype_bytes[g.kind]
+            total += g.count * (g.recurrent_state_elements_per_layer * rec_b + g.conv_state_elements_per_layer * conv_b)
+    return int(math.ceil(total))
+
+
+def loaded_parts_notes(spec: ModelSpec, engine: str) -> tuple[str, ...]:
+    """What a memory total for ``spec`` under ``engine`` (``vllm``, ``sglang``, ``llama.cpp``,
+    ``transformers`` or ``generic``, k3lib's own model) leaves out or assumes, one sentence each
+    with its size: the vision tower (:func:`vision_tower_bytes`), MTP modules
+    (:func:`mtp_weights_bytes`: loaded only for speculative decoding), and the linear-attention
+    state's dtypes (:data:`STATE_DTYPE_BYTES`, compared with the planner's FP32). Empty for a
+    guide profile or a model with none of these.
+
+    >>> from k3lib.core.models import get_model
+    >>> loaded_parts_notes(get_model("llama-3.1-8b"), "vllm")
+    ()
+    """
+    eng = _note_engine(engine)
+    if not isinstance(spec, Architecture):
+        return ()
+    name = {"generic": "the planner", "llama.cpp": "llama.cpp", "vllm": "vLLM", "sglang": "SGLang",
+            "transformers": "transformers"}[eng]
+    out: list[str] = []
+    vision = vision_tower_bytes(spec)
+    if vision:
+        where = ("it ships as a separate mmproj GGUF, loaded only with --mmproj" if eng == "llama.cpp"
+                 else "the published checkpoint carries it and a multimodal engine loads it for image input")
+        out.append(f"vision tower not in the weights total: {vision / GB:,.2f} GB ({vision / GiB:,.2f} GiB), "
+                   f"the checkpoint's tensors less the text weights; {where}")
+    mtp = mtp_weights_bytes(spec)
+    if mtp:
+        why = {"llama.cpp": "llama.cpp's GGUF converter drops the MTP layers",
+               "generic": "engines load them only for speculative decoding (MTP drafts)"}.get(
+            eng, f"{name} loads them only for speculative decoding (MTP drafts)")
+        out.append(f"MTP left out of the weights: {spec.mtp_layers} module{'s' if spec.mtp_layers > 1 else ''}, "
+                   f"{spec.params_mtp / 1e9:,.1f} B parameters, {mtp / GB:,.2f} GB ({mtp / GiB:,.2f} GiB) at "
+                   f"native precision; {why}")
+    kinds = sorted({g.kind for g in spec.attention if g.kind in ("kda", "gdn")})
+    if kinds:
+        planner = state_bytes_per_sequence(spec, STATE_DTYPE_BYTES["generic"])
+        engine_b = state_bytes_per_sequence(spec, STATE_DTYPE_BYTES[eng])
+        dt = lambda b: "FP32" if b == 4 else "BF16"  # noqa: E731
+        how = "; ".join(f"{k.upper()} recurrent {dt(STATE_DTYPE_BYTES[eng][k][0])}, conv "
+                        f"{dt(STATE_DTYPE_BYTES[eng][k][1])}" for k in kinds)
+        text = (f"linear-attention state: {name} keeps it as {how}: {engine_b / MiB:,.1f} MiB per sequence "
+                f"over {sum(g.count for g in spec.attention if g.kind in kinds)} layers (before the TP split)")
+        if engine_b != planner:
+            text += (f"; the general planner keeps it all in FP32 ({planner / MiB:,.1f} MiB per sequence, "
+                     f"{(planner / engine_b - 1) * 100:+.1f} %)")
+        out.append(text)
+    return tuple(out)
