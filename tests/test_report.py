@@ -142,7 +142,7 @@ def test_batch_keeps_going_past_a_bad_scenario(batch):
     assert "DOES NOT FIT" in row_5x[:2000] and "-15.0" in row_5x[:2000] and "&#36;150,000" in row_5x[:2000]
     assert_offline(index)
     five = (out / "worked-example-on-5x-h100.html").read_text(encoding="utf-8")
-    assert "DOES NOT FIT" in five and "15.0 GiB over 5 GPUs" in five
+    assert "DOES NOT FIT" in five and "15.0 GiB short over all 5 GPUs" in five
     assert_offline(five)
 
 
@@ -285,8 +285,12 @@ def test_max_context_is_the_largest_that_fits():
 
 def test_engine_names_match_the_engine_profiles():
     from k3lib import engines
-    assert set(report.ENGINES) == set(engines.ENGINES)
-    assert report.configure(**{**report.NOTEBOOK_DEFAULTS, "engine": "llamacpp"}).engine == "llama.cpp"
+    assert set(report.ENGINES) == set(engines.ENGINES) | {"guide"}   # a guide profile's own policy
+    assert report.configure(model="llama-3.1-8b", gpus=1, context="8K", engine="llamacpp").engine == "llama.cpp"
+    # a guide profile has no layer shapes: no engine's rules apply to it, and asking for one is a named error
+    from k3lib.views.notebook import ParameterError
+    with pytest.raises(ParameterError, match="parameter engine: kimi-k3@guide-000 is a guide's published profile"):
+        report.configure(**{**report.NOTEBOOK_DEFAULTS, "engine": "vllm"})
 
 
 def test_safe_filenames():
@@ -337,14 +341,24 @@ def _report_args(*flags):
 
 def test_every_plan_flag_reaches_the_report_parameters():
     params = _report_args("--model", "kimi-k3", "--gpu", "h200", "--gpus", "16", "--nodes", "2", "--tp", "8",
-                          "--pp", "2", "--engine", "vllm", "--gpu-memory-utilization", "0.85", "--memory-basis",
-                          "usable", "--batch", "2", "--context", "128K", "--kv-dtype", "fp8", "--weights", "native",
-                          "--activation", "3GiB", "--overhead-per-gpu", "4GiB")
+                          "--pp", "2", "--engine", "vllm", "--gpu-memory-utilization", "0.85",
+                          "--batch", "2", "--context", "128K", "--kv-dtype", "fp8", "--weights", "native")
     cfg = report.configure(**params)
     assert (cfg.plan.nodes, cfg.plan.tp, cfg.plan.pp, cfg.plan.batch) == (2, 8, 2, 2)
-    assert cfg.gpu_memory_utilization == 0.85 and cfg.plan.memory_basis == "usable"
-    assert cfg.plan.context_tokens == 128 * 1024 and cfg.plan.per_gpu.overhead_bytes == 4 * GiB
+    assert cfg.gpu_memory_utilization == 0.85 and dict(cfg.plan.engine.settings)["gpu_memory_utilization"] == 0.85
+    # the plan's vLLM budget is the utilization given: 0.85 × 140.4 GiB (the H200's usable memory)
+    assert cfg.plan.per_gpu.available_bytes == int(0.85 * cfg.plan.gpu.memory_bytes("usable"))
+    assert cfg.plan.context_tokens == 128 * 1024
     assert "--gpu-memory-utilization 0.85" in report.cli_command(cfg.parameters)
+    # k3lib's generic model takes the assumptions an engine computes itself
+    params = _report_args("--model", "kimi-k3", "--gpu", "h200", "--gpus", "16", "--engine", "generic",
+                          "--memory-basis", "usable", "--context", "128K", "--kv-dtype", "fp8",
+                          "--activation", "3GiB", "--overhead-per-gpu", "4GiB")
+    cfg = report.configure(**params)
+    assert cfg.plan.memory_basis == "usable" and cfg.plan.per_gpu.overhead_bytes == 4 * GiB
+    from k3lib.views.notebook import ParameterError
+    with pytest.raises(ParameterError, match="parameter activation"):
+        report.configure(**{**params, "engine": "vllm"})
 
 
 def test_gpu_memory_utilization_reaches_the_vllm_command_and_engine_view():
@@ -401,7 +415,9 @@ def test_the_report_reads_one_plan(monkeypatch):
         return wrapper
 
     import k3lib.studies.steps as steps
+    import k3lib.engines.deployment as deployment
     monkeypatch.setattr(core_plan, "make_plan", counted("make_plan", core_plan.make_plan))
+    monkeypatch.setattr(deployment, "make_plan", counted("make_plan", deployment.make_plan))
     monkeypatch.setattr(steps, "make_plan", counted("make_plan", steps.make_plan))
     import k3lib.core.search as core_search
     monkeypatch.setattr(core_search, "sweep", counted("sweep", core_search.sweep))

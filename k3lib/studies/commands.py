@@ -225,7 +225,7 @@ def vllm_command(plan: Plan, *, hf_repo: str | None = None, gpu_memory_utilizati
     argv = ["vllm", "serve", repo,
             "--tensor-parallel-size", str(plan.tp), "--pipeline-parallel-size", str(plan.pp),
             "--max-model-len", str(plan.context_tokens), "--kv-cache-dtype", VLLM_KV_DTYPES[plan.kv_dtype],
-            "--gpu-memory-utilization", f"{u:g}" if settings else f"{u:.2f}", "--max-num-seqs", str(max_seqs)]
+            "--gpu-memory-utilization", f"{u:.2f}" if round(u, 2) == u or not settings else f"{u:g}", "--max-num-seqs", str(max_seqs)]
     expl = [
         (repo, "the checkpoint vLLM downloads and serves"),
         ("--tensor-parallel-size", f"TP={plan.tp}: each layer's weights split {plan.tp} ways inside a node"),
