@@ -49,7 +49,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-import re
 import shlex
 
 from k3lib.core.architecture import Architecture
@@ -60,7 +59,7 @@ from k3lib.core.hosts import HostSpec, get_host
 from k3lib.core.models import get_model
 from k3lib.core.plan import Assumptions, fixed_overhead
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
-from k3lib.core.units import GB, GiB, parse_context_tokens, parse_positive_int, parse_size_bytes
+from k3lib.core.units import GB, GiB, parse_context_tokens, parse_count, parse_positive_int, parse_size_bytes
 
 def guide004_ram_bandwidth_bytes_per_s() -> int:
     """Guide 004's "Speed is bound by RAM bandwidth (estimated at 70 GB/s)", read from its
@@ -276,17 +275,10 @@ def resolve_ram_bandwidth(*, gpu: GPUSpec, host: HostSpec | None, ram_bandwidth:
 
 
 def parse_expert_layers(value: object, moe_layers: int) -> int:
-    """``--expert-layers-on-gpu`` as a count: ASCII digits like every other count
-    (:func:`k3lib.core.units.parse_positive_int`), 0 allowed, at most ``moe_layers``."""
-    allowed = f"a whole number from 0 to at most {moe_layers} (the model's MoE layers)"
-    if isinstance(value, str) and value.isascii() and re.fullmatch(r"\s*0+(\.0+)?\s*", value):
-        return 0
-    if isinstance(value, int) and not isinstance(value, bool) and value == 0:
-        return 0
-    n = parse_positive_int(value, "expert_layers_on_gpu", allowed)
-    if n > moe_layers:
-        raise K3InputError("expert_layers_on_gpu", f"{value!r}", allowed)
-    return n
+    """``--expert-layers-on-gpu`` as a count: ASCII digits like every other count, 0 allowed,
+    at most ``moe_layers`` (:func:`k3lib.core.units.parse_count`)."""
+    return parse_count(value, "expert_layers_on_gpu", minimum=0, maximum=moe_layers,
+                       allowed=f"a whole number from 0 to {moe_layers} (the model's MoE layers), ASCII digits")
 
 
 # ---------------------------------------------------------------- the plan
