@@ -32,14 +32,15 @@ def _cli(*argv) -> tuple[int, str]:
 
 def test_flagship_question_by_hand():
     """Real K3, native weights, FP8 KV, 256K on 16 H200: 2 nodes, TP=8 × PP=2; stage 0 (47 layers:
-    12 MLA + 35 KDA, 1 dense + 46 MoE, and the embedding) is the fullest GPU."""
+    11 MLA + 36 KDA — the config's full_attn_layers 4, 8, …, 44 —, 1 dense + 46 MoE, and the
+    embedding) is the fullest GPU."""
     p = make_plan(**Q)
     assert (p.nodes, p.tp, p.pp) == (2, 8, 2)
     s = p.peak
     assert (s.stage, s.layers) == (0, 47)
     # KV: the MLA latent (512 + 64 elements at 1 B) on every TP rank; KDA state fp32 split 8 ways
-    latent = 12 * 576 * 1 * 262_144
-    state = 35 * (96 * 128 * 128 + 3 * 12_288 * 3) * 4 / 8
+    latent = 11 * 576 * 1 * 262_144
+    state = 36 * (96 * 128 * 128 + 3 * 12_288 * 3) * 4 / 8
     assert s.kv_cache_bytes == math.ceil(latent + state)
     # routed experts: 46 MoE layers × 896 experts × 3·3584·3072 weights (the experts work in a 3,584-wide
     # latent) at MXFP4 (4.25 bits) ÷ TP 8
