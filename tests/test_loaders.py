@@ -532,7 +532,13 @@ def test_cli_estimate_with_gguf(tmp_path, capsys):
     p = write_llama_gguf(tmp_path / "tiny.gguf")
     assert main(["estimate", "--gguf", str(p), "--gpus", "1", "--context", "4096", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["weights_bytes"] == TOTAL and out["model"] == "tiny"
+    # a GGUF is planned for llama.cpp, which keeps the token embedding in host memory: the GPU holds the
+    # file's bytes less the embedding; k3lib's component model (the explanation) counts every byte
+    assert out["engine"] == "llama.cpp" and out["model"] == "tiny"
+    assert out["weights_bytes"] == TOTAL - EMBD and out["core_per_gpu"]["weights_bytes"] == TOTAL
+    assert main(["estimate", "--gguf", str(p), "--gpus", "1", "--context", "4096", "--engine", "generic",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["weights_bytes"] == TOTAL
     assert main(["estimate", "--gguf", str(p), "--gpus", "1", "--context", "4096"]) == 0
     assert "exact bytes of 21 tensors" in capsys.readouterr().out
 
@@ -554,7 +560,11 @@ def test_cli_estimate_with_config(capsys):
     assert main(["estimate", "--config", str(FIXTURES / "llama-3.1-8b.json"), "--gpus", "1",
                  "--context", "8192", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["weights_bytes"] == 8_030_261_248 * 2
+    # planned for vLLM: the BF16 parameters plus vLLM's rotary cos/sin cache at the model dtype
+    # (131,072 positions × 128 rotary dims × 2 B); k3lib's component model counts the parameters alone
+    assert out["engine"] == "vllm"
+    assert out["weights_bytes"] == 8_030_261_248 * 2 + 131_072 * 128 * 2
+    assert out["core_per_gpu"]["weights_bytes"] == 8_030_261_248 * 2
 
 
 # ====================================================================== safetensors
@@ -682,6 +692,10 @@ def test_plan_and_cli_for_safetensors(tmp_path, capsys):
     assert plan.total.weights_bytes == 87_428 - 8_192          # the file's bytes less its MTP layer
     assert main(["estimate", "--safetensors", str(tmp_path / "m"), "--gpus", "1", "--context", "1024",
                  "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["engine"] == "vllm" and out["core_per_gpu"]["weights_bytes"] == 87_428 - 8_192
+    assert main(["estimate", "--safetensors", str(tmp_path / "m"), "--gpus", "1", "--context", "1024",
+                 "--engine", "generic", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["weights_bytes"] == 87_428 - 8_192
 
 

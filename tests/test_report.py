@@ -243,7 +243,9 @@ def test_shipped_scenarios_all_configure():
     assert real["fits"] and (real["tp"], real["pp"]) == (8, 2)
     offload = figures["Guide 004 offload mode: K3 Q4_K_M on one RTX 4090 48GB + 2 TB RAM"]
     assert not offload["fits"] and offload["verdict"] == "fits with offload"
-    assert "VRAM 32.9 GB" in offload["offload_verdict"] and offload["tokens_per_s"] > 1
+    # the GPU side with the core's activation and overhead (one offload model; tests/test_offload_one_model.py
+    # works it by hand): 32.9 GB of dense weights + KV + 1 GB under guide 004's flat rule → 37.0 GB
+    assert "VRAM 37.0 GB" in offload["offload_verdict"] and offload["tokens_per_s"] > 1
     short = dict(scenarios[-1], ram="1536GB")                # the guide's 1.5 TB host: RAM too small
     short.pop("name")
     f = report.key_figures(report.configure(**short))

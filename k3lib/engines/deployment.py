@@ -243,6 +243,9 @@ def plan_for_engine(*, model: Any = "kimi-k3", engine: "str | EngineSettings | N
     ``assumptions`` (activation, overhead, memory basis) belong to k3lib's generic model and
     a guide's policy; an engine computes its own, so giving them with an engine is refused.
     """
+    for name, value in (("weights", weights), ("kv_dtype", kv_dtype), ("gpu", gpu), ("model", model)):
+        if isinstance(value, str) and not value.strip():
+            raise K3InputError(name.replace("_", "-"), "is empty", "leave the option out for its default")
     settings = engine if isinstance(engine, EngineSettings) else EngineSettings(
         default_engine_for(model) if engine is None else engine)
     eid = settings.engine

@@ -20,7 +20,8 @@ from k3lib.core.search import candidate_gpu_counts
 from k3lib.core.units import GiB, parse_context_tokens, parse_positive_int
 from k3lib.studies.solver import (CHEATSHEET_GPUS, CHEATSHEET_MAX_GPUS, CONTEXT_STEP_TOKENS,
                                   GUIDE_FLASH_ATTENTION_SAVING, GUIDE_PAGED_ATTENTION_SAVING, _a, _gib, _grid, _hw,
-                                  _spec, context_grid, format_context, min_gpus, precision_ladder)
+                                  _spec, capped_claim_bytes, context_grid, format_context, min_gpus,
+                                  precision_ladder)
 from k3lib.studies.steps import _weights_size
 
 
@@ -156,22 +157,6 @@ PRIORITY_LEVERS = (
     ("CPU offload", "flags; emergency only (guide)", "none in output; 10–100× slower generation (guide)"),
     ("batch 1", "one flag: --max-num-seqs 1", "none; fewer concurrent requests"),
 )
-
-
-def capped_claim_bytes(fractions: Sequence[float], of_bytes: float, cap_bytes: float) -> tuple[float, float]:
-    """A guide's percentage claim applied to ``of_bytes`` and capped at ``cap_bytes``:
-    $s_i = \\min(f_i \\cdot B_{of},\\ B_{cap})$ for the low and high fraction.
-
-    A lever cannot save more than the memory it acts on: PagedAttention can at most save
-    the KV cache's fragmentation (cap = the KV cache), FlashAttention at most the
-    activation (cap = the activation), whatever percentage of another quantity the guide
-    quotes.
-
-    >>> capped_claim_bytes((0.05, 0.12), 100, 8)
-    (5.0, 8)
-    """
-    lo, hi = (f * of_bytes for f in fractions)
-    return min(lo, cap_bytes), min(hi, cap_bytes)
 
 
 def _claim_note(claim: str, fractions: Sequence[float], of_bytes: float, cap_bytes: float, cap_name: str) -> str:

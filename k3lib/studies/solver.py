@@ -60,6 +60,22 @@ CHEATSHEET_MAX_GPUS = 32
 ENGINE_RESERVE_FRACTION = 0.05
 
 
+def capped_claim_bytes(fractions: Sequence[float], of_bytes: float, cap_bytes: float) -> tuple[float, float]:
+    """A guide's percentage claim applied to ``of_bytes`` and capped at ``cap_bytes``:
+    $s_i = \\min(f_i \\cdot B_{of},\\ B_{cap})$ for the low and high fraction.
+
+    A lever cannot save more than the memory it acts on: PagedAttention can at most save
+    the KV cache's fragmentation (cap = the KV cache), FlashAttention at most the
+    activation (cap = the activation), whatever percentage of another quantity the guide
+    quotes.
+
+    >>> capped_claim_bytes((0.05, 0.12), 100, 8)
+    (5.0, 8)
+    """
+    lo, hi = (f * of_bytes for f in fractions)
+    return min(lo, cap_bytes), min(hi, cap_bytes)
+
+
 def guide_overhead_per_gpu_bytes() -> int:
     """Guide 000's "subtract at least 8 GB per GPU from your available VRAM" (GB read as GiB),
     read from its profile (``data/profiles/kimi-k3@guide-000.json``), not re-typed here."""

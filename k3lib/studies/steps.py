@@ -42,6 +42,7 @@ def get_engine_name(engine_id: str) -> str:
 from k3lib.studies.solver import (CONTEXT_STEP_TOKENS, GUIDE_DEFAULT_WEIGHTS,
                                   GUIDE_FLASH_ATTENTION_SAVING, GUIDE_KV_DTYPES, GUIDE_MIN_TOKENS_PER_S,
                                   guide004_active_params, guide_overhead_per_gpu_bytes, GUIDE_PAGED_ATTENTION_SAVING,
+                                  capped_claim_bytes,
                                   GUIDE_WEIGHT_RESERVE_FRACTION, _a, _gib, _grid, _hw, _rank_kv, _spec,
                                   context_grid, format_context, min_gpus, precision_ladder)
 
@@ -363,8 +364,13 @@ def step4_optimizations(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus:
     kv_total = bf.total.kv_cache_bytes - f8.total.kv_cache_bytes
     kv_gpu = bf.per_gpu.kv_cache_bytes - f8.per_gpu.kv_cache_bytes
     act = cur.total.activation_bytes
-    fa = tuple(int(act * f) for f in GUIDE_FLASH_ATTENTION_SAVING)
-    pa = tuple(int(cur.total.total_bytes * f) for f in GUIDE_PAGED_ATTENTION_SAVING)
+    # a lever saves at most what it acts on: FlashAttention the activation, PagedAttention the KV cache
+    fa = tuple(int(x) for x in capped_claim_bytes(GUIDE_FLASH_ATTENTION_SAVING, act, act))
+    kv_cur = cur.total.kv_cache_bytes
+    pa = tuple(int(x) for x in capped_claim_bytes(GUIDE_PAGED_ATTENTION_SAVING, cur.total.total_bytes, kv_cur))
+    pa_claim = tuple(int(cur.total.total_bytes * f) for f in GUIDE_PAGED_ATTENTION_SAVING)
+    pa_cap = (f"; capped at the whole KV cache ({_gib(kv_cur)}): PagedAttention can save no more than the cache "
+              "it pages" if pa != pa_claim else "")
     items = (
         Optimization("FlashAttention", fa, tuple(-(-x // n) for x in fa), "guide claim",
                      "on by default in vLLM; check the attention backend in the startup log",
@@ -373,7 +379,8 @@ def step4_optimizations(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus:
         Optimization("PagedAttention", pa, tuple(-(-x // n) for x in pa), "guide claim",
                      "native in vLLM (its block allocator); nothing to switch on",
                      f"The guide claims 5–12 % of total VRAM; on this plan's {_gib(cur.total.total_bytes)} that is "
-                     f"{_range_gib(pa)} (a claim, not derived: k3lib already sizes the KV cache exactly)."),
+                     f"{_range_gib(pa_claim)}{pa_cap} (a claim, not derived: k3lib already sizes the KV cache "
+                     "exactly)."),
         Optimization("FP8 KV cache", (kv_total, kv_total), (kv_gpu, kv_gpu), "derived",
                      "--kv-cache-dtype fp8 (vLLM); check 'kv_cache_dtype=fp8' in the log",
                      f"Halving {_gib(bf.total.kv_cache_bytes)} of BF16 KV at {format_context(cur.context_tokens)} "
