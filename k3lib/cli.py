@@ -486,6 +486,9 @@ def _add_checklist_parsers(sub) -> None:
                    "for a guide profile, k3lib's measured rule for a real architecture, as `estimate`)")
     p.add_argument("--workload-context", default=None, help="context your prompts actually need, e.g. 50K: "
                    "warns when the target is far beyond it")
+    p.add_argument("--host", default=None, help="with --engine llama.cpp: the host (see `k3plan hosts`) whose RAM "
+                   "bandwidth an offload plan reads, when nothing fits in VRAM")
+    p.add_argument("--ram", default=None, help="with --engine llama.cpp: host RAM for an offload plan, e.g. 256GB")
     p.add_argument("--hf-repo", default=None, help="repository for `vllm serve` (default: the model's own, or "
                    "the folder of --config/--safetensors)")
     p.add_argument("--gguf-repo", default=None, help="GGUF for `llama-server -hf`, repo:QUANT (default: by precision; "
@@ -532,6 +535,19 @@ def _command_sources(args) -> dict:
     return out
 
 
+def _offload_source(args, offload) -> str:
+    """``-m FILE`` for the user's GGUF, else ``-hf repo:QUANT`` of the published file the plan priced."""
+    import shlex
+
+    if getattr(args, "gguf", None):
+        return "-m " + shlex.quote(args.gguf)
+    from k3lib.studies.commands import GGUF_TAGS
+
+    tag = GGUF_TAGS.get(str(offload.weight_format).lower(), str(offload.weight_format).upper())
+    repo = getattr(args, "gguf_repo", None) or f"<repo of a {tag} GGUF of {offload.model.name}>"
+    return "-hf " + shlex.quote(repo if ":" in repo else f"{repo}")
+
+
 def _cmd_plan(args) -> int:
     from k3lib.engines.deployment import default_engine_for, normalize_engine
     from k3lib.studies.checklist import anti_patterns, format_context, run_checklist
@@ -540,18 +556,29 @@ def _cmd_plan(args) -> int:
     model = model_from_args(args)
     eid = default_engine_for(model) if args.engine is None else normalize_engine(args.engine)
     settings = engine_settings_from_args(args, eid) if eid not in ("guide", "generic") else eid
+    if eid != "llama.cpp" and (args.host is not None or args.ram is not None):
+        raise K3InputError("host" if args.host is not None else "ram", "applies to llama.cpp's offload plan",
+                           "--engine llama.cpp")
     c = run_checklist(model=model, gpu=args.gpu, gpus=args.gpus, nodes=args.nodes, context=args.context,
-                      kv_dtype=args.kv_dtype, engine=settings, assumptions=_checklist_assumptions(args))
-    chosen = c.recommended or c.cheapest
+                      kv_dtype=args.kv_dtype, engine=settings, assumptions=_checklist_assumptions(args),
+                      host=args.host, ram=args.ram)
+    chosen = c.recommended or (None if c.offload is not None else c.cheapest)
     plan = chosen.plan() if chosen else None
-    cmds = commands_for(plan, **_command_sources(args)) if plan is not None and plan.fits else {}
+    cmds, no_cmd = {}, None
+    if plan is not None and plan.fits:
+        try:
+            cmds = commands_for(plan, **_command_sources(args))
+        except K3InputError as exc:   # e.g. no published checkpoint of this model for the engine
+            no_cmd = str(exc)
     util = dict(plan.engine.settings).get("gpu_memory_utilization") if plan is not None and plan.engine else None
     warnings = anti_patterns(plan, workload_context_tokens=args.workload_context,
                              gpu_memory_utilization=util) if plan else ()
     if args.json:
         out = c.to_dict()
         out["engine"] = plan.engine_id if plan is not None else eid
-        out["chosen"] = "recommended" if c.recommended else ("cheapest" if c.cheapest else None)
+        out["chosen"] = "recommended" if c.recommended else ("offload" if c.offload is not None else
+                                                             "cheapest" if c.cheapest else None)
+        out["no_command"] = no_cmd
         out["plan"] = plan.to_dict() if plan else None
         out["commands"] = {k: {"argv": list(v.argv), "text": v.text, "notes": list(v.notes)} for k, v in cmds.items()}
         out["warnings"] = [{"code": w.code, "message": w.message} for w in warnings]
@@ -565,6 +592,15 @@ def _cmd_plan(args) -> int:
     basis = f" (verdict by {plan.verdict_basis})" if plan is not None else ""
     if c.recommended:
         print(f"Recommended for {c.gpus}× {c.gpu}{basis}: {c.recommended.label}\n   {c.recommended.reason}")
+    elif c.offload is not None:
+        o = c.offload
+        print(f"Nothing fits on {c.gpus}× {c.gpu} in VRAM at {format_context(c.context_tokens)}; with experts in "
+              f"host memory (llama.cpp, the offload study's plan): {o.verdict()}")
+        print(f"\n# llama.cpp (offload)\nllama-server {_offload_source(args, o)} {o.llamacpp_flags}")
+        for n in o.notes:
+            print(f"# note: {n}")
+        if c.cheapest:
+            print(f"\nWithout offload, the cheapest on {c.gpu}{basis}: {c.cheapest.label}")
     elif c.cheapest:
         print(f"Nothing fits on {c.gpus}× {c.gpu} at {format_context(c.context_tokens)}.\n"
               f"Cheapest on {c.gpu}{basis}: {c.cheapest.label}\n   {c.cheapest.reason}")
@@ -573,6 +609,8 @@ def _cmd_plan(args) -> int:
               f"{format_context(c.context_tokens)}; no command is printed.")
     for w in warnings:
         print(f"warning [{w.code}]: {w.message}")
+    if no_cmd:
+        print(f"\n# no launch command: {no_cmd}")
     for name, cmd in cmds.items():
         print(f"\n# {name}\n{cmd.text}")
         for n in cmd.notes:

@@ -18,7 +18,7 @@ from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec
 from k3lib.core.layout import choose_layout
 from k3lib.core.memory import weights_bytes
-from k3lib.core.models import ModelSpec, get_model
+from k3lib.core.models import ModelSpec, PublishedProfile, get_model
 from k3lib.core.plan import Assumptions, Plan, make_plan
 from k3lib.core.precisions import get_kv_dtype
 from k3lib.core.search import gpus_per_node_of
@@ -128,6 +128,9 @@ class Checklist:
     add_one: AddOneGPU
     recommended: Configuration | None
     cheapest: Configuration | None
+    #: llama.cpp only: when nothing fits the inventory in VRAM, the offload plan (experts in host
+    #: memory, :func:`k3lib.studies.offload_model.best_offload_plan`) that loads on it, else None
+    offload: Any = None
 
     @property
     def steps(self) -> tuple:
@@ -152,12 +155,14 @@ class Checklist:
                 "tokens_per_s_ceiling": self.throughput.tokens_per_s if self.throughput else None,
                 "needed_gpus": self.add_one.needed_gpus, "recommended_gpus": self.add_one.recommended_gpus,
                 "recommended": self.recommended.to_dict() if self.recommended else None,
-                "cheapest": self.cheapest.to_dict() if self.cheapest else None}
+                "cheapest": self.cheapest.to_dict() if self.cheapest else None,
+                "offload": self.offload.to_dict() if self.offload is not None else None}
 
 
 def run_checklist(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: object, context: object,
                   nodes: object = None, kv_dtype: str = "fp8", batch: object = 1, engine: str = "vllm",
-                  assumptions: Assumptions | None = None) -> Checklist:
+                  assumptions: Assumptions | None = None, host: object = None, ram: object = None,
+                  ram_bandwidth: object = None) -> Checklist:
     """Run the seven steps for an inventory (GPU type × count) and a target context.
 
     >>> c = run_checklist(model="kimi-k3@guide-000", gpu="h100", gpus=6, context="256K")
@@ -200,7 +205,20 @@ def run_checklist(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
                              engine=engine, kv_dtypes=(kid,))
     cheap = cheapest_configuration(model=src, gpu=hw, context=target, batch=batch, assumptions=a,
                                    max_gpus=max(32, n), engine=engine, kv_dtypes=(kid,))
-    return Checklist(spec.id, hw.id, n, m, target, kid, budget, prec, ctx, opts, seq, thr, add, rec, cheap)
+    off = None
+    if rec is None and eid == "llama.cpp" and not isinstance(spec, PublishedProfile) and spec.mlp.moe_layers:
+        # llama.cpp runs what does not fit with experts in host memory: the offload study's own plan
+        from k3lib.studies.offload_model import best_offload_plan
+        for w in ladder:
+            try:
+                off = best_offload_plan(model=src, gpu=hw, gpus=n, weights=None if w == "native" and src is not
+                                        spec else w, kv_dtype=kid, context=target, batch=batch, host=host, ram=ram,
+                                        ram_bandwidth=ram_bandwidth)
+            except K3InputError:
+                off = None
+            if off is not None:
+                break
+    return Checklist(spec.id, hw.id, n, m, target, kid, budget, prec, ctx, opts, seq, thr, add, rec, cheap, off)
 
 
 # ----------------------------------------------------------------- guide 000's statements
