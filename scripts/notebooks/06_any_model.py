@@ -40,18 +40,22 @@ notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
     md("""
 ## Parameters
 
-`config` is a config shipped in `data/configs` (its name without `.json`) or a path, relative to this folder, to a `config.json`, a `.gguf` file or a safetensors folder.
+`config` is a config shipped in `data/configs` (its name without `.json`) or a path, relative to this folder, to a `config.json`, a `.gguf` file or a safetensors folder; `model_path`, when set, names your own file and replaces `config`.
+`gpus` and `nodes` give the layout by the rule of notebooks 03 and 05: TP inside a node, pipeline stages (PP) across nodes, whole nodes past one; 16 GPUs in one 8-GPU node is refused.
 """),
     parameters("""
 config: str = "llama-3.1-70b"  # fixture config name, or a path to a config.json, .gguf file or safetensors folder
 engine: str = "vllm"  # engine profile: vllm, llama.cpp, sglang, transformers, generic
 gpu: str = "h100-sxm"  # GPU id or alias (`k3plan gpus`): h100, h200, mi300x
-gpus: int = 4  # number of GPUs; vLLM and SGLang use them as the tensor-parallel size
+gpus: int = 4  # number of GPUs; vLLM and SGLang split them as TP inside a node × PP across nodes
+nodes: int = 0  # nodes the GPUs sit in; 0 for automatic (one node up to the GPU's node size, then whole nodes)
 context: str = "32K"  # context length T in tokens, K meaning 1,024
+model_path: str = ""  # a config.json, GGUF or safetensors folder; overrides config
 """),
     code(f"""
 {CHECK}
-setup = any_model.validate(config=config, engine=engine, gpu=gpu, gpus=gpus, context=context)
+setup = any_model.validate(config=config, engine=engine, gpu=gpu, gpus=gpus, context=context, nodes=nodes,
+                           model_path=model_path)
 model = setup.model
 setup.describe()
 """),
@@ -333,11 +337,12 @@ pd.DataFrame(k3_two_nodes.stages).assign(
     md("""
 ## Explore
 
-Pick a config, an engine, a GPU, a GPU count and a context; the table below updates in place.
+Pick a config, an engine, a GPU, a GPU count, the nodes and a context; the table below updates in place.
+The layout follows the rule of notebooks 03 and 05 ($G = TP·PP$, TP inside a node, PP across nodes): real K3 on 16 H200 is TP=8 × PP=2 over 2 nodes and fits, as there.
 Widgets need a live kernel; in a static export this cell shows nothing.
 """),
     code("""
-any_model.explorer(config=setup.config, engine=engine, gpu=gpu, gpus=gpus, context=context)
+any_model.explorer(config=setup.config, engine=engine, gpu=gpu, gpus=gpus, context=context, nodes=nodes)
 """),
     md(r"""
 ## Summary

@@ -183,7 +183,7 @@ audit.g004_table_check()
     md("""
 ### 5. Offload mode on a unified-memory machine
 
-Guide 004 prices 128 GB machines (Ryzen AI Max+ 395, DGX Spark, Macs) for an offload mode that needs 1,531 GB of system RAM; on those machines the unified pool *is* all the RAM there is, so nothing runs from RAM.
+Guide 004 prices 128 GB machines (Ryzen AI Max+ 395, DGX Spark, Macs) for an offload mode that needs 1,531 GB of system RAM; on those machines the unified pool *is* all the RAM there is, so the experts that do not fit stream from the SSD at every token: the Mac Studio 512 GB makes about 0.3 tokens/s, as [04](04-offload.ipynb) computes with the same function (`offload.unified_memory_estimate`).
 The split itself is K3's routed experts at a uniform 4.5 bits, more than the whole published 4-bit file:
 """),
     code("""
