@@ -269,6 +269,12 @@ def plan_for_engine(*, model: Any = "kimi-k3", engine: "str | EngineSettings | N
     ctx = parse_context_tokens(context, "context")
     plan = _core_plan(model, gpu=gpu, gpus=gpus, weights=w, kv_dtype=_core_kv(kv_dtype), context=ctx, batch=batch,
                       nodes=nodes, tp=tp, pp=pp, assumptions=assumptions)
+    from k3lib.core.memory import loaded_parts_notes
+
+    parts = tuple(n for n in loaded_parts_notes(plan.model, "generic" if eid == "guide" else eid)
+                  if n not in plan.notes)
+    if parts:   # what the total leaves out or assumes (vision tower, MTP layers, state dtypes), on screen
+        plan = dataclasses.replace(plan, notes=plan.notes + parts)
     if eid in ("guide", "generic"):
         return plan
     if plan.problems:   # e.g. a context beyond the model's maximum: no engine loads it

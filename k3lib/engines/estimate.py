@@ -9,7 +9,7 @@ from k3lib.core.layout import check_tp
 from k3lib.core.units import GiB, MiB
 from k3lib.engines.base import ENGINES, EngineEstimate, EngineProfile, _gib, _hardware, _resolve_model, get_engine
 from k3lib.engines.llamacpp import llamacpp_compute_buffer_bytes, llamacpp_memory, llamacpp_offload_split
-from k3lib.engines.sglang import sglang_cell_bytes, sglang_mem_fraction_static
+from k3lib.engines.sglang import sglang_cell_bytes, sglang_mem_fraction_static, sglang_state_bytes
 from k3lib.engines.transformers import transformers_cache_bytes
 from k3lib.engines.vllm import (VLLM_BLOCK_TOKENS, VLLM_CUDA_GRAPH_ESTIMATE_BYTES,
                                 VLLM_MAX_NUM_SEQS, VLLM_DEFAULT_VERSION, vllm_activation_peak_bytes, vllm_kv_layout,
@@ -169,8 +169,7 @@ def estimate_for_engine(engine: "str | EngineProfile", *, model: Any = "kimi-k3"
         avail = budget - w - rt
         cell = sglang_cell_bytes(model, tp=tp_i, kv_dtype=kv_dtype, dtype_bytes=base_b)
         cap = max(0, avail) // cell if cell else 0
-        state = sum(g.count * (g.recurrent_state_elements_per_layer + g.conv_state_elements_per_layer)
-                    for g in arch.attention) / tp_i * 4 * n_batch
+        state = sglang_state_bytes(arch, tp=tp_i, batch=n_batch)
         need = int(cell * ctx * n_batch + state)
         fits = avail > 0 and need <= avail
         printed = {"mem_fraction_static": f"{frac:.3f}", "Load weight end. mem usage": f"{w / GiB:.2f} GB",
