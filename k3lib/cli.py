@@ -500,12 +500,12 @@ def _add_checklist_parsers(sub) -> None:
                                    "whole nodes up to 32 GPUs) and each checkpoint the engine can load, the largest "
                                    "context (1K-token steps) that fits; empty where the model will not load. "
                                    "Computed by the vectorized sweep (the same bytes as `estimate`).")
-    p.add_argument("--model", default="kimi-k3", help="built-in model id; default kimi-k3")
+    add_model_source_args(p)
     p.add_argument("--gpu", default="h100-sxm,h200-sxm,b200,mi300x", help="comma-separated GPU ids "
                    "(default h100-sxm,h200-sxm,b200,mi300x)")
     p.add_argument("--kv-dtype", default="fp8", help="KV dtype (default fp8)")
     p.add_argument("--overhead-per-gpu", default=None, help="overhead per GPU (default: the model's rule, as `estimate`)")
-    p.add_argument("--engine", default="vllm", help="engine whose checkpoints form the columns (default vllm)")
+    add_engine_args(p)
     p.add_argument("--csv", action="store_true", help="print CSV (cells in tokens, empty where it will not load)")
     p.set_defaults(func=_cmd_cheatsheet)
 
@@ -624,7 +624,15 @@ def _cmd_cheatsheet(args) -> int:
     gpus = [g.strip() for g in args.gpu.split(",")]
     if not all(gpus):
         raise K3InputError("gpu", f"{args.gpu!r} has an empty item", "comma-separated ids, e.g. h100-sxm,h200-sxm")
-    df = cheatsheet(model=args.model, gpus=gpus, kv_dtype=args.kv_dtype, engine=args.engine,
+    from k3lib.engines.deployment import default_engine_for, normalize_engine
+
+    model = model_from_args(args)
+    eid = default_engine_for(model) if args.engine is None else normalize_engine(args.engine)
+    engine = engine_settings_from_args(args, eid) if eid not in ("guide", "generic") else eid
+    if args.overhead_per_gpu is not None and eid not in ("guide", "generic"):
+        raise K3InputError("overhead-per-gpu", f"is an assumption of k3lib's generic model; {eid} computes its own",
+                           "leave it out, or add --engine generic")
+    df = cheatsheet(model=model, gpus=gpus, kv_dtype=args.kv_dtype, engine=engine,
                     assumptions=_checklist_assumptions(args))
     if args.csv:
         print(df.to_csv(index=False), end="")

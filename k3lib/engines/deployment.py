@@ -214,16 +214,31 @@ def engine_max_context_tokens(model: Any, plan: Plan, settings: EngineSettings, 
     plan's ``batch`` sequences hold under the engine's rules (its verdict is monotonic in the
     context: a bisection over the grid); 0 when even ``step_tokens`` does not fit."""
     top = plan.model.max_context_tokens // step_tokens
+    seen: dict[int, EngineEstimate] = {}
+
+    def est(k: int) -> EngineEstimate:
+        if k not in seen:
+            seen[k] = _estimate(model, plan, settings, context_tokens=k * step_tokens, weights=weights,
+                                kv_dtype=kv_dtype)
+        return seen[k]
 
     def ok(k: int) -> bool:
-        return _estimate(model, plan, settings, context_tokens=k * step_tokens, weights=weights,
-                         kv_dtype=kv_dtype).fits
+        return est(k).fits
 
     if top < 1 or not ok(1):
         return 0
+    if ok(top):
+        return top * step_tokens
+    # bracket around the engine's own token capacity (for batch B, about capacity ÷ B), then bisect
+    guess = min(top - 1, max(1, est(1).kv_capacity_tokens // max(1, plan.batch) // step_tokens))
     lo, hi = 1, top
-    if ok(hi):
-        return hi * step_tokens
+    if ok(guess):
+        lo = guess
+        hi = guess + 1 if not ok(guess + 1) else top
+        if hi == top and guess + 1 < top:
+            lo = guess + 1
+    else:
+        hi = guess
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)

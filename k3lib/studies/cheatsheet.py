@@ -44,17 +44,32 @@ def cheatsheet(*, model: "str | ModelSpec", gpus: Sequence[str] = CHEATSHEET_GPU
     """
     import pandas as pd
 
+    from k3lib.core.models import PublishedProfile
+    from k3lib.studies.solver import _engine_id, _is_engine
+
     spec = _spec(model)
     a = _a(assumptions, spec)
     hws = [_hw(g) for g in gpus]
-    ws = tuple(precisions or precision_ladder(spec, engine))
+    eid = _engine_id(engine)
+    ws = tuple(precisions or precision_ladder(model if hasattr(model, "require_architecture") else spec, eid))
     kid = get_kv_dtype(kv_dtype).id
     n_batch = parse_positive_int(batch, "batch")
     ctx = context_grid(spec, step_tokens)
+    by_engine = _is_engine(engine) and not isinstance(spec, PublishedProfile)
     frames = []
     for hw in hws:
         counts = candidate_gpu_counts(spec, hw, max_gpus=parse_positive_int(max_gpus, "max_gpus"))
         if not counts:
+            continue
+        if by_engine:   # the engine's own limit per cell (its rules decide), not k3lib's sweep
+            mx, layouts = _engine_max_contexts(model, hw, counts, ws, kid, n_batch, engine, step_tokens)
+            part = pd.DataFrame({"gpu": hw.id, "gpus": list(counts), "nodes": [lay.nodes for lay in layouts],
+                                 "tp": [lay.tp for lay in layouts], "pp": [lay.pp for lay in layouts]})
+            for pi, w in enumerate(ws):
+                col = pd.array(mx[:, pi], dtype="Int64")
+                col[col == 0] = pd.NA
+                part[w] = col
+            frames.append(part)
             continue
         grid = _grid(spec, hw, counts, ws, [kid], ctx, batch=n_batch, assumptions=a)
         mx = grid.max_context()[:, :, 0]                                  # [N, P]
@@ -67,12 +82,38 @@ def cheatsheet(*, model: "str | ModelSpec", gpus: Sequence[str] = CHEATSHEET_GPU
         frames.append(part)
     df = pd.concat(frames, ignore_index=True)
     df.insert(0, "config", [f"{g} {m}×{n // m}" if m > 1 else f"{g} ×{n}" for g, n, m in zip(df.gpu, df.gpus, df.nodes)])
+    basis = f"by {eid}'s rules" if by_engine else "by k3lib's component model"
     df.attrs.update(model=spec.id, kv_dtype=kid, batch=n_batch, step_tokens=step_tokens, precisions=ws,
-                    engine=engine,
+                    engine=eid,
                     note=(f"max context (tokens) at {kid} KV, batch {n_batch}, 1K-token grid up to "
-                          f"{format_context(spec.max_context_tokens)}; deployable layouts only (TP inside a node, "
-                          f"PP across whole nodes); weights the {engine} engine can load; empty = will not load"))
+                          f"{format_context(spec.max_context_tokens)}, {basis}; deployable layouts only (TP inside a "
+                          f"node, PP across whole nodes); weights the {eid} engine can load; empty = will not load"))
     return df
+
+
+def _engine_max_contexts(model, hw, counts, ws, kid, batch, engine, step_tokens):
+    """[count, weights] → the engine's longest context (0 = does not load), and each count's layout."""
+    from k3lib.engines.deployment import EngineSettings, engine_max_context_tokens, plan_for_engine
+
+    settings = engine if isinstance(engine, EngineSettings) else EngineSettings(str(engine))
+    out = np.zeros((len(counts), len(ws)), dtype=np.int64)
+    layouts = []
+    for i, n in enumerate(counts):
+        lay = None
+        for j, w in enumerate(ws):
+            try:
+                p = plan_for_engine(model=model, engine=settings, gpu=hw, gpus=n, weights=w, kv_dtype=kid,
+                                    context=step_tokens, batch=batch, with_limits=False)
+            except K3InputError:
+                continue
+            lay = lay or p.layout
+            out[i, j] = engine_max_context_tokens(model, p, settings, weights=w, kv_dtype=kid,
+                                                  step_tokens=step_tokens)
+        if lay is None:
+            from k3lib.core.layout import choose_layout
+            lay = choose_layout(_spec(model), gpus=n, gpus_per_node=hw.gpus_per_node)
+        layouts.append(lay)
+    return out, layouts
 
 
 def cheatsheet_gpus(gpu: "str | GPUSpec | None" = None) -> tuple[str, ...]:
