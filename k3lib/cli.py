@@ -118,26 +118,16 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
 
 
 def _loaded_from_args(args: argparse.Namespace):
-    """The LoadedModel named by --config/--gguf/--safetensors, or None for --model."""
+    """The LoadedModel named by --config/--gguf/--safetensors, or None for --model; the loader's
+    warnings go to stderr, one line each."""
     import warnings
 
-    from k3lib.loaders import load_config, load_gguf, load_safetensors
+    from k3lib.loaders import load_source
 
-    for name in ("config", "gguf", "safetensors"):
-        value = getattr(args, name, None)
-        if value is not None and not str(value).strip():
-            raise K3InputError(name, "is empty", "a path to a local file or folder")
-    path = getattr(args, "config", None) or getattr(args, "gguf", None) or getattr(args, "safetensors", None)
-    if path is None:
-        return None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if getattr(args, "config", None):
-            loaded = load_config(path)
-        elif getattr(args, "gguf", None):
-            loaded = load_gguf(path)
-        else:
-            loaded = load_safetensors(path)
+        loaded = load_source(config=getattr(args, "config", None), gguf=getattr(args, "gguf", None),
+                             safetensors=getattr(args, "safetensors", None))
     for w in caught:
         print(f"k3plan: warning: {w.message}", file=sys.stderr)
     return loaded
@@ -720,6 +710,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except K3InputError as exc:
         print(f"k3plan: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:   # `k3plan formats | head`: the reader left; end quietly, as Unix tools do
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())   # Python's own flush at exit would raise again
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

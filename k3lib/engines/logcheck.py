@@ -370,7 +370,12 @@ def add_check_log_parser(sub) -> None:
                                    "Lines not understood are listed, not guessed.")
     p.add_argument("log", metavar="LOG", help="the log file ('-' for standard input)")
     p.add_argument("--engine", default=None, help="vllm, sglang, llama.cpp or ollama (default: detected)")
-    p.add_argument("--model", default=None, help="the model when the log does not name it (a built-in id)")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--model", default=None, help="the model when the log does not name it (a built-in id)")
+    source.add_argument("--config", metavar="PATH", default=None, help="the model as a local config.json (or its folder)")
+    source.add_argument("--gguf", metavar="FILE", default=None, help="the model as a local .gguf file (exact tensors)")
+    source.add_argument("--safetensors", metavar="DIR", default=None,
+                        help="the model as a local safetensors checkpoint (folder with config.json)")
     p.add_argument("--tp", type=int, default=None, help="tensor-parallel size when the log does not say")
     p.add_argument("--kv-cache-dtype", default=None, help="KV cache dtype when the log does not say (fp8, auto…)")
     p.add_argument("--vllm-version", default=None, help="vLLM version whose rules apply when the log prints none")
@@ -393,7 +398,10 @@ def cmd_check_log(args: argparse.Namespace) -> int:
     if args.vllm_version is not None:
         from k3lib.engines.vllm import parse_vllm_version
         parse_vllm_version(args.vllm_version)                 # one clear error for a bad version
-    chk = check_log(text, engine=args.engine, model=args.model, tp=args.tp, kv_cache_dtype=args.kv_cache_dtype,
+    from k3lib.loaders import load_source
+
+    model = load_source(config=args.config, gguf=args.gguf, safetensors=args.safetensors) or args.model
+    chk = check_log(text, engine=args.engine, model=model, tp=args.tp, kv_cache_dtype=args.kv_cache_dtype,
                     vllm_version=args.vllm_version, max_model_len=args.max_model_len)
     if args.json:
         print(json.dumps({"engine": chk.engine, "model": chk.model_id, "config": chk.config,

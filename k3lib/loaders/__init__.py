@@ -46,6 +46,24 @@ def load_path(path: "str | os.PathLike[str]") -> LoadedModel:
     raise K3InputError("path", f"{p}: no such file or folder")
 
 
-__all__ = ["LoadedModel", "TensorInfo", "TENSOR_GROUPS", "DTYPE_BITS", "load_config", "load_gguf",
+#: the model options every command takes, and the loader each one names
+MODEL_SOURCES = {"config": load_config, "gguf": load_gguf, "safetensors": load_safetensors}
+
+
+def load_source(*, config: object = None, gguf: object = None, safetensors: object = None) -> LoadedModel | None:
+    """The model a ``--config``/``--gguf``/``--safetensors`` option names (at most one given), or None
+    when none is: the file the user names is the model planned, or one K3InputError naming the
+    option (an empty path included)."""
+    given = {k: v for k, v in (("config", config), ("gguf", gguf), ("safetensors", safetensors)) if v is not None}
+    if len(given) > 1:
+        raise K3InputError(next(iter(given)), "give one model source", "--config, --gguf or --safetensors")
+    for name, value in given.items():
+        if not str(value).strip():
+            raise K3InputError(name, "is empty", "a path to a local file or folder")
+        return MODEL_SOURCES[name](str(value).strip())
+    return None
+
+
+__all__ = ["LoadedModel", "load_source", "MODEL_SOURCES", "TensorInfo", "TENSOR_GROUPS", "DTYPE_BITS", "load_config", "load_gguf",
            "load_safetensors", "load_path", "plan_for_loaded", "tensor_group", "is_expert_tensor",
            "read_config_json", "read_safetensors_header", "scan_gguf_header", "architecture_from_gguf"]
