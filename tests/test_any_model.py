@@ -509,7 +509,7 @@ def test_parameters_cell_reads_with_help():
         assert re.fullmatch(r'(\w+): (str|int) = ("[^"]*"|\d+)  # [^=]+', line), line
     assert "any_model.validate(" in code[tagged[0] + 1].source
     inspected = papermill.inspect_notebook(str(NOTEBOOK))
-    assert list(inspected) == ["config", "engine", "gpu", "gpus", "context"]
+    assert list(inspected) == ["config", "engine", "gpu", "gpus", "nodes", "context", "model_path"]
     assert all(p["help"] and p["inferred_type_name"] in ("str", "int") for p in inspected.values())
 
 

@@ -144,8 +144,9 @@ class AnyModelSetup:
                                    context=self.context_tokens, **split)
 
     def describe(self) -> str:
-        """One line: model, file, engine, GPUs (and their layout), context."""
-        where = f" ({self.layout.describe()})" if self.layout is not None else ""
+        """One line: model, file, engine, GPUs (and their layout where it has stages or nodes), context."""
+        lay = self.layout
+        where = f" ({lay.describe()})" if lay is not None and (lay.pp > 1 or lay.nodes > 1) else ""
         return (f"{self.model.id} ({self.model.file_format}) on {self.gpus}× {self.gpu.id}{where}, "
                 f"{self.engine.name} {self.engine.version}, {self.context_tokens:,}-token context")
 
@@ -159,7 +160,7 @@ def validate(*, config: object, engine: object, gpu: object, gpus: object, conte
     ``config``.
 
     >>> validate(config="llama-3.1-70b", engine="vllm", gpu="h100", gpus=4, context="32K").describe()
-    'llama-3.1-70b (config) on 4× h100-sxm (TP=4), vLLM 0.19.0 (V1 engine), 32,768-token context'
+    'llama-3.1-70b (config) on 4× h100-sxm, vLLM 0.19.0 (V1 engine), 32,768-token context'
     >>> validate(config="kimi-k3", engine="vllm", gpu="h200", gpus=16, context="256K").layout.describe()
     'TP=8 × PP=2 over 2 nodes'
     """
@@ -193,11 +194,15 @@ def validate(*, config: object, engine: object, gpu: object, gpus: object, conte
             raise fail(name, exc) from None
     from k3lib.views.explorers import node_layout
 
+    auto = nodes in (None, 0, "0", "")
     try:
         layout = node_layout(model=loaded.require_architecture(), gpu=values["gpu"], gpus=values["gpus"], nodes=nodes)
     except K3InputError as exc:
-        raise fail("nodes" if exc.field in ("nodes", "pp") else "gpus", exc,
-                   drop_field=exc.field not in ("nodes", "gpus")) from None
+        if auto:   # no deployable layout: the engine's own split decides, and names the problem below
+            layout = None
+        else:
+                raise fail("nodes" if exc.field in ("nodes", "pp") else "gpus", exc,
+                       drop_field=exc.field not in ("nodes", "gpus")) from None
     setup = AnyModelSetup(str(config), loaded, values["engine"], values["gpu"], values["gpus"], values["context"],
                           layout)
     try:
