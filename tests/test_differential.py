@@ -55,7 +55,7 @@ def test_one_valid_tp_rule():
 def test_kv_per_rank_by_attention_kind():
     """GQA splits ÷min(TP, K); an MLA latent is replicated; worked for Llama 3.1 70B (80 layers,
     8 KV heads × 128 × 2) and DeepSeek-V3 (61 layers, latent 512 + 64) at 8K, BF16, TP = 16 on two nodes."""
-    llama = make_plan(model="llama-3.1-70b", gpu="h200", gpus=16, tp=16, nodes=1, context=8192, weights="bf16")
+    llama = make_plan(model="llama-3.1-70b", gpu="h200", gpus=16, tp=16, context=8192, weights="bf16")
     assert llama.per_gpu.kv_cache_bytes == 80 * 8 * 256 * 2 * 8192 // 8
     ds = make_plan(model="deepseek-v3", gpu="h200", gpus=16, context=8192, weights="native")
     assert (ds.tp, ds.pp) == (8, 2)
@@ -76,7 +76,7 @@ def test_per_gpu_total_does_not_grow_with_tp(model):
     totals = {}
     for tp in valid_tp_sizes(spec, 64):
         try:
-            p = make_plan(model=model, gpu="b200", gpus=tp, tp=tp, nodes=1, weights="native", context=8192)
+            p = make_plan(model=model, gpu="b200", gpus=tp, tp=tp, weights="native", context=8192)
         except K3InputError:
             continue
         totals[tp] = p.per_gpu.total_bytes
@@ -117,7 +117,7 @@ def test_vllm_profile_weights_per_rank_are_the_core_rule_plus_named_paddings(mod
     checked = 0
     for tp in valid_tp_sizes(spec, 64):
         try:
-            plan = make_plan(model=model, gpu="b200", gpus=tp, tp=tp, nodes=1, weights="native", context=8192)
+            plan = make_plan(model=model, gpu="b200", gpus=tp, tp=tp, weights="native", context=8192)
         except K3InputError:
             continue
         engine = vllm_weights_bytes_per_rank(spec, tp=tp, weights="native")
@@ -141,7 +141,7 @@ def test_llama_70b_tp16_k_v_projections_replicated_by_hand():
     from k3lib.engines import vllm_weights_bytes_per_rank
 
     per_layer = 8192 * 4 * 128 * 2 + 8192 * 256
-    plan = make_plan(model="llama-3.1-70b", gpu="b200", gpus=16, tp=16, nodes=1, weights="bf16", context=8192)
+    plan = make_plan(model="llama-3.1-70b", gpu="b200", gpus=16, tp=16, weights="bf16", context=8192)
     engine = vllm_weights_bytes_per_rank("llama-3.1-70b", tp=16, weights="bf16")
     assert engine["attention"] == 80 * per_layer * 2
     assert plan.peak.weights_replicated_bytes == 80 * 8192 * 256 * 2 + (80 * 2 + 1) * 8192 * 2  # K/V head + norms

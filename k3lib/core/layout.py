@@ -313,4 +313,10 @@ def choose_layout(model, *, gpus: int, nodes: int | None = None, tp: int | None 
     if isinstance(model, Architecture) and pp > model.num_layers:
         raise DoesNotSplitError("pp", f"{pp} pipeline stages for {model.num_layers} layers",
                                 f"at most {model.num_layers}")
+    if isinstance(model, Architecture) and gpus // nodes > gpus_per_node:
+        # a real deployment: a node holds what the hardware row says (a guide profile keeps the guides'
+        # one-pool arithmetic, which the audit reproduces)
+        raise K3InputError("nodes", f"{gpus} GPUs in {nodes} node{'s' if nodes > 1 else ''} is "
+                           f"{gpus // nodes} per node, but a node of this GPU holds {gpus_per_node}",
+                           f"at least {-(-gpus // gpus_per_node)} nodes")
     return Layout(tp=tp, pp=pp, dp=dp, ep=ep, nodes=nodes)

@@ -292,8 +292,8 @@ def plan_for_engine(*, model: Any = "kimi-k3", engine: "str | EngineSettings | N
         plan = dataclasses.replace(plan, notes=plan.notes + parts)
     if eid in ("guide", "generic"):
         return plan
-    if plan.problems:   # e.g. a context beyond the model's maximum: no engine loads it
-        return plan
+    # with problems (a context past the model's maximum) the engine's figures are still shown, and the
+    # plan does not load whatever they say (Plan.fits needs Plan.loads)
     est = _estimate(model, plan, settings, context_tokens=ctx, weights=w, kv_dtype=kv_dtype)
     mx = engine_max_context_tokens(model, plan, settings, weights=w, kv_dtype=kv_dtype) if with_limits else None
     verdict = verdict_from_estimate(plan, settings, est, mx)
