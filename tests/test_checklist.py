@@ -226,11 +226,10 @@ def test_step3_architecture_uses_replicated_per_gpu_kv():
     assert lim.kv_bytes_per_token == 24 * 576 * 2 == 27_648
     assert lim.method == "k3lib per-GPU sweep"
     assert lim.max_context_tokens == 1_048_576                 # fits the model's maximum
-    # on 12 H200 in one 12-GPU pool (asked for explicitly: TP=12, the latent on every rank) the
-    # replication binds before the linear formula
+    # 12 H200 in one node (an H200 node holds 8) is no deployment: a named error, not a 12-way TP pool
     b12 = step1_budget(model="kimi-k3", gpu="h200", gpus=12)
-    c12 = step3_context(model="kimi-k3", gpu="h200", gpus=12, nodes=1, weights="native", budget=b12)
-    assert c12.limit("bf16").max_context_tokens < min(c12.limit("bf16").formula_context_tokens, 1_048_576)
+    with pytest.raises(K3InputError, match="^nodes: 12 GPUs in 1 node"):
+        step3_context(model="kimi-k3", gpu="h200", gpus=12, nodes=1, weights="native", budget=b12)
 
 
 def test_step4_fp8_is_derived_flash_and_paged_are_guide_claims():
@@ -243,14 +242,17 @@ def test_step4_fp8_is_derived_flash_and_paged_are_guide_claims():
     assert fa.basis == pa.basis == "guide claim"
     assert fa.saves_bytes_total == (int(0.20 * 10 * G), int(0.35 * 10 * G))
     total = (W["q4"] + 32 + ACT + 64) * G                       # 431 GiB in use
-    assert pa.saves_bytes_total == (int(0.05 * total), int(0.12 * total))
+    # the guide's 5–12 % of it, but never more than the 32 GiB FP8 cache PagedAttention pages
+    assert pa.saves_bytes_total == (int(0.05 * total), 32 * G)
+    assert "capped at the whole KV cache (32.0 GiB)" in pa.reason
     assert "claim" in fa.reason and "not derived" in pa.reason
 
 
 def test_step4_real_k3_fp8_saves_little():
-    # 2×8 H200, TP=8 PP=2: per GPU 27,648·262,144/2 B = 3.375 GiB at BF16 → FP8 saves 1.6875 GiB per GPU.
+    # 2×8 H200, TP=8 PP=2, the fullest GPU on stage 0 (47 layers, 11 of the config's 24 MLA layers): its latent
+    # (512 + 64) × 2 B per token per layer at BF16, half at FP8: FP8 saves 11 · 576 · 262,144 B = 1.55 GiB per GPU
     o = step4_optimizations(model="kimi-k3", gpu="h200", gpus=16, nodes=2, weights="native", context="256K")
-    assert o.get("FP8 KV cache").saves_bytes_per_gpu[0] == 27_648 // 2 * 262_144 // 2
+    assert o.get("FP8 KV cache").saves_bytes_per_gpu[0] == 11 * 576 * 262_144
 
 
 @pytest.mark.parametrize("target, predicted, values, final", [
@@ -304,11 +306,14 @@ def test_run_checklist_all_seven_steps():
     d = c.to_dict()
     assert d["budget_bytes"] == 432 * G and d["test_sequence"] == [128 * K, 256 * K]
     # the real K3 on 8 H100: nothing fits; step 7 counts at the smallest checkpoint vLLM can load
-    # (the native one: no 2-bit K3 checkpoint exists for vLLM); the cheapest is 3 whole nodes
+    # (the native one: no 2-bit K3 checkpoint exists for vLLM); by vLLM's rules the cheapest is 4 whole
+    # nodes (3 hold the weights, but 0.9 × 79.19 GiB leaves the last stage under a GiB for the cache)
     k3 = run_checklist(model="kimi-k3", gpu=H100, gpus=8, context="256K")
     assert k3.precision.weights is None and k3.recommended is None
-    assert k3.add_one.weights == "native" and k3.add_one.needed_gpus == k3.cheapest.gpus == 24
-    assert (k3.cheapest.nodes, k3.cheapest.tp, k3.cheapest.pp) == (3, 8, 3)
+    assert k3.add_one.weights == "native" and k3.add_one.needed_gpus == k3.cheapest.gpus == 32
+    assert (k3.cheapest.nodes, k3.cheapest.tp, k3.cheapest.pp) == (4, 8, 4)
+    generic = run_checklist(model="kimi-k3", gpu=H100, gpus=8, context="256K", engine="generic")
+    assert generic.cheapest.gpus == 24                           # k3lib's component model alone
 
 
 # ------------------------------------------------------------ solver
@@ -393,11 +398,15 @@ def test_cheatsheet_values_derived_by_hand():
 def test_cheatsheet_real_k3_needs_three_h100_nodes():
     # native K3 (1,453.66 GiB of tensors) over 16 H100: 90.9 GiB of weights per GPU > 79.19 → empty;
     # 24 H100 (3 nodes, TP8 × PP3): ≈ 61 GiB of weights per GPU, fits up to the model's 1M
-    df = cheatsheet(model="kimi-k3", gpus=[H100])
+    df = cheatsheet(model="kimi-k3", gpus=[H100], engine="generic")
     assert list(df.columns[5:]) == ["pp", "native", "fp8-block"]
     assert df[df.gpus <= 16]["native"].isna().all()
     assert df[df.gpus == 24]["native"].iloc[0] == 1_048_576
     assert (df[df.gpus == 24]["tp"].iloc[0], df[df.gpus == 24]["pp"].iloc[0]) == (8, 3)
+    # by vLLM's rules (the default) 24 H100 hold far less: each stage keeps 0.9 × 79.19 GiB and
+    # its weights, activation peak and 2.15 GiB NCCL leave the cache under a GiB; 32 hold the 1M maximum
+    v = cheatsheet(model="kimi-k3", gpus=[H100])
+    assert 0 < v[v.gpus == 24]["native"].iloc[0] < 64 * 1024 and v[v.gpus == 32]["native"].iloc[0] == 1_048_576
 
 
 def test_cheatsheet_is_computed_by_the_sweep_not_make_plan(monkeypatch):
@@ -551,9 +560,9 @@ def test_checklist_frame_callback():
     # a different overhead changes step 1: 6 × (80 − 6) = 444 GiB
     assert checklist_frame(model=GUIDE, gpu=H100, gpus=6, context="256K",
                            overhead_per_gpu_gib=6)["figure"].iloc[0] == "real budget 444.0 GiB"
-    # real K3 on 8 H100: nothing fits here, the recommended row points at the cheapest
+    # real K3 on 8 H100: nothing fits here, the recommended row points at the cheapest (by vLLM's rules)
     k3 = checklist_frame(model="kimi-k3", gpu=H100, gpus=8, context="256K")
-    assert "Nothing fits on 8 GPUs" in k3["reason"].iloc[-1]
+    assert "Nothing loads on your 8× h100-sxm" in k3["reason"].iloc[-1] and "4 nodes × 8" in k3["reason"].iloc[-1]
 
 
 @pytest.mark.parametrize("kw, field", [({"gpus": 0}, "gpus"), ({"context": "abc"}, "context"),
@@ -593,7 +602,7 @@ def test_notebook_parameters_change_the_answers(tmp_path):
     nb = _papermill(tmp_path, gpu="h200", gpus=4, context="128K")
     cell = next(c for c in nb.cells if c.cell_type == "code" and "checklist.step1_budget(" in c.source)
     text = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
-    assert "real budget 532.0 GiB" in text                       # 4 × 141 − 4 × 8
+    assert "real budget 529.6 GiB" in text                       # 4 × 140.4 (an H200's usable GiB) − 4 × 8
     assert any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells)
 
 

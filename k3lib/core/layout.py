@@ -286,6 +286,7 @@ def choose_layout(model, *, gpus: int, nodes: int | None = None, tp: int | None 
     TP × DP × PP = GPUs, stages ≤ layers) but not second-guessed."""
     if tp is None and pp is None and nodes is None and dp == 1 and ep == 1:
         return deployable_layout(model, gpus=gpus, gpus_per_node=gpus_per_node)
+    nodes_given = nodes is not None
     if nodes is None:
         nodes = 1 if gpus <= gpus_per_node or gpus % gpus_per_node else gpus // gpus_per_node
     if gpus % nodes:
@@ -313,7 +314,7 @@ def choose_layout(model, *, gpus: int, nodes: int | None = None, tp: int | None 
     if isinstance(model, Architecture) and pp > model.num_layers:
         raise DoesNotSplitError("pp", f"{pp} pipeline stages for {model.num_layers} layers",
                                 f"at most {model.num_layers}")
-    if isinstance(model, Architecture) and gpus // nodes > gpus_per_node:
+    if nodes_given and isinstance(model, Architecture) and gpus // nodes > gpus_per_node:
         # a real deployment: a node holds what the hardware row says (a guide profile keeps the guides'
         # one-pool arithmetic, which the audit reproduces)
         raise K3InputError("nodes", f"{gpus} GPUs in {nodes} node{'s' if nodes > 1 else ''} is "

@@ -45,13 +45,14 @@ def cheatsheet(*, model: "str | ModelSpec", gpus: Sequence[str] = CHEATSHEET_GPU
     import pandas as pd
 
     from k3lib.core.models import PublishedProfile
-    from k3lib.studies.solver import _engine_id, _is_engine
+    from k3lib.studies.solver import _checkpoint_engine, _engine_id, _is_engine
 
     spec = _spec(model)
     a = _a(assumptions, spec)
     hws = [_hw(g) for g in gpus]
     eid = _engine_id(engine)
-    ws = tuple(precisions or precision_ladder(model if hasattr(model, "require_architecture") else spec, eid))
+    ws = tuple(precisions or precision_ladder(model if hasattr(model, "require_architecture") else spec,
+                                              _checkpoint_engine(engine)))
     kid = get_kv_dtype(kv_dtype).id
     n_batch = parse_positive_int(batch, "batch")
     ctx = context_grid(spec, step_tokens)

@@ -25,7 +25,7 @@ from k3lib.core.search import gpus_per_node_of
 from k3lib.core.units import GiB, parse_context_tokens, parse_positive_int
 from k3lib.studies.cheatsheet import (PRIORITY_LEVERS, OrderCheck, cheatsheet, cheatsheet_display,  # noqa: F401
                                       cheatsheet_gpus, check_priority_order, optimal_gpu_counts, priority_matrix)
-from k3lib.studies.solver import (CHEATSHEET_GPUS, CONTEXT_STEP_TOKENS, ENGINE_RESERVE_FRACTION,  # noqa: F401
+from k3lib.studies.solver import (CHEATSHEET_GPUS, _checkpoint_engine, CONTEXT_STEP_TOKENS, ENGINE_RESERVE_FRACTION,  # noqa: F401
                                   GUIDE_KV_DTYPES, SOLVER_KV_DTYPES, Configuration, _a,
                                   _gib, _hw, _spec, best_configuration, checklist_assumptions, cheapest_configuration,
                                   context_grid, format_context, min_gpus, precision_ladder)
@@ -193,7 +193,7 @@ def run_checklist(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
                                context=run_ctx, batch=batch, assumptions=a)
     # Step 7 needs a precision even when none fits this inventory: then the smallest checkpoint.
     eid = str(getattr(engine, "engine", engine))
-    ladder = precision_ladder(model if hasattr(model, "require_architecture") else spec, eid)
+    ladder = precision_ladder(model if hasattr(model, "require_architecture") else spec, _checkpoint_engine(engine))
     smallest = min(ladder, key=lambda w: _weights_size(spec, w))
     add = step7_add_one_gpu(model=spec, gpu=hw, weights=prec.weights or smallest, kv_dtype=kid,
                             context=target, batch=batch, assumptions=a, engine=engine, source=src)

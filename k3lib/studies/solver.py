@@ -130,6 +130,12 @@ def _engine_id(engine: Any) -> str:
     return str(getattr(engine, "engine", engine)).strip().lower()
 
 
+def _checkpoint_engine(engine: Any) -> str:
+    """Whose checkpoints the ladder lists: the engine's; vLLM's for k3lib's generic model or a guide's policy."""
+    eid = _engine_id(engine)
+    return "vllm" if eid in ("generic", "guide", "k3lib", "default") else eid
+
+
 def _hw(gpu: "str | GPUSpec") -> GPUSpec:
     return gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)
 
@@ -339,7 +345,7 @@ def _solver_inputs(model, gpu, context, weights, kv_dtypes, batch, engine):
     spec, hw = _spec(model), _hw(gpu)
     target = parse_context_tokens(context, "context")
     ws = tuple(weights or precision_ladder(model if hasattr(model, "require_architecture") else spec,
-                                           _engine_id(engine)))
+                                           _checkpoint_engine(engine)))
     ks = _rank_kv(kv_dtypes)
     n_batch = parse_positive_int(batch, "batch")
     return spec, hw, target, ws, ks, n_batch

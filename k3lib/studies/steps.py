@@ -362,7 +362,8 @@ def step4_optimizations(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus:
     cur = make_plan(kv_dtype=kv_dtype, **common)
     n = cur.gpus
     kv_total = bf.total.kv_cache_bytes - f8.total.kv_cache_bytes
-    kv_gpu = bf.per_gpu.kv_cache_bytes - f8.per_gpu.kv_cache_bytes
+    s = cur.peak.stage           # on the fullest GPU of this plan: the same stage at both dtypes
+    kv_gpu = bf.shares[s].kv_cache_bytes - f8.shares[s].kv_cache_bytes
     act = cur.total.activation_bytes
     # a lever saves at most what it acts on: FlashAttention the activation, PagedAttention the KV cache
     fa = tuple(int(x) for x in capped_claim_bytes(GUIDE_FLASH_ATTENTION_SAVING, act, act))
