@@ -332,6 +332,24 @@ def _cmd_gpus(args) -> int:
     return 0
 
 
+def _cmd_hosts(args) -> int:
+    from k3lib.core.hosts import load_hosts
+
+    hosts = load_hosts()
+    if args.json:
+        print(json.dumps([{"id": h.id, "name": h.name, "aliases": list(h.aliases), "memory_type": h.memory_type,
+                           "memory_channels": h.memory_channels, "mt_per_s": h.mt_per_s, "sockets": h.sockets,
+                           "bandwidth_bytes_per_s": h.memory_bw_bytes_per_s,
+                           "max_memory_bytes": h.max_memory_bytes, "unified_memory": h.unified_memory,
+                           "source": h.source} for h in hosts], indent=2))
+        return 0
+    print(f"{'id':<26}{'channels':>9}{'MT/s':>7}{'sockets':>8}{'bandwidth (GB/s)':>18}  name")
+    for h in hosts:
+        print(f"{h.id:<26}{h.memory_channels:>9}{h.mt_per_s:>7}{h.sockets:>8}"
+              f"{h.memory_bw_bytes_per_s / GB:>18,.1f}  {h.name}")
+    return 0
+
+
 def _cmd_formats(args) -> int:
     from k3lib.core.precisions import kv_dtypes, weight_formats
 
@@ -691,6 +709,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("gpus", help="list built-in GPUs", description="List built-in GPUs and unified-memory machines.")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_gpus)
+    p = sub.add_parser("hosts", help="list host platforms (memory channels, RAM bandwidth)",
+                       description="List the host platforms whose RAM bandwidth offload plans read (data/hosts.csv): "
+                                   "channels × sockets × MT/s × 8 B.")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_hosts)
     p = sub.add_parser("formats", help="list weight formats and KV dtypes",
                        description="List weight formats and KV-cache dtypes with their sizes.")
     p.set_defaults(func=_cmd_formats)

@@ -358,3 +358,15 @@ def test_a_node_holds_what_the_hardware_says():
     rc, _, err = _cli("plan", "--gpus", "16", "--nodes", "1", "--gpu", "h100-sxm")
     assert rc == 2 and err.startswith("k3plan: error: nodes: 16 GPUs in 1 node is 16 per node, but a node of this "
                                       "GPU holds 8")
+
+
+def test_hosts_lists_ids_and_bandwidth_from_channels():
+    """`k3plan hosts --json`: every row's bandwidth is channels × sockets × MT/s × 8 B (an EPYC 9005 socket:
+    12 channels of DDR5-6000 = 576 GB/s)."""
+    rc, out, _ = _cli("hosts", "--json")
+    rows = {r["id"]: r for r in json.loads(out)}
+    assert rc == 0 and rows
+    for r in rows.values():
+        assert r["bandwidth_bytes_per_s"] == r["memory_channels"] * r["sockets"] * r["mt_per_s"] * 10**6 * 8
+    epyc = next(r for k, r in rows.items() if k.startswith("epyc-9005") and r["sockets"] == 1)
+    assert epyc["bandwidth_bytes_per_s"] == 576 * 10**9
