@@ -304,17 +304,10 @@ def _context_tokens(meta: dict, arch: str, source: str) -> tuple[int, str | None
 def _warn_assumed(arch: str, source: str, assumed: list[str]) -> None:
     """One :class:`~k3lib.loaders.hf_config.AssumedFieldWarning`, worded as a config.json's: an
     unknown architecture names what was assumed; a known one with a missing key names that."""
-    import warnings
+    from k3lib.loaders.hf_config import warn_assumed
 
-    from k3lib.loaders.hf_config import AssumedFieldWarning
-
-    if arch not in KNOWN_GGUF_ARCHITECTURES:
-        fields = "; ".join(assumed) if assumed else "no key was missing"
-        warnings.warn(f"general.architecture {arch!r} is not one k3lib knows ({source}); read as a transformer "
-                      f"from the standard {arch}.* keys and tensor names. Assumed: {fields}",
-                      AssumedFieldWarning, stacklevel=3)
-    elif assumed:
-        warnings.warn(f"{source}: assumed " + "; ".join(assumed), AssumedFieldWarning, stacklevel=3)
+    warn_assumed(f"general.architecture {arch!r}", source, assumed, unknown=arch not in KNOWN_GGUF_ARCHITECTURES,
+                 read_as=f"a transformer from the standard {arch}.* keys and tensor names")
 
 
 def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, source: str) -> Architecture:

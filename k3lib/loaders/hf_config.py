@@ -95,6 +95,18 @@ class AssumedFieldWarning(UserWarning):
     """A config lacked a field and a standard default was assumed."""
 
 
+def warn_assumed(what: str, source: str, assumed: "list[str]", *, unknown: bool, read_as: str) -> None:
+    """One :class:`AssumedFieldWarning` for a model read from a file: an unknown ``what`` (a
+    config's ``model_type``, a GGUF's ``general.architecture``) names how it was read and what
+    was assumed; a known one with missing keys names those."""
+    if unknown:
+        fields = "; ".join(assumed) if assumed else "no field was missing"
+        warnings.warn(f"{what} is not one k3lib knows ({source}); read as {read_as}. Assumed: {fields}",
+                      AssumedFieldWarning, stacklevel=3)
+    elif assumed:
+        warnings.warn(f"{source}: assumed " + "; ".join(assumed), AssumedFieldWarning, stacklevel=3)
+
+
 def _text_config(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
     tc = cfg.get("text_config")
     return tc if isinstance(tc, Mapping) else cfg
@@ -628,13 +640,8 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
     tie = bool(tc.get("tie_word_embeddings", cfg.get("tie_word_embeddings", tie_default)))
     if unknown and "tie_word_embeddings" not in tc and "tie_word_embeddings" not in cfg:
         assumed.append("tie_word_embeddings = false (separate lm_head)")
-    if unknown:
-        fields = "; ".join(assumed) if assumed else "no field was missing"
-        warnings.warn(f"model_type {mtype!r} is not one k3lib knows ({src}); read as a dense gated-MLP "
-                      f"transformer with full attention from the standard fields. Assumed: {fields}",
-                      AssumedFieldWarning, stacklevel=2)
-    elif assumed:
-        warnings.warn(f"{src}: assumed " + "; ".join(assumed), AssumedFieldWarning, stacklevel=2)
+    warn_assumed(f"model_type {mtype!r}", src, assumed, unknown=unknown,
+                 read_as="a dense gated-MLP transformer with full attention from the standard fields")
     return Architecture(
         id=id, name=name or id, hidden_size=d, vocab_size=vocab, num_layers=n_layers,
         attention=tuple(groups), mlp=mlp, max_context_tokens=int(max_ctx), tie_word_embeddings=tie,
