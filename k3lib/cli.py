@@ -561,6 +561,10 @@ def _cmd_plan(args) -> int:
     from k3lib.studies.checklist import anti_patterns, format_context, run_checklist
     from k3lib.studies.commands import commands_for
 
+    for name in ("hf_repo", "gguf_repo"):   # names the user gave are checked before anything is planned
+        value = getattr(args, name, None)
+        if value is not None and not str(value).strip():
+            raise K3InputError(name, f"{value!r} is not a repository name", "e.g. moonshotai/Kimi-K3 (or repo:QUANT)")
     model = model_from_args(args)
     eid = default_engine_for(model) if args.engine is None else normalize_engine(args.engine)
     settings = engine_settings_from_args(args, eid) if eid not in ("guide", "generic") else eid

@@ -16,7 +16,7 @@ from k3lib.core.units import GB, GiB, parse_positive_int
 from k3lib.studies.checklist import run_checklist
 from k3lib.studies.offload import OffloadPlan, plan_offload
 from k3lib.studies.parallel import distribute, per_gpu_long
-from k3lib.studies.solver import CHEATSHEET_GPUS, checklist_assumptions, format_context
+from k3lib.studies.solver import CHEATSHEET_GPUS, _hw, checklist_assumptions, format_context
 from k3lib.views.charts_parallel import per_gpu_stacked_bar, time_per_token_bar
 from k3lib.views.params import parameter_errors
 
@@ -262,6 +262,11 @@ def checklist_form(*, model: str = "kimi-k3", gpu: str = "h100-sxm", gpus: int =
 
     def update(_change=None) -> None:
         values = {k: v.value for k, v in inputs.items()}
+        per_node = _hw(values["gpu"]).gpus_per_node
+        if values["gpus"] > values["nodes"] * per_node:   # more GPUs than the nodes hold: add nodes (it re-runs)
+            inputs["nodes"].max = max(inputs["nodes"].max, -(-values["gpus"] // per_node))
+            inputs["nodes"].value = -(-values["gpus"] // per_node)
+            return
         if get_model(values["model"]).kind != "profile":
             values["overhead_per_gpu_gib"] = None   # a real architecture: k3lib's measured rule, as `estimate`
         df = checklist_frame(**values)
