@@ -433,8 +433,14 @@ def test_the_report_reads_one_plan(monkeypatch):
         section()
     assert calls["make_plan"] == 1                          # tokens/s reads the same plan (throughput_for_plan)
     before = calls["sweep"]
-    report.alternatives(plan)
-    assert calls["sweep"] - before == 2 and calls["make_plan"] == 1
+    alts = report.alternatives(plan)
+    # the sweeps propose; the plan's engine (vLLM) decides: each proposal is one plan for the engine
+    assert calls["sweep"] - before == 2 and calls["make_plan"] > 1
+    from k3lib.engines.deployment import plan_for_engine
+    for a in alts:
+        p = plan_for_engine(model="kimi-k3", gpu=a.gpu, gpus=a.gpus, weights=a.weights, kv_dtype=a.kv_dtype,
+                            context=a.context_tokens, with_limits=False)
+        assert p.fits and p.per_gpu.total_bytes == a.total_bytes_per_gpu
 
 
 def test_per_gpu_section_is_the_plans_fullest_gpu():

@@ -292,6 +292,7 @@ def plan_for_engine(*, model: Any = "kimi-k3", engine: "str | EngineSettings | N
         plan = dataclasses.replace(plan, notes=plan.notes + parts)
     if eid in ("guide", "generic"):
         return plan
+    check_engine_kv_dtype(eid, kv_dtype)
     # with problems (a context past the model's maximum) the engine's figures are still shown, and the
     # plan does not load whatever they say (Plan.fits needs Plan.loads)
     est = _estimate(model, plan, settings, context_tokens=ctx, weights=w, kv_dtype=kv_dtype)
@@ -307,6 +308,29 @@ ENGINE_KV_DTYPES: Mapping[str, Mapping[str, str]] = {
     "vllm": {"f16": "auto", "bf16": "auto", "fp16": "auto"},
     "sglang": {"f16": "auto", "bf16": "auto", "fp16": "auto"},
 }
+
+
+#: the KV-cache dtypes each engine has (k3lib ids and the engine's own spellings)
+ENGINE_KV_CHOICES: Mapping[str, tuple[str, ...]] = {
+    "vllm": ("auto", "bf16", "f16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla"),
+    "sglang": ("auto", "bf16", "f16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2"),
+    "llama.cpp": ("auto", "bf16", "f16", "fp16", "fp8", "int4", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1",
+                  "iq4_nl"),
+    "transformers": ("auto", "bf16", "f16", "fp16"),
+}
+
+
+def check_engine_kv_dtype(engine: str, kv_dtype: str) -> None:
+    """A KV dtype the engine has, or one K3InputError naming ``kv_dtype`` and the engine's choices
+    (vLLM has no int4 or q4_0 cache; transformers' DynamicCache keeps the model dtype).
+
+    >>> check_engine_kv_dtype("vllm", "int4")
+    Traceback (most recent call last):
+    k3lib.core.errors.K3InputError: kv_dtype: vLLM has no 'int4' KV cache (allowed: auto, bf16, f16, fp16, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla)
+    """
+    choices = ENGINE_KV_CHOICES.get(engine)
+    if choices is not None and str(kv_dtype).strip().lower() not in choices:
+        raise K3InputError("kv_dtype", f"{get_engine(engine).name} has no {kv_dtype!r} KV cache", ", ".join(choices))
 
 
 def engine_kv_dtype(engine: str, kv_dtype: str) -> str:

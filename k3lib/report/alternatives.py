@@ -141,12 +141,42 @@ def alternatives(plan, *, limit: int = 8, max_changes: int = 2) -> list[Alternat
         return (a.cost_usd is None, a.cost_usd if a.cost_usd is not None else a.gpus)
 
     options = list(found.values())
+    if getattr(plan, "engine", None) is not None:   # the plan's engine decides what fits, here too
+        options = [a for a in (_engine_checked(plan, a, counts) for a in options) if a is not None]
     if plan.fits:   # the plan itself already fits: only what is cheaper is an alternative
         here = Alternative(plan.gpu.id, plan.gpu.name, plan.gpus, plan.weight_format, plan.kv_dtype,
                            plan.context_tokens, 0, 0, cost_usd(plan), ())
         options = [a for a in options if cost(a) < cost(here)]
     nearest = sorted(options, key=lambda a: (a.settings_changed, cost(a), -a.context_tokens))[:limit]
     return sorted(nearest, key=lambda a: (cost(a), a.settings_changed, -a.context_tokens))
+
+
+def _engine_checked(plan, alt: Alternative, counts) -> Alternative | None:
+    """``alt`` as the plan's engine sees it: the fewest of ``counts`` (from the sweep's count on)
+    at which the engine's own rules load it, with the engine's bytes on the binding GPU; None
+    when the engine loads it at none of them."""
+    import dataclasses
+
+    from k3lib.engines.deployment import EngineSettings, plan_for_engine
+
+    settings = EngineSettings(plan.engine.engine, **{k: v for k, v in plan.engine.settings
+                                                     if k in ("gpu_memory_utilization", "max_num_seqs",
+                                                              "mem_fraction_static")})
+    for n in [c for c in counts if c >= alt.gpus]:
+        try:
+            p = plan_for_engine(model=plan.model, engine=settings, gpu=alt.gpu, gpus=n, weights=alt.weights,
+                                kv_dtype=alt.kv_dtype, context=alt.context_tokens, batch=plan.batch,
+                                with_limits=False)
+        except K3InputError:
+            return None
+        if p.fits:
+            changes = tuple(c for c in alt.changes if " GPUs (" not in c) + (
+                (f"{n} GPUs ({n - plan.gpus:+d})",) if n != plan.gpus else ())
+            price = p.gpu.price_usd
+            return dataclasses.replace(alt, gpus=n, nodes=p.nodes, total_bytes_per_gpu=p.per_gpu.total_bytes,
+                                       available_bytes_per_gpu=p.per_gpu.available_bytes, changes=changes,
+                                       cost_usd=None if price is None else n * price)
+    return None
 
 
 def alternatives_html(plan, *, limit: int = 8) -> str:
