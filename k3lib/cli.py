@@ -104,6 +104,8 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
                    help="vLLM: the fraction of GPU memory vLLM may use (vLLM's default 0.9)")
     p.add_argument("--max-num-seqs", default=None, metavar="N",
                    help="vLLM: --max-num-seqs, the sampler's batch in its profiling run (vLLM's default 1024)")
+    p.add_argument("--cpu-offload-gb", default=None, metavar="GIB",
+                   help="vLLM: --cpu-offload-gb, GiB of weights per GPU kept in CPU memory (streamed every step)")
     p.add_argument("--mem-fraction-static", default=None, metavar="F",
                    help="SGLang: --mem-fraction-static (default: SGLang's rule by GPU size)")
     p.add_argument("--n-gpu-layers", default=None, metavar="N",
@@ -164,6 +166,13 @@ def engine_settings_from_args(args: argparse.Namespace, engine_id: str):
                 raise K3InputError("override-tensor", f"{pat!r} is not a regular expression ({exc})",
                                    "a pattern of tensor names such as exps or 'blk\\.[0-9]+\\.ffn_.*_exps'") from None
         values["override_tensor"] = tuple(ot)
+    off = getattr(args, "cpu_offload_gb", None)
+    if off is not None:
+        import re
+        text = str(off).strip()
+        if not re.fullmatch(r"[0-9]{1,5}(\.[0-9]{1,3})?", text):
+            raise K3InputError("cpu-offload-gb", f"{off!r} is not a number of GiB", "e.g. 8 or 12.5")
+        values["cpu_offload_gb"] = float(text)
     fa = getattr(args, "flash_attn", None)
     if fa is not None:
         values["flash_attn"] = fa == "on"
@@ -406,7 +415,7 @@ def _report_parameters(args: argparse.Namespace) -> dict:
             if not str(value).strip():
                 raise K3InputError(name, "is empty", "a path to a local file or folder")
             model_path = str(value).strip()
-    for name in ("max_num_seqs", "mem_fraction_static", "n_gpu_layers", "override_tensor", "flash_attn", "n_ubatch"):
+    for name in ("max_num_seqs", "cpu_offload_gb", "mem_fraction_static", "n_gpu_layers", "override_tensor", "flash_attn", "n_ubatch"):
         if getattr(args, name, None) not in (None, []):
             raise K3InputError(name.replace("_", "-"), "is not a report parameter (the report plans with the "
                                "engine's default for it)", "leave it out; use `k3plan estimate` for this setting")
@@ -574,7 +583,12 @@ def _cmd_plan(args) -> int:
     c = run_checklist(model=model, gpu=args.gpu, gpus=args.gpus, nodes=args.nodes, context=args.context,
                       kv_dtype=args.kv_dtype, engine=settings, assumptions=_checklist_assumptions(args),
                       host=args.host, ram=args.ram)
-    chosen = c.recommended or (None if c.offload is not None else c.cheapest)
+    # llama.cpp's expert offload is how people run a MoE that does not fit: it is the answer for these GPUs;
+    # vLLM's --cpu-offload-gb is a last resort (every step streams the offloaded weights): shown beside the
+    # cheapest configuration that fits in VRAM, which stays the answer
+    vllm_offload = c.offload if getattr(c.offload, "engine", None) is not None else None
+    llama_offload = c.offload if c.offload is not None and vllm_offload is None else None
+    chosen = c.recommended or (None if llama_offload is not None else c.cheapest)
     plan = chosen.plan() if chosen else None
     cmds, no_cmd = {}, None
     if plan is not None and plan.fits:
@@ -582,14 +596,20 @@ def _cmd_plan(args) -> int:
             cmds = commands_for(plan, **_command_sources(args))
         except K3InputError as exc:   # e.g. no published checkpoint of this model for the engine
             no_cmd = str(exc)
+    if vllm_offload is not None and not c.recommended:
+        try:
+            cmds["vllm (cpu offload, on your GPUs)"] = commands_for(vllm_offload, **_command_sources(args))["vllm"]
+        except K3InputError:
+            pass
     util = dict(plan.engine.settings).get("gpu_memory_utilization") if plan is not None and plan.engine else None
     warnings = anti_patterns(plan, workload_context_tokens=args.workload_context,
                              gpu_memory_utilization=util) if plan else ()
     if args.json:
         out = c.to_dict()
         out["engine"] = plan.engine_id if plan is not None else eid
-        out["chosen"] = "recommended" if c.recommended else ("offload" if c.offload is not None else
+        out["chosen"] = "recommended" if c.recommended else ("offload" if llama_offload is not None else
                                                              "cheapest" if c.cheapest else None)
+        out["offload_plan"] = vllm_offload.to_dict() if vllm_offload is not None else None
         out["no_command"] = no_cmd
         out["plan"] = plan.to_dict() if plan else None
         out["commands"] = {k: {"argv": list(v.argv), "text": v.text, "notes": list(v.notes)} for k, v in cmds.items()}
@@ -604,7 +624,7 @@ def _cmd_plan(args) -> int:
     basis = f" (verdict by {plan.verdict_basis})" if plan is not None else ""
     if c.recommended:
         print(f"Recommended for {c.gpus}× {c.gpu}{basis}: {c.recommended.label}\n   {c.recommended.reason}")
-    elif c.offload is not None:
+    elif llama_offload is not None:
         o = c.offload
         print(f"Nothing fits on {c.gpus}× {c.gpu} in VRAM at {format_context(c.context_tokens)}; with experts in "
               f"host memory (llama.cpp, the offload study's plan): {o.verdict()}")
@@ -616,6 +636,15 @@ def _cmd_plan(args) -> int:
     elif c.cheapest:
         print(f"Nothing fits on {c.gpus}× {c.gpu} at {format_context(c.context_tokens)}.\n"
               f"Cheapest on {c.gpu}{basis}: {c.cheapest.label}\n   {c.cheapest.reason}")
+    if vllm_offload is not None and not c.recommended:
+        o = vllm_offload
+        gb = dict(o.engine.settings)["cpu_offload_gb"]
+        link = o.gpu.host_link_bytes_per_s
+        floor = (f"; every decode step streams {gb:g} GiB per GPU over the host link: at least "
+                 f"{gb * GiB / link * 1000:,.0f} ms per step at {link / 1e9:,.0f} GB/s (a theoretical floor)"
+                 if link else "")
+        print(f"On your {c.gpus}× {c.gpu} with --cpu-offload-gb {gb:g} (vLLM's own weight offload): "
+              f"{o.reason}{floor}")
     else:
         print(f"No deployable configuration of up to {max(32, c.gpus)} {c.gpu} holds "
               f"{format_context(c.context_tokens)}; no command is printed.")

@@ -373,3 +373,21 @@ def test_hosts_lists_ids_and_bandwidth_from_channels():
         assert r["bandwidth_bytes_per_s"] == r["memory_channels"] * r["sockets"] * r["mt_per_s"] * 10**6 * 8
     epyc = next(r for k, r in rows.items() if k.startswith("epyc-9005") and r["sockets"] == 1)
     assert epyc["bandwidth_bytes_per_s"] == 576 * 10**9
+
+
+def test_vllm_cpu_offload_is_considered_and_carried_to_the_command():
+    """Llama 3.1 70B BF16 on one H100 at 8K: 131.5 GiB of weights in a 0.9 × 79.19 = 71.3 GiB budget. vLLM's
+    own answer is --cpu-offload-gb (GiB per GPU in CPU memory): `plan` finds the fewest whole GiB that load
+    (65), prints it in the command, and `estimate` with that flag agrees (64 does not load, 65 does)."""
+    rc, out, _ = _cli("plan", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "1", "--context", "8K",
+                      "--kv-dtype", "bf16", "--json")
+    d = json.loads(out)
+    argv = d["commands"]["vllm (cpu offload, on your GPUs)"]["argv"]
+    gb = argv[argv.index("--cpu-offload-gb") + 1]
+    assert d["chosen"] == "cheapest" and d["offload_plan"]["engine_settings"]["cpu_offload_gb"] == float(gb) == 65
+    assert "--cpu-offload-gb" not in d["commands"]["vllm"]["argv"]          # the answer in VRAM: 2 H100
+    common = ("estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "1", "--context", "8K")
+    assert _cli(*common, "--cpu-offload-gb", "65")[0] == 0
+    assert _cli(*common, "--cpu-offload-gb", "64")[0] == 3
+    rc, _, err = _cli(*common, "--cpu-offload-gb", "8", "--engine", "llama.cpp")
+    assert rc == 2 and "cpu-offload-gb" in err

@@ -37,7 +37,7 @@ from k3lib.engines.vllm import VLLM_MAX_NUM_SEQS
 
 #: the engine settings each engine takes (CLI flag names with ``-``); any other is refused for it
 ENGINE_OPTIONS: Mapping[str, tuple[str, ...]] = {
-    "vllm": ("gpu_memory_utilization", "max_num_seqs"),
+    "vllm": ("gpu_memory_utilization", "max_num_seqs", "cpu_offload_gb"),
     "sglang": ("mem_fraction_static",),
     "llama.cpp": ("n_gpu_layers", "override_tensor", "flash_attn", "n_ubatch"),
     "transformers": (),
@@ -70,6 +70,8 @@ class EngineSettings:
     override_tensor: tuple[str, ...] = ()
     flash_attn: bool | None = None
     n_ubatch: int | None = None
+    #: vLLM ``--cpu-offload-gb``: GiB of weights per GPU kept in CPU memory
+    cpu_offload_gb: float | None = None
 
     def __post_init__(self) -> None:
         eid = normalize_engine(self.engine)
@@ -77,7 +79,7 @@ class EngineSettings:
         allowed = ENGINE_OPTIONS[eid]
         owner = {o: e for e, opts in ENGINE_OPTIONS.items() for o in opts}
         for name in ("gpu_memory_utilization", "max_num_seqs", "mem_fraction_static", "n_gpu_layers",
-                     "override_tensor", "flash_attn", "n_ubatch"):
+                     "override_tensor", "flash_attn", "n_ubatch", "cpu_offload_gb"):
             value = getattr(self, name)
             if value in (None, ()) or name in allowed:
                 continue
@@ -93,6 +95,10 @@ class EngineSettings:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
                 raise K3InputError(name, f"{v!r}", f"a whole number ≥ {lo}")
+        v = self.cpu_offload_gb
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                              or not 0 <= v <= 16384):
+            raise K3InputError("cpu_offload_gb", f"{v!r}", "GiB per GPU, 0 … 16,384")
         for pat in self.override_tensor:
             try:
                 re.compile(pat)
@@ -163,8 +169,9 @@ def effective_settings(settings: EngineSettings, est: EngineEstimate) -> tuple[t
     eid, s = settings.engine, settings
     if eid == "vllm":
         util = s.gpu_memory_utilization if s.gpu_memory_utilization is not None else VLLM_DEFAULT_UTILIZATION
-        return (("gpu_memory_utilization", util),
-                ("max_num_seqs", s.max_num_seqs if s.max_num_seqs is not None else VLLM_MAX_NUM_SEQS))
+        out = (("gpu_memory_utilization", util),
+               ("max_num_seqs", s.max_num_seqs if s.max_num_seqs is not None else VLLM_MAX_NUM_SEQS))
+        return out + ((("cpu_offload_gb", s.cpu_offload_gb),) if s.cpu_offload_gb else ())
     if eid == "sglang":
         frac = s.mem_fraction_static if s.mem_fraction_static is not None else round(
             est.budget_bytes / est.memory_bytes, 3)

@@ -69,6 +69,13 @@ def estimate_for_engine(engine: "str | EngineProfile", *, model: Any = "kimi-k3"
             raise K3InputError("gpu_memory_utilization", f"{util!r} must be in (0, 1]")
         budget = int(util * total)
         w = vllm_weights_bytes_per_rank(model, tp=tp_i, weights=weights, dtype_bytes=dtype_bytes)["total"]
+        offload = int(float(options.get("cpu_offload_gb") or 0) * GiB)
+        if offload:   # --cpu-offload-gb: GiB of weights per GPU held in pinned CPU memory (vllm/config/offload.py,
+            # PR 6496's maybe_offload_to_cpu: whole parameters until the budget is spent)
+            offload = min(offload, w)
+            w -= offload
+            notes.append(f"--cpu-offload-gb {options['cpu_offload_gb']:g}: {_gib(offload)} of weights per GPU in CPU "
+                         "memory, streamed over the host link at every forward pass (decode slows accordingly)")
         version = options.get("vllm_version", VLLM_DEFAULT_VERSION)
         act = vllm_activation_peak_bytes(model, tp=tp_i, dtype_bytes=base_b,
                                          max_num_batched_tokens=options.get("max_num_batched_tokens"),

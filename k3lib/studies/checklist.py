@@ -128,8 +128,9 @@ class Checklist:
     add_one: AddOneGPU
     recommended: Configuration | None
     cheapest: Configuration | None
-    #: llama.cpp only: when nothing fits the inventory in VRAM, the offload plan (experts in host
-    #: memory, :func:`k3lib.studies.offload_model.best_offload_plan`) that loads on it, else None
+    #: when nothing fits the inventory in VRAM: llama.cpp's offload plan (experts in host memory,
+    #: :func:`k3lib.studies.offload_model.best_offload_plan`), or vLLM's plan with the fewest whole
+    #: GiB of ``--cpu-offload-gb`` that loads (:func:`vllm_cpu_offload_plan`); else None
     offload: Any = None
 
     @property
@@ -218,7 +219,47 @@ def run_checklist(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
                 off = None
             if off is not None:
                 break
+    if rec is None and eid == "vllm" and not isinstance(spec, PublishedProfile):
+        off = vllm_cpu_offload_plan(model=src, gpu=hw, gpus=n, nodes=m, weights=ladder[0], kv_dtype=kid,
+                                    context=target, batch=batch, engine=engine)
     return Checklist(spec.id, hw.id, n, m, target, kid, budget, prec, ctx, opts, seq, thr, add, rec, cheap, off)
+
+
+def vllm_cpu_offload_plan(*, model: Any, gpu: Any, gpus: int, context: object, weights: str = "native",
+                          kv_dtype: str = "bf16", nodes: object = None, batch: object = 1,
+                          engine: Any = "vllm") -> Plan | None:
+    """vLLM's own answer when the weights do not fit: ``--cpu-offload-gb X`` keeps X GiB of each
+    GPU's weights in pinned CPU memory (vllm/config/offload.py: "the space in GiB to offload to
+    CPU, per GPU"). $X = \\lceil \\text{short} / \\text{GiB} \\rceil$ on the binding GPU, raised
+    a GiB at a time until vLLM's rules load it (the offload also frees what the weights'
+    share of the budget held); None when even every weight byte is not enough.
+    Every decode step then streams X GiB per GPU over the host link: at least X ÷ link seconds.
+
+    >>> p = vllm_cpu_offload_plan(model="llama-3.1-70b", gpu="h100", gpus=1, context="8K")
+    >>> dict(p.engine.settings)["cpu_offload_gb"], p.fits
+    (65.0, True)
+    """
+    import dataclasses
+
+    from k3lib.engines.deployment import EngineSettings, plan_for_engine
+
+    base = engine if isinstance(engine, EngineSettings) else EngineSettings("vllm")
+    try:
+        p = plan_for_engine(model=model, engine=base, gpu=gpu, gpus=gpus, nodes=nodes, weights=weights,
+                            kv_dtype=kv_dtype, context=context, batch=batch, with_limits=False)
+    except K3InputError:
+        return None
+    if p.fits or not p.loads:
+        return None
+    weights_gpu = p.per_gpu.weights_bytes
+    x = max(1, -(-(-p.per_gpu.headroom_bytes) // GiB))
+    while x * GiB <= weights_gpu:
+        q = plan_for_engine(model=model, engine=dataclasses.replace(base, cpu_offload_gb=float(x)), gpu=gpu,
+                            gpus=gpus, nodes=nodes, weights=weights, kv_dtype=kv_dtype, context=context, batch=batch)
+        if q.fits:
+            return q
+        x += max(1, -(-(-q.per_gpu.headroom_bytes) // GiB))
+    return None
 
 
 # ----------------------------------------------------------------- guide 000's statements

@@ -239,6 +239,10 @@ def vllm_command(plan: Plan, *, hf_repo: str | None = None, gpu_memory_utilizati
                                                "the plan's batch (concurrent sequences)")),
     ]
     notes = []
+    if settings.get("cpu_offload_gb"):
+        argv += ["--cpu-offload-gb", f"{float(settings['cpu_offload_gb']):g}"]
+        expl.append(("--cpu-offload-gb", f"{float(settings['cpu_offload_gb']):g} GiB of weights per GPU in CPU memory, "
+                                          "as planned (streamed over the host link every step)"))
     if trc:
         argv.append("--trust-remote-code")
         expl.append(("--trust-remote-code", "Kimi checkpoints ship their own model code"))
