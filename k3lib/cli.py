@@ -729,6 +729,107 @@ def _cmd_offload(args) -> int:
     return 0 if plan.fits else 3
 
 
+# ---------------------------------------------------------------- speed (issue 22)
+# `k3plan speed`: how fast, how many users, at what cost — the serving model (k3lib.serving) over
+# the plan for the engine. Every figure carries its basis and its measured error.
+
+
+def _add_speed_parser(sub) -> None:
+    p = sub.add_parser("speed", help="decode/prefill speed, concurrency and cost of a deployment",
+                       description="The serving model over the plan for an engine: decode tokens/s per sequence and "
+                                   "in total, prefill tokens/s, TTFT, TPOT, the largest concurrency the KV cache and "
+                                   "max_num_seqs allow, and $/hour and $/million output tokens. Every figure says "
+                                   "its basis (measured, fitted model with its held-aside error, or theoretical "
+                                   "ceiling). Exit 3 when the plan does not load (no speed figures), 2 bad input.")
+    add_model_source_args(p)
+    p.add_argument("--gpu", default="h100-sxm", help="GPU id or alias (see `k3plan gpus`); default h100-sxm")
+    p.add_argument("--gpus", default="8", help="number of GPUs in total (default 8)")
+    p.add_argument("--nodes", default=None, help="nodes the GPUs are spread over (default: whole nodes)")
+    p.add_argument("--tp", default=None, help="tensor-parallel size")
+    p.add_argument("--pp", default=None, help="pipeline-parallel size")
+    p.add_argument("--ep", default=None, help="expert-parallel size (MoE models; default 1)")
+    p.add_argument("--engine", default=None, metavar="NAME",
+                   help="vllm, sglang, trtllm, llama.cpp, ik_llama.cpp, ollama or ktransformers (an engine without a "
+                        "memory profile plans memory with the closest one, named); default as `estimate`")
+    p.add_argument("--weights", default=None, help="weight precision or checkpoint (default: native)")
+    p.add_argument("--kv-dtype", default="bf16", help="KV-cache dtype (default bf16)")
+    p.add_argument("--input-len", default="1024", help="prompt tokens per request (default 1024)")
+    p.add_argument("--output-len", default="256", help="generated tokens per request (default 256)")
+    p.add_argument("--concurrency", default="1", help="concurrent requests (default 1)")
+    p.add_argument("--host", default=None, help="host platform (see `k3plan hosts`): RAM bandwidth for offload and "
+                   "CPU-only serving")
+    p.add_argument("--ram-bandwidth", default=None, help="host RAM bandwidth, e.g. 200GB/s (overrides --host)")
+    p.add_argument("--ram", default=None, help="host RAM for offload, e.g. 512GB")
+    p.add_argument("--expert-layers-on-gpu", default=None,
+                   help="offload: MoE layers whose experts stay on the GPU (the rest in host RAM; auto = most that fit)")
+    p.add_argument("--price-per-gpu-hour", default=None, metavar="USD",
+                   help="your price per GPU-hour in US$ (default: the dated catalogue's median, when known)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_speed)
+
+
+def _price(text) -> float | None:
+    import re
+
+    if text is None:
+        return None
+    s = str(text).strip().lstrip("$")
+    if not re.fullmatch(r"[0-9]{1,6}(\.[0-9]{1,4})?", s) or float(s) <= 0:
+        raise K3InputError("price-per-gpu-hour", f"{text!r} is not a price", "US$ per GPU-hour, e.g. 2.49")
+    return float(s)
+
+
+def _cmd_speed(args) -> int:
+    from k3lib.core.units import parse_count, parse_positive_int
+    from k3lib.engines.base import serving_engine
+    from k3lib.engines.deployment import default_engine_for, plan_for_engine
+
+    model = model_from_args(args)
+    if args.engine is None:
+        served, profile = (default_engine_for(model),) * 2
+    else:
+        served, profile = serving_engine(args.engine)
+    n_gpus = parse_count(args.gpus, "gpus", minimum=0)
+    concurrency = parse_positive_int(args.concurrency, "concurrency")
+    in_len = parse_count(args.input_len, "input-len", minimum=0)
+    out_len = parse_positive_int(args.output_len, "output-len")
+    price = _price(args.price_per_gpu_hour)
+    if n_gpus == 0 and args.host is None:
+        raise K3InputError("host", "CPU-only serving (--gpus 0) needs the host", "--host ID (see `k3plan hosts`)")
+    from k3lib import serving
+
+    if n_gpus == 0 or args.expert_layers_on_gpu is not None:
+        est = serving.offload_serving_estimate(
+            model=model, engine=served, gpu=None if n_gpus == 0 else args.gpu, gpus=n_gpus, weights=args.weights,
+            kv_dtype=args.kv_dtype, input_tokens=in_len, output_tokens=out_len, concurrency=concurrency,
+            host=args.host, ram=args.ram, ram_bandwidth=args.ram_bandwidth,
+            expert_layers_on_gpu=args.expert_layers_on_gpu, price_per_gpu_hour=price)
+    else:
+        for name in ("ram", "ram_bandwidth"):   # read by the offload model only: refused, not ignored
+            if getattr(args, name) is not None:
+                raise K3InputError(name.replace("_", "-"), "applies to offload or CPU-only serving",
+                                   "--expert-layers-on-gpu N or --gpus 0")
+        ep = parse_positive_int(args.ep, "ep") if args.ep is not None else 1
+        plan = plan_for_engine(model=model, engine=profile, gpu=args.gpu, gpus=n_gpus, weights=args.weights,
+                               kv_dtype=args.kv_dtype, context=in_len + out_len, batch=1, nodes=args.nodes,
+                               tp=args.tp, pp=args.pp, ep=ep)
+        est = serving.serving_estimate(plan, concurrency=concurrency, input_tokens=in_len, output_tokens=out_len,
+                                       price_per_gpu_hour=price, engine=served, host=args.host)
+    doc = est.to_dict()
+    doc.setdefault("engine", served)
+    doc.setdefault("memory_profile", profile)
+    if args.json:
+        print(json.dumps(doc, indent=2, default=str))
+    else:
+        print(serving.render_text(est) if hasattr(serving, "render_text") else json.dumps(doc, indent=2, default=str))
+        if served != profile:
+            print(f"note: {served} has no memory profile here; its memory is planned with {profile}'s rules")
+    return 0 if est.loads else 3
+
+
+# ---------------------------------------------------------------- end of speed block
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="k3plan", description="How much GPU memory a model needs, and where it goes.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
@@ -753,6 +854,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report_parser(sub)  # issue 6
     _add_checklist_parsers(sub)  # issue 5
     _add_offload_parser(sub)  # issue 4
+    _add_speed_parser(sub)  # issue 22
     from k3lib.engines.logcheck import add_check_log_parser
     add_check_log_parser(sub)
     return parser

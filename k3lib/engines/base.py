@@ -142,6 +142,30 @@ ENGINES: dict[str, EngineProfile] = {
 _ENGINE_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp", "hf": "transformers",
                    "huggingface": "transformers", "sgl": "sglang", "k3lib": "generic", "default": "generic"}
 
+#: engines people serve with that have no memory profile of their own here, and the profile that
+#: plans their memory: TensorRT-LLM pages its KV cache in blocks out of a fraction of free memory as
+#: vLLM does; ik_llama.cpp, Ollama and KTransformers run llama.cpp's ggml buffers (KTransformers: its
+#: CPU experts + GPU attention split is llama.cpp's -ot exps=CPU)
+SERVING_ENGINES: Mapping[str, str] = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp",
+                                      "trtllm": "vllm", "ik_llama.cpp": "llama.cpp", "ollama": "llama.cpp",
+                                      "ktransformers": "llama.cpp", "transformers": "transformers"}
+_SERVING_ALIASES = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm", "ik-llama.cpp": "ik_llama.cpp",
+                    "ik_llamacpp": "ik_llama.cpp", "ik-llama": "ik_llama.cpp", "kt": "ktransformers"}
+
+
+def serving_engine(name: str) -> tuple[str, str]:
+    """(the serving engine's id, the memory profile that plans it): an engine without a memory
+    profile of its own plans with the closest one, named.
+
+    >>> serving_engine("TensorRT-LLM"), serving_engine("ollama"), serving_engine("vllm")
+    (('trtllm', 'vllm'), ('ollama', 'llama.cpp'), ('vllm', 'vllm'))
+    """
+    key = str(name).strip().lower()
+    key = _SERVING_ALIASES.get(key, _ENGINE_ALIASES.get(key, key))
+    if key not in SERVING_ENGINES:
+        raise UnknownNameError("engine", str(name), SERVING_ENGINES.keys())
+    return key, SERVING_ENGINES[key]
+
 
 def get_engine(name: "str | EngineProfile") -> EngineProfile:
     """An engine profile by id or alias (``vllm``, ``llama.cpp``/``llamacpp``, ``sglang``, ``transformers``, ``generic``)."""

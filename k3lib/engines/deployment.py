@@ -255,7 +255,8 @@ def engine_max_context_tokens(model: Any, plan: Plan, settings: EngineSettings, 
 def plan_for_engine(*, model: Any = "kimi-k3", engine: "str | EngineSettings | None" = None,
                     gpu: Any = "h100-sxm", gpus: object = 8, weights: str | None = None, kv_dtype: str = "bf16",
                     context: object = 262144, batch: object = 1, nodes: object = None, tp: object = None,
-                    pp: object = None, assumptions: Assumptions | None = None, with_limits: bool = True) -> Plan:
+                    pp: object = None, ep: object = 1, assumptions: Assumptions | None = None,
+                    with_limits: bool = True) -> Plan:
     """The plan every surface reads: :func:`~k3lib.core.plan.make_plan` (or
     :func:`~k3lib.loaders.plan_for_loaded` for a user's file) with the engine's verdict
     attached. ``engine``: an id, an :class:`EngineSettings` (with options), or None for
@@ -290,7 +291,7 @@ def plan_for_engine(*, model: Any = "kimi-k3", engine: "str | EngineSettings | N
     w = weights or ("native" if not isinstance(spec, PublishedProfile) else "q4")
     ctx = parse_context_tokens(context, "context")
     plan = _core_plan(model, gpu=gpu, gpus=gpus, weights=w, kv_dtype=_core_kv(kv_dtype), context=ctx, batch=batch,
-                      nodes=nodes, tp=tp, pp=pp, assumptions=assumptions)
+                      nodes=nodes, tp=tp, pp=pp, ep=ep, assumptions=assumptions)
     from k3lib.core.memory import loaded_parts_notes
 
     parts = tuple(n for n in loaded_parts_notes(plan.model, "generic" if eid == "guide" else eid)
