@@ -16,8 +16,8 @@ from typing import Any
 from k3lib.core.errors import K3InputError
 from k3lib.views.params import ParameterError, PlanParameters, parameter_error, parameter_errors
 
-__all__ = ["ParameterError", "PlanParameters", "parameter_error", "parameter_errors", "validate", "setup",
-           "skip_slow_iri_checker", "ALTAIR_RENDERER"]
+__all__ = ["ParameterError", "PlanParameters", "parameter_error", "parameter_errors", "validate", "engine_plan",
+           "setup", "skip_slow_iri_checker", "ALTAIR_RENDERER"]
 
 
 def validate(**params: Any):
@@ -38,6 +38,29 @@ def validate(**params: Any):
                                "use k3lib.views.any_model.validate or the report for engine settings")
         p = PlanParameters.parse(**params)
         return make_plan(**p.plan_kwargs())
+
+
+def engine_plan(*, engine: Any = None, **params: Any):
+    """The plan for an engine from notebook parameters (:func:`validate`'s keys; ``model`` may be a
+    user's loaded file): :func:`k3lib.engines.deployment.plan_for_engine`, so a notebook's verdict
+    is the one ``k3plan estimate`` prints. ``engine`` None: the model's default (vLLM; llama.cpp for a
+    GGUF; a guide profile's own policy). Bad input stops the notebook with one ParameterError.
+
+    >>> engine_plan(model="llama-3.1-70b", gpu="h100-sxm", gpus=2, context="32K").engine.kv_capacity_tokens
+    9088
+    """
+    from k3lib.engines.deployment import plan_for_engine
+
+    with parameter_errors():
+        model = params.pop("model", "kimi-k3")
+        spec = model.require_architecture() if hasattr(model, "require_architecture") else model
+        p = PlanParameters.parse(model=spec, **params)
+        kwargs = p.plan_kwargs()
+        kwargs["model"] = model
+        a = kwargs.pop("assumptions")
+        given = any(v is not None for v in (a.activation_bytes, a.overhead_per_gpu_bytes, a.overhead_total_bytes,
+                                            a.memory_basis))
+        return plan_for_engine(engine=engine, assumptions=a if given else None, **kwargs)
 
 
 #: The Altair renderer the workbook uses. "svg" renders through vl-convert inside the

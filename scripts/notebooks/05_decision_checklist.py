@@ -56,13 +56,14 @@ overhead_per_gpu: str = ""  # overhead per GPU, e.g. 8GiB (the guide's rule); em
 model = params.model_source(model, model_path)  # a file you name is the model planned
 with notebook.parameter_errors():  # 16 GPUs "in 1 node" of an 8-GPU node is refused, not planned as TP=16
     layout = explorers.node_layout(model=model, gpu=gpu, gpus=gpus, nodes=nodes)
-plan = notebook.validate(model=model, weights=weights, kv_dtype=kv_dtype, context=context, batch=batch,
-                         gpu=gpu, gpus=gpus, nodes=layout.nodes, overhead_per_gpu=overhead_per_gpu)
+plan = notebook.engine_plan(model=model, weights=weights, kv_dtype=kv_dtype, context=context, batch=batch,
+                            gpu=gpu, gpus=gpus, nodes=layout.nodes, overhead_per_gpu=overhead_per_gpu)
+print(plan.verdict_basis)  # the engine whose rules decide (vLLM for a real model), as `k3plan estimate`
 a = plan.assumptions
 plan.reason
 """),
     md("""
-`plan` is the configuration the parameters name — the real K3 on one node of 8 H100s, which does not load; `a` carries its assumptions (the overhead per GPU) into every step below.
+`plan` is the configuration the parameters name — the real K3 on one node of 8 H100s, which does not load — planned for the engine that would run it (vLLM for a real model, the guide's own policy for a guide profile), so its verdict is the one `k3plan estimate` prints; `a` carries its assumptions into every step below.
 
 ## 1. The seven steps
 
