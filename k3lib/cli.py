@@ -332,6 +332,10 @@ def _cmd_gpus(args) -> int:
                            "memory_marketed_bytes": g.memory_marketed_bytes,
                            "memory_usable_bytes": g.memory_usable_bytes,
                            "memory_bw_bytes_per_s": g.memory_bw_bytes_per_s, "price_usd": g.price_usd,
+                           "vendor": g.vendor, "device_class": g.device_class, "unified_memory": g.unified_memory,
+                           "bf16_dense_flops": g.bf16_dense_flops, "fp8_dense_flops": g.fp8_dense_flops,
+                           "gpus_per_node": g.gpus_per_node, "scale_up_interconnect": g.scale_up_interconnect,
+                           "scale_out_interconnect": g.scale_out_interconnect, "verification": g.verification,
                            "source": g.source} for g in gpus], indent=2))
         return 0
     print(f"{'id':<20}{'memory (GiB)':>13}{'usable (GiB)':>14}{'bandwidth (GB/s)':>18}  name")

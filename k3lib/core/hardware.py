@@ -39,7 +39,7 @@ CSV_COLUMNS = (
     "id", "name", "aliases", "vendor", "device_class", "memory_type",
     "memory_marketed_label", "memory_marketed_gib", "memory_usable_gib", "memory_usable_source",
     "memory_bw_gb_s", "bf16_dense_tflops", "fp8_dense_tflops", "host_link_gb_s",
-    "scale_up_link_gb_s", "gpus_per_node", "gpus_per_node_source", "unified_memory", "price_usd", "price_source", "guide_mentions",
+    "scale_up_link_gb_s", "scale_up_interconnect", "scale_out_interconnect", "gpus_per_node", "gpus_per_node_source", "unified_memory", "price_usd", "price_source", "guide_mentions",
     "source", "verification", "notes",
 )
 
@@ -88,6 +88,12 @@ class GPUSpec:
     is sold and deployed: 8 on an HGX/DGX-class board or an 8-OAM MI300X platform,
     4 per GB200 NVL72 compute tray, 1 for a desktop card or a unified-memory
     computer; ``gpus_per_node_source`` says where that figure comes from.
+    ``scale_up_interconnect`` and ``scale_out_interconnect`` are ids in
+    ``data/interconnects.csv``: the link between GPUs of one node (NVLink,
+    Infinity Fabric, a bridge, or PCIe when there is none) and between nodes
+    (InfiniBand, RoCE, Ethernet, Thunderbolt); ``""`` where a row has none (a
+    unified-memory computer has no second GPU inside). See
+    :mod:`k3lib.core.interconnects` for the rule that picks the link of a plan.
     """
 
     id: str
@@ -103,6 +109,8 @@ class GPUSpec:
     fp8_dense_flops: float | None = None
     host_link_bytes_per_s: int | None = None
     scale_up_link_bytes_per_s: int | None = None
+    scale_up_interconnect: str = ""
+    scale_out_interconnect: str = ""
     gpus_per_node: int = 8
     gpus_per_node_source: str = ""
     unified_memory: bool
@@ -136,6 +144,10 @@ class GPUSpec:
         _check_positive_float("fp8_dense_flops", self.fp8_dense_flops, optional=True)
         _check_positive_int("host_link_bytes_per_s", self.host_link_bytes_per_s, optional=True)
         _check_positive_int("scale_up_link_bytes_per_s", self.scale_up_link_bytes_per_s, optional=True)
+        for name in ("scale_up_interconnect", "scale_out_interconnect"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or value != value.strip().lower() or " " in value:
+                raise K3InputError(name, f"{value!r} must be an interconnect id (a lower-case slug) or ''")
         _check_positive_int("gpus_per_node", self.gpus_per_node, optional=False)
         if not isinstance(self.gpus_per_node_source, str):
             raise K3InputError("gpus_per_node_source", f"{self.gpus_per_node_source!r} must be a string")
@@ -226,6 +238,8 @@ def _spec_from_row(row: dict[str, str]) -> GPUSpec:
         fp8_dense_flops=None if fp8 is None else fp8 * TFLOPS,
         host_link_bytes_per_s=_scaled_int(_cell_number(row, "host_link_gb_s", required=False), GB),
         scale_up_link_bytes_per_s=_scaled_int(_cell_number(row, "scale_up_link_gb_s", required=False), GB),
+        scale_up_interconnect=row["scale_up_interconnect"],
+        scale_out_interconnect=row["scale_out_interconnect"],
         gpus_per_node=_cell_gpus_per_node(row),
         gpus_per_node_source=row["gpus_per_node_source"],
         unified_memory=unified_text == "true",
