@@ -148,7 +148,7 @@ def _from_row(row: dict[str, str]) -> Interconnect:
     except K3InputError as exc:   # name the row and the column
         column = {"bandwidth_bytes_per_s": "bandwidth_per_direction_gb_s", "per_peer_bytes_per_s": "per_peer_gb_s",
                   "latency_s": "latency_us"}.get(exc.field, exc.field)
-        raise K3InputError(f"interconnects.csv[{rid}].{column}", str(exc)) from None
+        raise K3InputError(f"interconnects.csv[{rid}].{column}", str(exc).split(": ", 1)[-1]) from None
 
 
 @lru_cache(maxsize=None)
