@@ -1,0 +1,345 @@
+"""Achieved efficiencies from measurements: fit $η_{bw}$, $η_c$ and the per-layer cost $τ$ per
+engine × hardware class on the ``split == fit`` rows of ``data/measured/speed.csv``, and
+report the error on the ``split == holdout`` rows, which the fit never reads.
+
+**Rows.** ``id, engine, engine_version, model, weights, kv_dtype, gpu, gpus, tp, pp, ep, host,
+concurrency, input_tokens, output_tokens, quantity, value, unit, split, evidence, source, date``;
+``quantity`` one of :data:`k3lib.serving.concurrency.QUANTITIES`; ``gpu`` a hardware id, or
+``cpu`` with ``host`` a hosts.csv id. Each row is planned with
+:func:`k3lib.engines.deployment.plan_for_engine` under the engine's memory profile
+(:data:`k3lib.serving.roofline.MEMORY_PROFILE`: trtllm → vllm; ik_llama.cpp, ollama,
+ktransformers → llama.cpp); a row whose model, weights or hardware cannot be planned is
+skipped and counted (:attr:`Calibration.skipped`).
+
+**Fit.** For each row, :func:`k3lib.serving.concurrency.predict` over a grid of candidates
+(:data:`GRID_ETA_BW` × :data:`GRID_ETA_COMPUTE` × :data:`GRID_LAYER_OVERHEAD_S`), and per group
+the candidate that minimizes
+
+$$\\sum_{rows} \\left(\\ln \\frac{\\hat y}{y}\\right)^2 + λ·\\left[(\\ln η_{bw} - \\ln η_{bw}^{p})^2
+  + (\\ln η_c - \\ln η_c^{p})^2 + (\\ln(τ + τ_0) - \\ln(τ^{p} + τ_0))^2\\right]$$
+
+with $λ$ = :data:`SHRINK` and the parent $p$: the ceiling ($η = 1$, $τ = 0$) for the pooled
+fit of all rows, the pooled fit for a hardware class, the class fit for an engine × class. A
+constant no row of a group can tell (η_c with only decode rows, say) stays at its parent's.
+
+**Held-aside error** per engine × quantity (and per engine × class × quantity, the
+``expected_error_pct`` a figure carries): rows, median predicted ÷ measured, the share within
+±30 %, the worst ratio, and the median $|\\hat y / y - 1|$ in percent.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import hashlib
+import io
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from k3lib.core.data import DATA_DIR
+from k3lib.core.errors import K3InputError
+from k3lib.core.hardware import get_gpu
+from k3lib.serving.concurrency import QUANTITIES, predict
+from k3lib.serving.roofline import (MEMORY_PROFILE, Efficiency, ServingInputs, inputs_from_plan, inputs_on_cpu,
+                                    serving_engine, stage_bytes)
+
+SPEED_CSV = Path("measured") / "speed.csv"
+SPEED_COLUMNS = ("id", "engine", "engine_version", "model", "weights", "kv_dtype", "gpu", "gpus", "tp", "pp", "ep",
+                 "host", "concurrency", "input_tokens", "output_tokens", "quantity", "value", "unit", "split",
+                 "evidence", "source", "date")
+GRID_ETA_BW = np.geomspace(0.05, 1.0, 31)
+GRID_ETA_COMPUTE = np.geomspace(0.02, 1.0, 31)
+GRID_LAYER_OVERHEAD_S = np.array([0, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256]) * 1e-6
+#: weight of the pull toward the parent fit (a row 30 % off weighs ln(1.3)² = 0.069)
+SHRINK = 0.05
+#: τ's offset in the log penalty (τ = 0 is allowed)
+TAU0_S = 1e-6
+WITHIN = 0.30
+
+
+@dataclass(frozen=True)
+class SpeedRow:
+    """One measured figure of ``speed.csv``."""
+
+    id: str
+    engine: str
+    engine_version: str
+    model: str
+    weights: str
+    kv_dtype: str
+    gpu: str
+    gpus: int
+    tp: int
+    pp: int
+    ep: int
+    host: str
+    concurrency: int
+    input_tokens: int
+    output_tokens: int
+    quantity: str
+    value: float
+    unit: str
+    split: str
+    evidence: str
+    source: str
+    date: str
+
+    @property
+    def plan_key(self) -> tuple:
+        """What planning the row depends on (not its value or split)."""
+        return (self.engine, self.model, self.weights, self.kv_dtype, self.gpu, self.gpus, self.tp, self.pp,
+                self.ep, self.host, self.input_tokens, self.output_tokens)
+
+
+def _int(text: str, default: int) -> int:
+    text = (text or "").strip()
+    return int(float(text)) if text else default
+
+
+def parse_speed_csv(text: str) -> tuple[SpeedRow, ...]:
+    """Rows of a speed CSV (its text); a missing column is a named error."""
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in SPEED_COLUMNS if c not in (reader.fieldnames or ())]
+    if missing:
+        raise K3InputError("speed.csv", f"missing columns {missing}", ", ".join(SPEED_COLUMNS))
+    out = []
+    for r in reader:
+        r = {k: (v or "").strip() for k, v in r.items() if k}
+        out.append(SpeedRow(id=r["id"], engine=r["engine"], engine_version=r["engine_version"], model=r["model"],
+                            weights=r["weights"], kv_dtype=r["kv_dtype"] or "bf16", gpu=r["gpu"],
+                            gpus=_int(r["gpus"], 1), tp=_int(r["tp"], 0), pp=_int(r["pp"], 0), ep=_int(r["ep"], 1),
+                            host=r["host"], concurrency=_int(r["concurrency"], 1),
+                            input_tokens=_int(r["input_tokens"], 0), output_tokens=_int(r["output_tokens"], 0),
+                            quantity=r["quantity"], value=float(r["value"]), unit=r["unit"], split=r["split"],
+                            evidence=r["evidence"], source=r["source"], date=r["date"]))
+    return tuple(out)
+
+
+def default_speed_path() -> Path:
+    return DATA_DIR / SPEED_CSV
+
+
+@lru_cache(maxsize=4096)
+def _row_inputs(key: tuple) -> "ServingInputs | str":
+    engine, model, weights, kv_dtype, gpu, gpus, tp, pp, ep, host, inp_t, out_t = key
+    try:
+        eid = serving_engine(engine)
+        if gpu.lower() == "cpu":
+            return inputs_on_cpu(model=model, weights=weights or "native", kv_dtype=kv_dtype, host=host, engine=eid)
+        from k3lib.engines.deployment import plan_for_engine
+
+        plan = plan_for_engine(model=model, engine=MEMORY_PROFILE[eid], gpu=get_gpu(gpu), gpus=gpus,
+                               tp=tp or None, pp=pp or None, weights=weights or None, kv_dtype=kv_dtype,
+                               context=max(1024, inp_t + out_t), batch=1, with_limits=False)
+        inp = inputs_from_plan(plan, engine=eid)
+        if ep > 1 and ep != inp.ep:
+            inp = dataclasses.replace(inp, ep=ep, stages=stage_bytes(plan.model, plan.weight_format, tp=inp.tp,
+                                                                     pp=inp.pp, ep=ep))
+        return inp
+    except (K3InputError, ValueError, KeyError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def row_inputs(row: SpeedRow) -> "ServingInputs | str":
+    """The row's :class:`ServingInputs`, or why it cannot be planned (a sentence)."""
+    if row.quantity not in QUANTITIES:
+        return f"quantity {row.quantity!r} is not one of {', '.join(QUANTITIES)}"
+    return _row_inputs(row.plan_key)
+
+
+def predict_row(row: SpeedRow, eff: Efficiency):
+    """The model's figure for ``row`` under ``eff`` (array-aware), None when it cannot be planned."""
+    inp = row_inputs(row)
+    if isinstance(inp, str):
+        return None
+    return predict(inp, row.quantity, eff, concurrency=row.concurrency, input_tokens=row.input_tokens,
+                   output_tokens=row.output_tokens)
+
+
+_GRID = Efficiency(GRID_ETA_BW[:, None, None], GRID_ETA_COMPUTE[None, :, None], GRID_LAYER_OVERHEAD_S[None, None, :])
+
+
+def _log_ratio_grid(row: SpeedRow) -> np.ndarray | None:
+    pred = predict_row(row, _GRID)
+    if pred is None:
+        return None
+    pred = np.broadcast_to(np.asarray(pred, dtype=float), (len(GRID_ETA_BW), len(GRID_ETA_COMPUTE),
+                                                           len(GRID_LAYER_OVERHEAD_S)))
+    return np.log(pred) - math.log(row.value)
+
+
+@dataclass(frozen=True)
+class FittedConstants:
+    """One group's fitted efficiencies: the group (``engine × class``, ``class`` or ``all``) and the rows it saw."""
+
+    group: str
+    eta_bw: float
+    eta_compute: float
+    layer_overhead_s: float
+    fit_rows: int
+    rms_log_error: float
+
+    @property
+    def efficiency(self) -> Efficiency:
+        return Efficiency(self.eta_bw, self.eta_compute, self.layer_overhead_s)
+
+
+@dataclass(frozen=True)
+class HoldoutError:
+    """Held-aside error of one engine × quantity (``hardware_class`` "*" pooled) group."""
+
+    engine: str
+    hardware_class: str
+    quantity: str
+    rows: int
+    median_ratio: float
+    within_30_pct_share: float
+    worst_ratio: float
+    median_abs_error_pct: float
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The fit of one speed CSV: constants per group, held-aside errors, and skipped rows."""
+
+    source: str
+    rows: tuple[SpeedRow, ...]
+    constants: dict
+    holdout: tuple[HoldoutError, ...]
+    holdout_by_class: tuple[HoldoutError, ...]
+    skipped: tuple[tuple[str, str], ...]
+
+    def constants_for(self, engine: str, hardware_class: str) -> FittedConstants | None:
+        """The most specific fit that exists: engine × class, else class, else all rows; None without any."""
+        for key in ((engine, hardware_class), ("*", hardware_class), ("*", "*")):
+            if key in self.constants:
+                return self.constants[key]
+        return None
+
+    def expected_error_pct(self, engine: str, hardware_class: str, quantity: str) -> float | None:
+        """Median held-aside |ratio − 1| in % for engine × class × quantity, else pooled over
+        quantities, else the class's, else all held-aside rows; None without any."""
+        groups = [(h.engine, h.hardware_class, h.quantity, h) for h in self.holdout_by_class]
+        for match in (lambda e, c, q: e == engine and c == hardware_class and q == quantity,
+                      lambda e, c, q: e == engine and c == hardware_class and q == "*",
+                      lambda e, c, q: e == "*" and c == hardware_class and q == "*",
+                      lambda e, c, q: e == "*" and c == "*" and q == "*"):
+            for e, c, q, h in groups:
+                if match(e, c, q):
+                    return h.median_abs_error_pct
+        return None
+
+    def measured(self, *, engine: str, model: str, weights: str, gpu: str, gpus: int, concurrency: int,
+                 input_tokens: int, output_tokens: int, quantity: str) -> SpeedRow | None:
+        """A row that measured exactly this figure (either split), or None."""
+        for r in self.rows:
+            if (serving_engine(r.engine) == engine and r.model == model and r.weights == weights and r.gpu == gpu
+                    and r.gpus == gpus and r.concurrency == concurrency and r.input_tokens == input_tokens
+                    and r.output_tokens == output_tokens and r.quantity == quantity):
+                return r
+        return None
+
+
+def _fit_group(name: str, grids: list[np.ndarray], parent: tuple[float, float, float], weight: float) -> FittedConstants:
+    eb, ec, tau = np.log(GRID_ETA_BW)[:, None, None], np.log(GRID_ETA_COMPUTE)[None, :, None], \
+        np.log(GRID_LAYER_OVERHEAD_S + TAU0_S)[None, None, :]
+    loss = sum(g ** 2 for g in grids) + weight * ((eb - math.log(parent[0])) ** 2 + (ec - math.log(parent[1])) ** 2
+                                                   + (tau - math.log(parent[2] + TAU0_S)) ** 2)
+    i, j, k = np.unravel_index(int(np.argmin(loss)), loss.shape)
+    rms = math.sqrt(float(np.mean([g[i, j, k] ** 2 for g in grids]))) if grids else 0.0
+    return FittedConstants(name, float(GRID_ETA_BW[i]), float(GRID_ETA_COMPUTE[j]), float(GRID_LAYER_OVERHEAD_S[k]),
+                           len(grids), rms)
+
+
+def _summary(engine: str, cls: str, quantity: str, ratios: list[float]) -> HoldoutError:
+    r = np.asarray(ratios)
+    worst = float(r[np.argmax(np.abs(np.log(r)))])
+    return HoldoutError(engine, cls, quantity, len(r), float(np.median(r)), float(np.mean(np.abs(r - 1) <= WITHIN)),
+                        worst, float(np.median(np.abs(r - 1)) * 100))
+
+
+def fit_calibration(rows: tuple[SpeedRow, ...], source: str = "") -> Calibration:
+    """Fit on the ``fit`` rows, measure on the ``holdout`` rows (see the module docstring)."""
+    skipped = []
+    fit: list[tuple[SpeedRow, str, np.ndarray]] = []
+    for r in rows:
+        if r.split != "fit":
+            continue
+        inp = row_inputs(r)
+        if isinstance(inp, str):
+            skipped.append((r.id, inp))
+            continue
+        g = _log_ratio_grid(r)
+        if g is None:
+            skipped.append((r.id, f"{inp.device} has no compute figure for {r.quantity}"))
+            continue
+        fit.append((r, inp.hardware_class, g))
+    constants: dict = {}
+    if fit:
+        top = _fit_group("all", [g for _, _, g in fit], (1.0, 1.0, 0.0), SHRINK / 5)
+        constants[("*", "*")] = top
+        for cls in sorted({c for _, c, _ in fit}):
+            cg = [g for _, c, g in fit if c == cls]
+            cfit = _fit_group(cls, cg, (top.eta_bw, top.eta_compute, top.layer_overhead_s), SHRINK)
+            constants[("*", cls)] = cfit
+            for eng in sorted({serving_engine(r.engine) for r, c, _ in fit if c == cls}):
+                eg = [g for r, c, g in fit if c == cls and serving_engine(r.engine) == eng]
+                constants[(eng, cls)] = _fit_group(f"{eng} × {cls}", eg,
+                                                   (cfit.eta_bw, cfit.eta_compute, cfit.layer_overhead_s), SHRINK)
+    ratios: dict[tuple[str, str, str], list[float]] = {}
+    for r in rows:
+        if r.split != "holdout":
+            continue
+        inp = row_inputs(r)
+        if isinstance(inp, str):
+            skipped.append((r.id, inp))
+            continue
+        eng = serving_engine(r.engine)
+        c = None
+        for key in ((eng, inp.hardware_class), ("*", inp.hardware_class), ("*", "*")):
+            if key in constants:
+                c = constants[key]
+                break
+        if c is None:
+            continue
+        pred = predict_row(r, c.efficiency)
+        if pred is None:
+            skipped.append((r.id, f"{inp.device} has no compute figure for {r.quantity}"))
+            continue
+        ratios.setdefault((eng, inp.hardware_class, r.quantity), []).append(float(pred) / r.value)
+    by_eq: dict = {}
+    by_class: dict = {}
+    for (e, c, q), rs in ratios.items():
+        by_eq.setdefault((e, "*", q), []).extend(rs)
+        for key in ((e, c, q), (e, c, "*"), ("*", c, "*"), ("*", "*", "*")):
+            by_class.setdefault(key, []).extend(rs)
+    return Calibration(source, tuple(rows), constants,
+                       tuple(_summary(*k, v) for k, v in sorted(by_eq.items())),
+                       tuple(_summary(*k, v) for k, v in sorted(by_class.items())), tuple(skipped))
+
+
+@lru_cache(maxsize=8)
+def _calibration_for(digest: str, text: str, source: str) -> Calibration:
+    return fit_calibration(parse_speed_csv(text), source)
+
+
+def calibration(path: "str | Path | None" = None) -> Calibration | None:
+    """The fit of ``path`` (default ``data/measured/speed.csv``), cached by the file's content;
+    None when the file does not exist (then every figure is a theoretical ceiling)."""
+    p = Path(path) if path is not None else default_speed_path()
+    if not p.is_file():
+        return None
+    text = p.read_text(encoding="utf-8")
+    return _calibration_for(hashlib.sha256(text.encode()).hexdigest(), text, str(p))
+
+
+def holdout_table(cal: Calibration) -> str:
+    """The held-aside error per engine × quantity as a Markdown table."""
+    lines = ["| engine | quantity | rows | median ratio | within ±30 % | worst |", "|---|---|---:|---:|---:|---:|"]
+    for h in cal.holdout:
+        lines.append(f"| {h.engine} | {h.quantity} | {h.rows} | {h.median_ratio:.2f} | "
+                     f"{h.within_30_pct_share * 100:.0f} % | {h.worst_ratio:.2f} |")
+    return "\n".join(lines)

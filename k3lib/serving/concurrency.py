@@ -1,0 +1,133 @@
+"""Concurrency: how many requests the KV cache holds, and throughput and latency vs concurrency.
+
+**Maximum concurrency** of requests of $I$ input and $O$ output tokens:
+$\\min(\\lfloor KV_{tokens} / (I + O) \\rfloor,\\ \\text{max\\_num\\_seqs})$, with the engine's own KV
+capacity (:attr:`EngineVerdict.kv_capacity_tokens`) and, where the engine has one, its cap on
+running sequences (vLLM ``max_num_seqs``, 1,024 by default in k3lib's profile).
+
+**Serving at concurrency $c$** (a closed loop: $c$ requests in flight, each replaced when it
+ends; per data-parallel replica $c_r = c/DP$). Each request needs $O$ decode steps at the mean
+context $T = I + O/2$ and one prefill of $I$ tokens, which chunked prefill interleaves with the
+running decodes. With $t_d$ the decode step of $c_r$ sequences and $t_p$ one prompt's prefill
+(:mod:`k3lib.serving.roofline`):
+
+$$TPOT = t_d + (c_r - 1)·t_p / O, \\qquad \\text{output tok/s} = DP·\\frac{c_r}{t_d + c_r·t_p/O}$$
+
+(during one request's $O$ steps the other $c_r - 1$ are each replaced about once, and their
+prefills stall the step). **TTFT** assumes the $c_r$ requests arrive together and are
+prefilled first come, first served under the chunked-prefill budget: the mean request waits
+for half the others' prompts, $TTFT = t_{prefill}((c_r + 1)/2 \\text{ prompts of } I)$ — it grows
+with concurrency × input.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from k3lib.core.errors import K3InputError
+from k3lib.serving.roofline import CEILING, Efficiency, ServingInputs, decode_terms, prefill_terms
+
+QUANTITIES = ("decode_tokens_per_s_per_sequence", "output_tokens_per_s_total", "prefill_tokens_per_s", "ttft_s",
+              "tpot_s")
+QUANTITY_UNITS = {"decode_tokens_per_s_per_sequence": "tokens/s", "output_tokens_per_s_total": "tokens/s",
+                  "output_tokens_per_s_per_gpu": "tokens/s", "prefill_tokens_per_s": "tokens/s", "ttft_s": "s",
+                  "tpot_s": "s", "max_concurrency": "requests", "usd_per_hour": "USD/h",
+                  "usd_per_million_output_tokens": "USD"}
+
+
+def max_concurrency(*, kv_capacity_tokens: int, input_tokens: int, output_tokens: int,
+                    max_num_seqs: int | None = None) -> int:
+    """$\\min(\\lfloor KV/(I+O) \\rfloor, \\text{max\\_num\\_seqs})$.
+
+    >>> max_concurrency(kv_capacity_tokens=476_016, input_tokens=1024, output_tokens=256, max_num_seqs=1024)
+    371
+    """
+    per = input_tokens + output_tokens
+    if per <= 0:
+        raise K3InputError("input_tokens", "input + output must be at least one token")
+    n = kv_capacity_tokens // per
+    return min(n, max_num_seqs) if max_num_seqs else n
+
+
+def _check(concurrency: float, input_tokens: int, output_tokens: int) -> None:
+    if not concurrency >= 1:
+        raise K3InputError("concurrency", f"{concurrency!r}", "a number ≥ 1")
+    for name, v in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise K3InputError(name, f"{v!r}", "a whole number ≥ 0")
+
+
+def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, concurrency: float = 1,
+            input_tokens: int = 1024, output_tokens: int = 256):
+    """One quantity of :data:`QUANTITIES` at ``concurrency`` (array-aware in ``eff``):
+    ``decode_tokens_per_s_per_sequence`` $= 1/TPOT$; ``prefill_tokens_per_s`` $= I/t_p$ (one
+    prompt); ``output_tokens_per_s_total``, ``ttft_s``, ``tpot_s`` as in the module docstring.
+    None when the device has no compute figure and the quantity needs one (prefill)."""
+    _check(concurrency, input_tokens, output_tokens)
+    c_r = concurrency / inp.dp
+    needs_prefill = quantity in ("prefill_tokens_per_s", "ttft_s") or (input_tokens > 0 and concurrency > 1)
+    if needs_prefill and input_tokens > 0 and not inp.peak_flops:
+        return None
+    if quantity == "prefill_tokens_per_s":
+        i = max(1, input_tokens)
+        return i / prefill_terms(inp, input_tokens=i).seconds(eff)
+    t_d = decode_terms(inp, concurrency=concurrency, context_tokens=input_tokens + output_tokens / 2).seconds(eff)
+    if quantity == "ttft_s":
+        if input_tokens == 0:
+            return t_d
+        return prefill_terms(inp, input_tokens=input_tokens, requests=(c_r + 1) / 2).seconds(eff)
+    t_p = prefill_terms(inp, input_tokens=input_tokens).seconds(eff) if input_tokens > 0 else 0.0
+    o = max(1, output_tokens)
+    tpot = t_d + (c_r - 1) * t_p / o
+    if quantity == "tpot_s":
+        return tpot
+    if quantity == "decode_tokens_per_s_per_sequence":
+        return 1.0 / tpot
+    if quantity == "output_tokens_per_s_total":
+        return inp.dp * c_r / (t_d + c_r * t_p / o)
+    raise K3InputError("quantity", f"{quantity!r}", ", ".join(QUANTITIES))
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """Throughput and latency at one concurrency (tokens/s, seconds)."""
+
+    concurrency: int
+    output_tokens_per_s_total: float
+    output_tokens_per_s_per_gpu: float
+    decode_tokens_per_s_per_sequence: float
+    tpot_s: float
+    ttft_s: float | None
+
+
+def throughput_curve(inp: ServingInputs, eff: Efficiency = CEILING, *, concurrencies: Sequence[int] = (),
+                     input_tokens: int = 1024, output_tokens: int = 256,
+                     max_concurrency_: int | None = None) -> list[CurvePoint]:
+    """:class:`CurvePoint` per concurrency: ``concurrencies``, or powers of two up to
+    ``max_concurrency_`` (default 256). Output tokens/s per GPU divides by the GPUs (1 for a CPU host).
+
+    >>> from k3lib.engines.deployment import plan_for_engine
+    >>> from k3lib.serving.roofline import inputs_from_plan
+    >>> p = plan_for_engine(model="llama-3.1-8b", gpu="h100", gpus=1, context=2048, with_limits=False)
+    >>> pts = throughput_curve(inputs_from_plan(p), concurrencies=(1, 8, 64))
+    >>> [round(x.output_tokens_per_s_total) for x in pts] == sorted(round(x.output_tokens_per_s_total) for x in pts)
+    True
+    """
+    cs = list(concurrencies) or [2**i for i in range(0, 20) if 2**i <= (max_concurrency_ or 256)]
+    out = []
+    for c in cs:
+        kw = dict(concurrency=c, input_tokens=input_tokens, output_tokens=output_tokens)
+        total = predict(inp, "output_tokens_per_s_total", eff, **kw)
+        tpot = predict(inp, "tpot_s", eff, **kw)
+        out.append(CurvePoint(c, total, total / max(1, inp.gpus), 1 / tpot, tpot,
+                              predict(inp, "ttft_s", eff, **kw)))
+    return out
+
+
+def curve_frame(points: Sequence[CurvePoint]):
+    """The curve as a pandas DataFrame, one row per concurrency."""
+    import dataclasses
+
+    import pandas as pd
+
+    return pd.DataFrame([dataclasses.asdict(p) for p in points])
