@@ -787,6 +787,7 @@ def _cmd_speed(args) -> int:
     from k3lib.core.units import parse_count, parse_positive_int
     from k3lib.engines.base import serving_engine
     from k3lib.engines.deployment import default_engine_for, plan_for_engine
+    from k3lib import serving
 
     model = model_from_args(args)
     if args.engine is None:
@@ -797,38 +798,65 @@ def _cmd_speed(args) -> int:
     concurrency = parse_positive_int(args.concurrency, "concurrency")
     in_len = parse_count(args.input_len, "input-len", minimum=0)
     out_len = parse_positive_int(args.output_len, "output-len")
-    price = _price(args.price_per_gpu_hour)
+    user_price = _price(args.price_per_gpu_hour)
     if n_gpus == 0 and args.host is None:
         raise K3InputError("host", "CPU-only serving (--gpus 0) needs the host", "--host ID (see `k3plan hosts`)")
-    from k3lib import serving
-
-    if n_gpus == 0 or args.expert_layers_on_gpu is not None:
-        est = serving.offload_serving_estimate(
-            model=model, engine=served, gpu=None if n_gpus == 0 else args.gpu, gpus=n_gpus, weights=args.weights,
-            kv_dtype=args.kv_dtype, input_tokens=in_len, output_tokens=out_len, concurrency=concurrency,
-            host=args.host, ram=args.ram, ram_bandwidth=args.ram_bandwidth,
-            expert_layers_on_gpu=args.expert_layers_on_gpu, price_per_gpu_hour=price)
-    else:
+    offload = n_gpus == 0 or args.expert_layers_on_gpu is not None
+    if not offload:
         for name in ("ram", "ram_bandwidth"):   # read by the offload model only: refused, not ignored
             if getattr(args, name) is not None:
                 raise K3InputError(name.replace("_", "-"), "applies to offload or CPU-only serving",
                                    "--expert-layers-on-gpu N or --gpus 0")
-        ep = parse_positive_int(args.ep, "ep") if args.ep is not None else 1
-        plan = plan_for_engine(model=model, engine=profile, gpu=args.gpu, gpus=n_gpus, weights=args.weights,
-                               kv_dtype=args.kv_dtype, context=in_len + out_len, batch=1, nodes=args.nodes,
-                               tp=args.tp, pp=args.pp, ep=ep)
-        est = serving.serving_estimate(plan, concurrency=concurrency, input_tokens=in_len, output_tokens=out_len,
-                                       price_per_gpu_hour=price, engine=served, host=args.host)
-    doc = est.to_dict()
-    doc.setdefault("engine", served)
-    doc.setdefault("memory_profile", profile)
+    price, price_basis = user_price, "user-supplied price" if user_price is not None else None
+    if price is None and n_gpus > 0:
+        from k3lib.core.hardware import get_gpu
+        from k3lib.core.prices import price_per_gpu_hour
+
+        quote = price_per_gpu_hour(get_gpu(args.gpu).id)
+        if quote is not None:
+            price, price_basis = quote.usd_per_gpu_hour, quote.basis
+    try:
+        if offload:
+            if not hasattr(serving, "offload_serving_estimate"):
+                raise K3InputError("expert-layers-on-gpu", "offload speed is not modelled by this version",
+                                   "leave it out")
+            est = serving.offload_serving_estimate(
+                model=model, engine=served, gpu=None if n_gpus == 0 else args.gpu, gpus=n_gpus,
+                weights=args.weights, kv_dtype=args.kv_dtype, input_tokens=in_len, output_tokens=out_len,
+                concurrency=concurrency, host=args.host, ram=args.ram, ram_bandwidth=args.ram_bandwidth,
+                expert_layers_on_gpu=args.expert_layers_on_gpu, price_per_gpu_hour=price)
+        else:
+            ep = parse_positive_int(args.ep, "ep") if args.ep is not None else 1
+            plan = plan_for_engine(model=model, engine=profile, gpu=args.gpu, gpus=n_gpus, weights=args.weights,
+                                   kv_dtype=args.kv_dtype, context=in_len + out_len, batch=1, nodes=args.nodes,
+                                   tp=args.tp, pp=args.pp, ep=ep, with_limits=False)
+            est = serving.serving_estimate(plan, concurrency=concurrency, input_tokens=in_len,
+                                           output_tokens=out_len, price_per_gpu_hour=price, engine=served,
+                                           host=args.host)
+    except serving.PlanDoesNotLoad as exc:   # no speed for a plan that does not load
+        if args.json:
+            print(json.dumps({"loads": False, "reason": str(exc), "engine": served, "memory_profile": profile},
+                             indent=2))
+        else:
+            print(f"DOES NOT LOAD — {exc}; no speed figures")
+        return 3
+    doc = {"loads": True, "engine": served, "memory_profile": profile,
+           "price_basis": price_basis, **est.to_dict(), "details": est.details()}
     if args.json:
         print(json.dumps(doc, indent=2, default=str))
     else:
-        print(serving.render_text(est) if hasattr(serving, "render_text") else json.dumps(doc, indent=2, default=str))
+        if hasattr(serving, "render_text"):
+            print(serving.render_text(est))
+        else:
+            for k, f in est.to_dict().items():
+                err = f"±{f['expected_error_pct']:.0f} %" if f.get("expected_error_pct") is not None else ""
+                val = "—" if f["value"] is None else f"{f['value']:,.4g}"
+                print(f"{k:<34}{val:>14} {f['unit']:<12} {f['basis']} {err}")
+        if price_basis:
+            print(f"price: {price_basis}")
         if served != profile:
             print(f"note: {served} has no memory profile here; its memory is planned with {profile}'s rules")
-    return 0 if est.loads else 3
+    return 0
 
 
 # ---------------------------------------------------------------- end of speed block
