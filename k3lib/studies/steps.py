@@ -485,13 +485,23 @@ class Throughput:
     interconnect: str
     command: str
     reason: str
+    #: the serving model's decode speed at this context and batch (:mod:`k3lib.serving`), its basis
+    #: ("fitted model": efficiencies fitted on measured runs) and held-aside error; None for a guide
+    #: profile (no layer shapes) — then only the ceiling is shown
+    expected_tokens_per_s: float | None = None
+    expected_basis: str | None = None
+    expected_error_pct: float | None = None
 
     step = 6
     title = "Benchmark throughput"
 
     @property
     def figure(self) -> str:
-        return f"≤ {self.tokens_per_s:,.1f} tok/s (bandwidth ceiling)"
+        if self.expected_tokens_per_s is None:
+            return f"≤ {self.tokens_per_s:,.1f} tok/s (bandwidth ceiling)"
+        err = f", ±{self.expected_error_pct:.0f} % on held-aside runs" if self.expected_error_pct is not None else ""
+        return (f"≈ {self.expected_tokens_per_s:,.1f} tok/s ({self.expected_basis}{err}); "
+                f"ceiling {self.tokens_per_s:,.1f}")
 
 
 def active_weight_bytes(model: "str | ModelSpec", weights: str) -> int:
@@ -571,8 +581,24 @@ def throughput_for_plan(plan) -> Throughput:
                   f"{bw / GB * 1e-3:,.1f} TB/s{pp_note} allow at most {rate:,.0f} tok/s; if you measure under "
                   f"{GUIDE_MIN_TOKENS_PER_S:g} tok/s, suspect the interconnect ({interconnect}) and run "
                   f"nvidia-smi topo -m.")
+    expected = basis = err = None
+    if not isinstance(plan.model, PublishedProfile) and plan.fits:
+        from k3lib.serving import serving_estimate   # the serving layer (lazy: it reads the studies)
+
+        engine = plan.engine_id if plan.engine_id not in ("generic", "guide") else "vllm"
+        try:
+            est = serving_estimate(plan, engine=engine, concurrency=plan.batch,
+                                   input_tokens=max(0, plan.context_tokens - 1), output_tokens=1)
+        except K3InputError:
+            est = None
+        if est is not None and est.decode_tokens_per_s_per_sequence.value is not None:
+            f = est.decode_tokens_per_s_per_sequence
+            expected, basis, err = f.value * plan.batch, f.basis, f.expected_error_pct
+            reason += (f" The serving model expects ≈ {expected:,.1f} tok/s here ({basis}"
+                       + (f", ±{err:.0f} % on runs it was not fitted on" if err is not None else "")
+                       + f"; {engine}), {expected / rate:.0%} of the ceiling.")
     return Throughput(w_act, kv_read, per_tok, bw, rate, GUIDE_MIN_TOKENS_PER_S, below, interconnect,
-                      "nvidia-smi topo -m", reason)
+                      "nvidia-smi topo -m", reason, expected, basis, err)
 
 
 # ----------------------------------------------------------------- step 7
