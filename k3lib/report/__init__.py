@@ -39,6 +39,6 @@ from k3lib.report.scenarios import (MAX_ALIASES, ScenarioFileError, check_scenar
 from k3lib.report.sections import (assumptions_html, assumptions_table, budget_chart, budget_table_html,
                                    chart_or_note, checklist_html, command_html, engine_commands_html,
                                    engine_view_html, engine_view_reason, offload_html, parameters_html,
-                                   per_gpu_section, setup, summary_html)
+                                   per_gpu_section, setup, speed_section, summary_html)
 
 __all__ = [name for name in dir() if not name.startswith("_") and name != "annotations"]

@@ -74,7 +74,11 @@ def decode_tokens_per_s(cfg: ReportConfig, offloaded=None) -> tuple[float | None
         t = throughput_for_plan(plan)
     except K3InputError as exc:
         return None, f"not computed for this configuration ({exc})"
-    return t.tokens_per_s, "bandwidth ceiling with every weight on the GPUs; real decode is lower"
+    if t.expected_tokens_per_s is not None:
+        err = f", ±{t.expected_error_pct:.0f} % on held-aside runs" if t.expected_error_pct is not None else ""
+        return t.expected_tokens_per_s, (f"serving model ({t.expected_basis}{err}) at the full context; "
+                                         f"bandwidth ceiling {t.tokens_per_s:,.1f}")
+    return t.tokens_per_s, "theoretical ceiling: bandwidth with every weight on the GPUs; real decode is lower"
 
 
 def key_figures(cfg: ReportConfig) -> dict[str, Any]:

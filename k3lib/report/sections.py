@@ -229,6 +229,45 @@ def engine_view_html(cfg: ReportConfig) -> str:
                    + notes_list(e.notes))
 
 
+def speed_section(cfg: ReportConfig) -> tuple[str, Any]:
+    """(HTML, chart): speed, concurrency and cost of the plan by the serving model
+    (:mod:`k3lib.views.speed` over :func:`k3lib.serving.serving_estimate`), every figure with its
+    basis and held-aside error, for requests of 1,024 prompt + 256 output tokens; the catalogue's
+    dated median price per GPU-hour when there is one. None for the chart when the plan does not
+    load or has no layer shapes (a guide profile)."""
+    from k3lib.views.speed import concurrency_table, figures_table, throughput_latency_chart
+
+    plan = cfg.plan
+    if plan.model.kind != "architecture":
+        return no_math(f"<p>No speed figures: {esc(plan.model.id)} is a guide's published profile (no layer "
+                       "shapes for the serving model).</p>"), None
+    if not plan.fits:
+        return no_math("<p>No speed figures: the plan does not load.</p>"), None
+    from k3lib.core.prices import price_per_gpu_hour
+    from k3lib.serving import serving_estimate
+
+    quote = price_per_gpu_hour(plan.gpu.id)
+    price = quote.usd_per_gpu_hour if quote is not None else None
+    engine = plan.engine_id if plan.engine_id not in ("generic", "guide") else "vllm"
+    shape = dict(input_tokens=min(1024, max(0, plan.context_tokens - 256)), output_tokens=256)
+    try:
+        est = serving_estimate(plan, concurrency=plan.batch, engine=engine, price_per_gpu_hour=price, **shape)
+        curve = concurrency_table(plan, engine=engine, price_per_gpu_hour=price, **shape)
+    except K3InputError as exc:
+        return no_math(not_available("speed figures", str(exc))), None
+    text = (f"<p>Requests of {shape['input_tokens']:,} prompt + {shape['output_tokens']:,} output tokens on "
+            f"{esc(engine)}, {plan.batch} at a time. Each figure says its basis: <em>fitted model</em> (efficiencies "
+            "fitted on public measured runs; ± is its median error on runs it was never fitted on), "
+            "<em>measured</em>, or <em>theoretical ceiling</em>.</p>" + frame_html(figures_table(est))
+            + "<p>Throughput against latency as concurrency grows, up to what the KV cache holds:</p>"
+            + frame_html(curve.round(1))
+            + (f"<p><small>Price: {esc(quote.basis)}.</small></p>" if quote is not None else
+               "<p><small>No catalogue price for this GPU: cost figures are empty "
+               "(`k3plan speed --price-per-gpu-hour`).</small></p>")
+            + notes_list(est.notes))
+    return no_math(text), throughput_latency_chart(curve)
+
+
 def offload_html(cfg: ReportConfig) -> str:
     """Experts in system RAM, the rest on one GPU (:mod:`k3lib.studies.offload_model`)."""
     from k3lib.studies.offload_model import summary_table

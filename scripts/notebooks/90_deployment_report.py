@@ -90,6 +90,16 @@ Cost is GPU count × catalogue price (hardware only).
 """),
     code("HTML(report.alternatives_html(plan))"),
     md("""
+## Speed, concurrency and cost
+
+How fast the plan serves, how many requests at once, and what a million output tokens cost: the serving model over this plan, each figure with its basis (fitted on measured runs, with its error on runs it was never fitted on, or a theoretical ceiling).
+"""),
+    code("""
+speed_table, speed_chart = report.speed_section(cfg)
+display(HTML(speed_table))
+report.chart_or_note(speed_chart, 'throughput-latency chart')
+"""),
+    md("""
 ## Offload option
 
 Routed experts in system RAM and everything else on the GPU (guide 004's mode), shown when asked for or when the plan does not fit.
