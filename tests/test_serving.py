@@ -102,3 +102,57 @@ def test_estimate_labels_every_figure():
     assert ceiling.tpot_s.basis == "theoretical ceiling" and ceiling.tpot_s.expected_error_pct is None
     assert ceiling.usd_per_million_output_tokens.value is None
     assert e.tpot_s.value >= ceiling.tpot_s.value
+
+
+def test_aliases_have_the_shapes_they_claim():
+    from k3lib.loaders.config import load_config
+    from k3lib.serving.calibration import MODEL_ALIASES, resolve_model
+
+    a = load_config("data/measured/configs/RedHatAI--Llama-3.3-70B-Instruct-fp8-dynamic.json").architecture
+    b = get_model(resolve_model("meta-llama/Llama-3.3-70B-Instruct"))
+    assert (a.attention, a.mlp, a.hidden_size, a.vocab_size) == (b.attention, b.mlp, b.hidden_size, b.vocab_size)
+    m = get_model(resolve_model("MiniMaxAI/MiniMax-M2.7"))     # figures of amd/MiniMax-M2.7-BF16 config.json
+    assert (m.hidden_size, m.num_layers, m.vocab_size, m.mlp.n_routed_experts, m.mlp.experts_per_token,
+            m.mlp.moe_intermediate, m.attention[0].num_heads, m.attention[0].kv_heads) == \
+        (3072, 62, 200064, 256, 8, 1536, 48, 8)
+    q = get_model(resolve_model("Qwen/Qwen3-Coder-30B-A3B-Instruct"))   # fastllm@f8f04c33 copy of its config
+    assert (q.hidden_size, q.num_layers, q.vocab_size, q.mlp.n_routed_experts, q.mlp.experts_per_token,
+            q.mlp.moe_intermediate, q.attention[0].num_heads, q.attention[0].kv_heads) == \
+        (2048, 48, 151936, 128, 8, 768, 32, 4)
+    assert all(v.source for v in MODEL_ALIASES.values())
+    assert resolve_model("deepseek-r1") == "deepseek-r1"
+
+
+def test_served_concurrency_is_capped_and_rendered():
+    from k3lib.serving import render_text
+
+    e = serving_estimate(_plan(), concurrency=100_000, mode="ceiling")
+    assert e.concurrency == e.max_concurrency.value < 100_000 and e.concurrency_asked == 100_000
+    text = render_text(e)
+    for word in ("time per output token", "theoretical ceiling", "concurrency served", "vllm", "datacenter GPU"):
+        assert word in text
+    assert e.loads and PlanDoesNotLoad.exit_code == 3
+
+
+def test_offload_estimate_has_the_same_keys_and_refuses_what_does_not_load():
+    from k3lib.serving import offload_serving_estimate
+
+    kw = dict(model="qwen3-30b-a3b", engine="llama.cpp", gpu="rtx-4090", gpus=1, weights="q4_k_m", kv_dtype="bf16",
+              input_tokens=512, output_tokens=128, concurrency=1, host="desktop-ddr5-5600", ram=None,
+              ram_bandwidth=None, price_per_gpu_hour=0.5)
+    e = offload_serving_estimate(**kw, expert_layers_on_gpu=0, speed_csv=FIXTURE)
+    assert tuple(e.to_dict()) == FIGURES and e.hardware_class == "consumer GPU"
+    full = offload_serving_estimate(**kw, expert_layers_on_gpu=None, speed_csv=FIXTURE)
+    assert full.decode_tokens_per_s_per_sequence.value >= e.decode_tokens_per_s_per_sequence.value
+    cpu = offload_serving_estimate(**{**kw, "gpu": None, "gpus": 0}, expert_layers_on_gpu=None, speed_csv=FIXTURE)
+    assert cpu.hardware_class == "CPU" and tuple(cpu.to_dict()) == FIGURES
+    with pytest.raises(PlanDoesNotLoad):
+        offload_serving_estimate(**{**kw, "model": "deepseek-v3", "ram": "64GB"}, expert_layers_on_gpu=0)
+
+
+def test_holdout_table_is_a_frame():
+    from k3lib.serving import holdout_table
+
+    t = holdout_table(calibration(FIXTURE))
+    assert {"engine", "quantity", "rows", "median_ratio", "within_30_pct", "worst_ratio"} <= set(t.columns)
+    assert (t["rows"] > 0).all()

@@ -2,10 +2,18 @@
 with efficiencies fitted on measurements (:mod:`k3lib.serving.calibration`).
 
 Its own layer: it reads ``k3lib.core``, ``k3lib.engines`` and ``k3lib.studies.offload_model``;
-only the surfaces import it. The entry point is :func:`serving_estimate`.
+only the surfaces import it. Entry points: :func:`serving_estimate` (a plan for an engine),
+:func:`offload_serving_estimate` (experts in host RAM, or CPU-only with ``gpus=0``),
+:func:`cpu_serving_estimate`; :func:`render_text` prints an estimate; :func:`holdout_table`
+gives the held-aside error as a DataFrame.
+
+A plan that does not load has no speed: the estimators raise :class:`PlanDoesNotLoad`
+(``exit_code`` 3, the exit status of ``k3plan speed``); an estimate that exists always ``loads``.
 """
+from k3lib.serving.calibration import holdout_markdown, holdout_summary, holdout_table
 from k3lib.serving.estimate import (BASES, FIGURES, Figure, PlanDoesNotLoad, ServingEstimate, cpu_serving_estimate,
-                                    serving_estimate)
+                                    offload_serving_estimate, render_text, serving_estimate)
 
 __all__ = ["BASES", "FIGURES", "Figure", "PlanDoesNotLoad", "ServingEstimate", "cpu_serving_estimate",
+           "holdout_markdown", "holdout_summary", "holdout_table", "offload_serving_estimate", "render_text",
            "serving_estimate"]

@@ -47,6 +47,64 @@ from k3lib.serving.roofline import (MEMORY_PROFILE, Efficiency, ServingInputs, i
                                     serving_engine, stage_bytes)
 
 SPEED_CSV = Path("measured") / "speed.csv"
+CONFIGS_DIR = Path("measured") / "configs"
+
+
+@dataclass(frozen=True)
+class ModelAlias:
+    """A Hugging Face id of ``speed.csv`` planned as ``target``: a built-in architecture with
+    identical shapes, or ``config:<file>`` (a public config.json transcribed in
+    ``data/measured/configs/``); ``source`` says where the shapes were read."""
+
+    target: str
+    source: str
+
+
+#: HF ids of measured checkpoints → an architecture with the same shapes. Only sourced shapes:
+#: each entry names the file its shapes were compared with (``tests/test_serving.py`` re-checks
+#: the ones whose config is in this repository). A fine-tune or re-quantization of a base model
+#: keeps the base's shapes; context length and RoPE base may differ and do not enter the speed model.
+MODEL_ALIASES: dict[str, ModelAlias] = {
+    "meta-llama/Llama-3.3-70B-Instruct": ModelAlias(
+        "llama-3.1-70b", "data/measured/configs/RedHatAI--Llama-3.3-70B-Instruct-fp8-dynamic.json "
+        "(a Llama 3.3 70B config): layers, heads, hidden, MLP and vocabulary equal llama-3.1-70b's"),
+    "Qwen/Qwen3-Coder-30B-A3B-Instruct": ModelAlias(
+        "qwen3-30b-a3b", "github.com/ztxz16/fastllm@f8f04c33 Qwen3-Coder-30B-A3B-Instruct/config.json (copy of the "
+        "HF config): hidden 2048, 48 layers, 32/4 heads × 128, 128 experts top-8 × 768, vocab 151936, untied — "
+        "Qwen3-30B-A3B's shapes (rope_theta and max_position_embeddings differ)"),
+    "MiniMaxAI/MiniMax-M2.7": ModelAlias(
+        "minimax-m2.5", "huggingface.co/amd/MiniMax-M2.7-BF16 config.json: MiniMaxM2ForCausalLM, hidden 3072, "
+        "62 layers, 48/8 heads × 128, 256 experts top-8 × 1536, vocab 200064, untied; NVIDIA Megatron Bridge docs "
+        "(docs.nvidia.com/nemo/megatron-bridge/nightly/models/minimax/minimax-m2.html): M2.5 and M2.7 'Same "
+        "MiniMaxM2ForCausalLM architecture'"),
+    "Qwen/Qwen2.5-Coder-7B": ModelAlias(
+        "config:Qwen--Qwen2.5-7B-Instruct.json", "model card (huggingface.co/Qwen/Qwen2.5-Coder-7B, mirrored in "
+        "github.com/ZHUI/paddlenlp_model_readme Qwen/Qwen2.5-Coder-7B/index.md): 7.61B parameters, 6.53B "
+        "non-embedding, 28 layers, 28/4 heads, QKV bias — Qwen2.5-7B's figures; the llama-bench row prints "
+        "'qwen2 7B Q8_0 7.54 GiB'"),
+    "microsoft/phi-4": ModelAlias("config:microsoft--phi-4.json", "its own config.json (data/measured/configs)"),
+    "google/gemma-3-4b-it": ModelAlias("config:google--gemma-3-4b-it.json",
+                                       "its own config.json (data/measured/configs)"),
+}
+
+
+@lru_cache(maxsize=32)
+def resolve_model(model: str):
+    """The model to plan a row's ``model`` with: a built-in id as is, an alias of
+    :data:`MODEL_ALIASES` as its target (a built-in id or a loaded config); anything else
+    unchanged (planning then names it as unknown and the row is skipped).
+
+    >>> resolve_model("meta-llama/Llama-3.3-70B-Instruct")
+    'llama-3.1-70b'
+    """
+    alias = MODEL_ALIASES.get(model)
+    if alias is None:
+        return model
+    if alias.target.startswith("config:"):
+        from k3lib.loaders.config import load_config
+
+        return load_config(DATA_DIR / CONFIGS_DIR / alias.target[len("config:"):], id=model)
+    return alias.target
 SPEED_COLUMNS = ("id", "engine", "engine_version", "model", "weights", "kv_dtype", "gpu", "gpus", "tp", "pp", "ep",
                  "host", "concurrency", "input_tokens", "output_tokens", "quantity", "value", "unit", "split",
                  "evidence", "source", "date")
@@ -127,6 +185,7 @@ def _row_inputs(key: tuple) -> "ServingInputs | str":
     engine, model, weights, kv_dtype, gpu, gpus, tp, pp, ep, host, inp_t, out_t = key
     try:
         eid = serving_engine(engine)
+        model = resolve_model(model)
         if gpu.lower() == "cpu":
             return inputs_on_cpu(model=model, weights=weights or "native", kv_dtype=kv_dtype, host=host, engine=eid)
         from k3lib.engines.deployment import plan_for_engine
@@ -336,10 +395,55 @@ def calibration(path: "str | Path | None" = None) -> Calibration | None:
     return _calibration_for(hashlib.sha256(text.encode()).hexdigest(), text, str(p))
 
 
-def holdout_table(cal: Calibration) -> str:
-    """The held-aside error per engine × quantity as a Markdown table."""
-    lines = ["| engine | quantity | rows | median ratio | within ±30 % | worst |", "|---|---|---:|---:|---:|---:|"]
-    for h in cal.holdout:
-        lines.append(f"| {h.engine} | {h.quantity} | {h.rows} | {h.median_ratio:.2f} | "
-                     f"{h.within_30_pct_share * 100:.0f} % | {h.worst_ratio:.2f} |")
+def holdout_table(cal: "Calibration | None" = None, *, by: str = "quantity"):
+    """The held-aside error as a pandas DataFrame, one row per group: ``by="quantity"`` per
+    engine × quantity, ``by="class"`` per engine × hardware class (all quantities), ``by="all"``
+    per engine × class × quantity. Columns: engine, hardware_class, quantity, rows,
+    median_ratio (predicted ÷ measured), within_30_pct (share), worst_ratio (farthest from 1),
+    median_abs_error_pct. ``cal`` defaults to the fit of ``data/measured/speed.csv``.
+
+    >>> t = holdout_table()
+    >>> list(t.columns)[:4]
+    ['engine', 'hardware_class', 'quantity', 'rows']
+    """
+    import pandas as pd
+
+    cal = calibration() if cal is None else cal
+    if by not in ("quantity", "class", "all"):
+        raise K3InputError("by", f"{by!r}", "quantity, class or all")
+    cols = ["engine", "hardware_class", "quantity", "rows", "median_ratio", "within_30_pct", "worst_ratio",
+            "median_abs_error_pct"]
+    if cal is None:
+        return pd.DataFrame(columns=cols)
+    if by == "quantity":
+        groups = [h for h in cal.holdout if h.engine != "*"]
+    elif by == "class":
+        groups = [h for h in cal.holdout_by_class if h.engine != "*" and h.quantity == "*"]
+    else:
+        groups = [h for h in cal.holdout_by_class if h.engine != "*" and h.quantity != "*"]
+    return pd.DataFrame([[h.engine, h.hardware_class, h.quantity, h.rows, h.median_ratio, h.within_30_pct_share,
+                          h.worst_ratio, h.median_abs_error_pct] for h in groups], columns=cols)
+
+
+def holdout_summary(cal: "Calibration | None" = None) -> dict:
+    """All held-aside rows pooled: rows, share within ±30 %, and the engine × class and engine ×
+    quantity medians farthest from 1 (the issue's bar: share ≥ 0.5, no median off by > 1.5×)."""
+    cal = calibration() if cal is None else cal
+    pooled = next(h for h in cal.holdout_by_class if h.engine == "*" and h.hardware_class == "*")
+    meds = [h for h in cal.holdout if h.engine != "*"] + \
+        [h for h in cal.holdout_by_class if h.engine != "*" and h.quantity == "*"]
+    worst = max(meds, key=lambda h: abs(math.log(h.median_ratio)))
+    return {"rows": pooled.rows, "within_30_pct": pooled.within_30_pct_share,
+            "worst_median": (worst.engine, worst.hardware_class, worst.quantity, worst.median_ratio),
+            "skipped": len(cal.skipped)}
+
+
+def holdout_markdown(cal: "Calibration | None" = None, *, by: str = "quantity") -> str:
+    """:func:`holdout_table` as a Markdown table (for the README and the report)."""
+    t = holdout_table(cal, by=by)
+    lines = ["| engine | class | quantity | rows | median ratio | within ±30 % | worst |",
+             "|---|---|---|---:|---:|---:|---:|"]
+    for r in t.itertuples():
+        lines.append(f"| {r.engine} | {r.hardware_class} | {r.quantity} | {r.rows} | {r.median_ratio:.2f} | "
+                     f"{r.within_30_pct * 100:.0f} % | {r.worst_ratio:.2f} |")
     return "\n".join(lines)
