@@ -110,7 +110,11 @@ SPEED_COLUMNS = ("id", "engine", "engine_version", "model", "weights", "kv_dtype
                  "evidence", "source", "date")
 GRID_ETA_BW = np.geomspace(0.05, 1.0, 31)
 GRID_ETA_COMPUTE = np.geomspace(0.02, 1.0, 31)
-GRID_LAYER_OVERHEAD_S = np.array([0, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256]) * 1e-6
+#: τ candidates up to 2 ms per layer: the old top (256 µs) was hit by most groups. What τ stands
+#: for: per layer per pass, the time no byte or FLOP term explains — kernel launches and
+#: the many small kernels of a layer (norms, RoPE, routing, MoE permute/gather, sampling spread over
+#: layers), plus for Python-scheduled engines the host-side step overhead divided by layers.
+GRID_LAYER_OVERHEAD_S = np.array([0, 1, 2, 4, 8, 16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048]) * 1e-6
 #: weight of the pull toward the parent fit (a row 30 % off weighs ln(1.3)² = 0.069)
 SHRINK = 0.05
 #: τ's offset in the log penalty (τ = 0 is allowed)

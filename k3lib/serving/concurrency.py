@@ -14,7 +14,8 @@ running decodes. With $t_d$ the decode step of $c_r$ sequences and $t_p$ one pro
 $$TPOT = t_d + (c_r - 1)·t_p / O, \\qquad \\text{output tok/s} = DP·\\frac{c_r}{t_d + c_r·t_p/O}$$
 
 (during one request's $O$ steps the other $c_r - 1$ are each replaced about once, and their
-prefills stall the step). **TTFT** assumes the $c_r$ requests arrive together and are
+prefills stall the step). For the llama.cpp family the total is the decode phase alone,
+$DP·c_r/t_d$ (:data:`DECODE_PHASE_TOTAL_ENGINES`: what llama-batched-bench's S_TG measures). **TTFT** assumes the $c_r$ requests arrive together and are
 prefilled first come, first served under the chunked-prefill budget: the mean request waits
 for half the others' prompts, $TTFT = t_{prefill}((c_r + 1)/2 \\text{ prompts of } I)$ — it grows
 with concurrency × input.
@@ -25,7 +26,15 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from k3lib.core.errors import K3InputError
-from k3lib.serving.roofline import CEILING, Efficiency, ServingInputs, decode_terms, prefill_terms
+from k3lib.serving.roofline import CEILING, LAYER_SPLIT_ENGINES, Efficiency, ServingInputs, decode_terms, prefill_terms
+
+#: engines whose published "output tokens/s, all sequences" is the decode phase alone:
+#: llama.cpp's ``llama-batched-bench`` processes the B prompts first (T_PP, S_PP) and then times
+#: the generation of B × TG tokens on its own, ``S_TG = B·TG / T_TG`` (ggml-org/llama.cpp
+#: tools/batched-bench/batched-bench.cpp; the columns ``PP TG B N_KV T_PP S_PP T_TG S_TG T S`` of
+#: its tables, e.g. benches/dgx-spark.md at 4c7e9893). For them the total is $DP·c_r/t_d$ with
+#: no prefill stall (the prompt time is reported separately).
+DECODE_PHASE_TOTAL_ENGINES = LAYER_SPLIT_ENGINES
 
 QUANTITIES = ("decode_tokens_per_s_per_sequence", "output_tokens_per_s_total", "prefill_tokens_per_s", "ttft_s",
               "tpot_s")
@@ -84,6 +93,8 @@ def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, con
     if quantity == "decode_tokens_per_s_per_sequence":
         return 1.0 / tpot
     if quantity == "output_tokens_per_s_total":
+        if inp.engine in DECODE_PHASE_TOTAL_ENGINES:
+            return inp.dp * c_r / t_d
         return inp.dp * c_r / (t_d + c_r * t_p / o)
     raise K3InputError("quantity", f"{quantity!r}", ", ".join(QUANTITIES))
 
