@@ -40,6 +40,7 @@ SERIES = [
     ("05-decision-checklist", "The decision checklist"),
     ("06-any-model", "Any model, any engine"),
     ("07-guide-audit", "What the guides claim, and what holds"),
+    ("08-serving", "Serving: speed, concurrency and cost"),
     ("90-deployment-report", "Deployment report"),
 ]
 

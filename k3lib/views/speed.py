@@ -79,3 +79,112 @@ def throughput_latency_chart(frame, *, title: str = "Throughput against latency"
         tooltip=["concurrency", "output tokens/s (all)", "TPOT (ms)", "TTFT (ms)", "basis"])
     return (base.mark_line(point=True) + base.mark_text(dy=-10).encode(text="concurrency:Q")).properties(
         title=title, width=520, height=300)
+
+
+def roofline_table(plan, *, batches: Sequence[int] = (1, 8, 32, 64, 128, 256, 512, 1024),
+                   context_tokens: int = 1024) -> "Any":
+    """Why decode is memory-bound: for one decode step of ``batch`` sequences on the plan's binding
+    GPU, the time to read its bytes at full bandwidth and the time to do its FLOPs at peak
+    (:func:`k3lib.serving.roofline.decode_terms`, the theoretical ceiling: no efficiencies).
+    The step is bound by the larger; the batch where compute overtakes memory is where decode
+    turns compute-bound."""
+    import pandas as pd
+
+    from k3lib.serving.roofline import decode_terms, inputs_from_plan
+
+    inp = inputs_from_plan(plan)
+    rows = []
+    for b in batches:
+        t = decode_terms(inp, concurrency=b, context_tokens=context_tokens)
+        mem, comp = t.memory_seconds(), t.compute_seconds()
+        rows.append({"batch": b, "GB read per step": t.bytes_read / 1e9, "TFLOP per step": t.flops / 1e12,
+                     "memory time (ms)": mem * 1000, "compute time (ms)": comp * 1000,
+                     "bound by": "compute" if comp > mem else "memory"})
+    return pd.DataFrame(rows)
+
+
+def compute_bound_batch(plan, *, context_tokens: int = 0, limit: int = 1 << 16) -> int | None:
+    """The smallest batch whose decode step takes longer to compute than to read (doubling, then
+    bisection over :func:`roofline_table`'s terms); None when even ``limit`` sequences stay
+    memory-bound (or the device has no compute figure)."""
+    from k3lib.serving.roofline import decode_terms, inputs_from_plan
+
+    inp = inputs_from_plan(plan)
+
+    def compute_bound(b: int) -> bool:
+        t = decode_terms(inp, concurrency=b, context_tokens=context_tokens)
+        return t.peak_flops is not None and t.compute_seconds() > t.memory_seconds()
+
+    hi = 1
+    while not compute_bound(hi):
+        hi *= 2
+        if hi > limit:
+            return None
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if compute_bound(mid) else (mid, hi)
+    return hi
+
+
+def layouts_curve(plans: dict, *, input_tokens: int = 1024, output_tokens: int = 256,
+                  concurrencies: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128, 256)) -> "Any":
+    """:func:`concurrency_table` for several plans (one per layout), stacked with a ``layout`` column,
+    for one throughput-against-latency chart."""
+    import pandas as pd
+
+    frames = []
+    for name, plan in plans.items():
+        f = concurrency_table(plan, concurrencies=concurrencies, input_tokens=input_tokens,
+                              output_tokens=output_tokens)
+        f.insert(0, "layout", name)
+        frames.append(f)
+    return pd.concat(frames, ignore_index=True)
+
+
+def layouts_chart(frame, *, title: str = "Throughput against latency, per layout"):
+    """Output tokens/s per GPU against TPOT, one line per layout, points labelled by concurrency."""
+    import altair as alt
+
+    data = frame.dropna(subset=["TPOT (ms)", "output tokens/s per GPU"])
+    base = alt.Chart(data).encode(
+        x=alt.X("TPOT (ms):Q", title="time per output token (ms)"),
+        y=alt.Y("output tokens/s per GPU:Q", title="output tokens/s per GPU"),
+        color=alt.Color("layout:N"),
+        tooltip=["layout", "concurrency", "output tokens/s per GPU", "TPOT (ms)", "TTFT (ms)", "basis"])
+    return (base.mark_line(point=True) + base.mark_text(dy=-9, fontSize=11).encode(text="concurrency:Q")).properties(
+        title=title, width=560, height=320)
+
+
+def speed_explorer(*, model: str = "llama-3.1-70b", gpu: str = "h100-sxm",
+                   layouts: Sequence[str] = ("4 GPUs, TP=4", "8 GPUs, TP=8", "8 GPUs, TP=4 × PP=2"),
+                   input_tokens: int = 1024, output_tokens: int = 256):
+    """An ipywidgets explorer (thin layer over :func:`figures_table`): a layout and a concurrency;
+    the figures update. Bad input shows one line naming the field. Needs ipywidgets."""
+    import ipywidgets as w
+
+    from k3lib.core.errors import K3InputError
+    from k3lib.engines.deployment import plan_for_engine
+    from k3lib.serving import serving_estimate
+
+    shapes = {"4 GPUs, TP=4": dict(gpus=4, tp=4), "8 GPUs, TP=8": dict(gpus=8, tp=8),
+              "8 GPUs, TP=4 × PP=2": dict(gpus=8, tp=4, pp=2), "2 GPUs, TP=2": dict(gpus=2, tp=2),
+              "1 GPU": dict(gpus=1)}
+    layout = w.Dropdown(options=[x for x in layouts if x in shapes], description="layout")
+    conc = w.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128, 256], value=8, description="concurrency")
+    out = w.HTML()
+
+    def update(_change=None) -> None:
+        try:
+            plan = plan_for_engine(model=model, gpu=gpu, context=input_tokens + output_tokens, with_limits=False,
+                                   **shapes[layout.value])
+            est = serving_estimate(plan, concurrency=conc.value, input_tokens=input_tokens,
+                                   output_tokens=output_tokens)
+            out.value = figures_table(est).to_html(index=False)
+        except K3InputError as exc:
+            out.value = f"<p><b>input error</b>: {exc}</p>"
+
+    layout.observe(update, names="value")
+    conc.observe(update, names="value")
+    update()
+    return w.VBox([layout, conc, out])
