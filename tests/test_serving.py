@@ -97,7 +97,8 @@ def test_estimate_labels_every_figure():
     assert tuple(d) == FIGURES
     for k, f in d.items():
         assert set(f) == {"value", "unit", "basis", "expected_error_pct"}
-        assert f["basis"] in ("measured", "fitted model", "theoretical ceiling")
+        assert f["basis"] in (("price",) if k == "usd_per_hour" else ("measured", "fitted model", "theoretical ceiling"))
+    assert d["usd_per_hour"]["value"] == 2.0 * e.details().get("gpus", 1) or d["usd_per_hour"]["value"] == 2.0
     ceiling = serving_estimate(_plan(), concurrency=4, mode="ceiling")
     assert ceiling.tpot_s.basis == "theoretical ceiling" and ceiling.tpot_s.expected_error_pct is None
     assert ceiling.usd_per_million_output_tokens.value is None

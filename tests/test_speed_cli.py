@@ -12,7 +12,7 @@ from k3lib.cli import main
 
 FIGURES = ("decode_tokens_per_s_per_sequence", "output_tokens_per_s_total", "output_tokens_per_s_per_gpu",
            "prefill_tokens_per_s", "ttft_s", "tpot_s", "max_concurrency", "usd_per_million_output_tokens")
-BASES = {"measured", "fitted model", "theoretical ceiling"}
+BASES = {"measured", "fitted model", "theoretical ceiling"}   # every speed figure; cost per hour is a "price"
 
 
 def _cli(*argv):
@@ -28,6 +28,7 @@ def test_json_has_every_figure_with_its_basis_and_error():
     assert rc == 0, err
     d = json.loads(out)
     assert d["loads"] and d["engine"] == "vllm" and d["price_basis"] == "user-supplied price"
+    assert d["usd_per_hour"] == {"value": 2.50, "unit": "USD/h", "basis": "price", "expected_error_pct": None}
     for k in FIGURES:
         f = d[k]
         assert set(f) >= {"value", "unit", "basis", "expected_error_pct"} and f["basis"] in BASES, k

@@ -9,7 +9,7 @@ median held-aside |error| of that engine × class × quantity, pooled when that 
 held-aside rows), or ``theoretical ceiling`` ($η = 1$, no overheads, no communication:
 ``mode="ceiling"``, or no measurements to fit; ``expected_error_pct`` None). ``max_concurrency``
 is always a ceiling (the most requests the engine's KV cache holds); ``usd_per_hour`` is the
-given price times the GPUs (exact: error 0 in the fitted mode); ``usd_per_million_output_tokens``
+given price times the GPUs (basis ``price``: no speed in it); ``usd_per_million_output_tokens``
 carries the throughput's basis and error.
 
 **A plan that does not load** (``not plan.fits``) has no speed: :func:`serving_estimate`
@@ -30,7 +30,7 @@ from k3lib.serving.concurrency import QUANTITIES, QUANTITY_UNITS, max_concurrenc
 from k3lib.serving.cost import usd_per_hour, usd_per_million_output_tokens
 from k3lib.serving.roofline import CEILING, ServingInputs, inputs_from_plan, inputs_on_cpu
 
-BASES = ("measured", "fitted model", "theoretical ceiling")
+BASES = ("measured", "fitted model", "theoretical ceiling", "price")
 FIGURES = ("decode_tokens_per_s_per_sequence", "output_tokens_per_s_total", "output_tokens_per_s_per_gpu",
            "prefill_tokens_per_s", "ttft_s", "tpot_s", "max_concurrency", "usd_per_hour",
            "usd_per_million_output_tokens")
@@ -157,7 +157,8 @@ def _estimate(inp: ServingInputs, *, concurrency: int, input_tokens: int, output
                                                  total.expected_error_pct)
     figs["max_concurrency"] = Figure(max_conc, "requests", "theoretical ceiling", None)
     usd_h = usd_per_hour(gpus=inp.gpus, price_per_gpu_hour=price_per_gpu_hour)
-    figs["usd_per_hour"] = Figure(usd_h, "USD/h", basis, 0.0 if consts is not None else None)
+    # not a speed: the GPUs times the price given (the user's, or the dated catalogue's median)
+    figs["usd_per_hour"] = Figure(usd_h, "USD/h", "price", None)
     figs["usd_per_million_output_tokens"] = Figure(
         usd_per_million_output_tokens(usd_per_hour_=usd_h, output_tokens_per_s=total.value), "USD", total.basis,
         total.expected_error_pct)
