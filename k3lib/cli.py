@@ -824,7 +824,8 @@ def _cmd_speed(args) -> int:
                 model=model, engine=served, gpu=None if n_gpus == 0 else args.gpu, gpus=n_gpus,
                 weights=args.weights, kv_dtype=args.kv_dtype, input_tokens=in_len, output_tokens=out_len,
                 concurrency=concurrency, host=args.host, ram=args.ram, ram_bandwidth=args.ram_bandwidth,
-                expert_layers_on_gpu=args.expert_layers_on_gpu, price_per_gpu_hour=price)
+                expert_layers_on_gpu=None if str(args.expert_layers_on_gpu).strip().lower() == "auto"
+                else args.expert_layers_on_gpu, price_per_gpu_hour=price)
         else:
             ep = parse_positive_int(args.ep, "ep") if args.ep is not None else 1
             plan = plan_for_engine(model=model, engine=profile, gpu=args.gpu, gpus=n_gpus, weights=args.weights,

@@ -62,3 +62,16 @@ def test_an_engine_without_a_memory_profile_names_the_one_it_uses():
 def test_bad_input_is_one_named_line(argv, field):
     rc, out, err = _cli("speed", "--model", "llama-3.1-8b", "--gpus", "1", *argv)
     assert rc == 2 and out == "" and err.count("\n") == 1 and field in err, (argv, err)
+
+
+def test_offload_and_cpu_only_serving_go_through_the_offload_model():
+    rc, out, err = _cli("speed", "--model", "gpt-oss-120b", "--gpu", "rtx-4090", "--gpus", "1", "--engine", "llama.cpp",
+                        "--expert-layers-on-gpu", "auto", "--host", "desktop-ddr5-5600", "--weights", "q4_k_m",
+                        "--input-len", "512", "--output-len", "128", "--json")
+    d = json.loads(out)
+    assert rc == 0, err
+    assert d["decode_tokens_per_s_per_sequence"]["basis"] in BASES and d["max_concurrency"]["value"] is None
+    assert any("host desktop-ddr5-5600" in n for n in d["details"]["notes"])
+    rc, out, _ = _cli("speed", "--model", "llama-3.1-8b", "--gpus", "0", "--host", "epyc-9004", "--engine", "llama.cpp",
+                      "--weights", "q4_k_m", "--json")
+    assert rc == 0 and json.loads(out)["decode_tokens_per_s_per_sequence"]["value"] > 0
