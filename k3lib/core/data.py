@@ -15,6 +15,8 @@ from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
 
+from k3lib.core.errors import K3InputError
+
 DATA_PACKAGE = "k3lib.data"
 #: The checkout's ``data/`` folder: used only when ``k3lib.data`` is not importable
 #: (an editable install made before ``data/`` became a package).
@@ -49,6 +51,27 @@ def read_csv_rows(name: str) -> tuple[dict[str, str], ...]:
     """Rows of ``data/<name>`` as dicts of stripped strings (cached)."""
     with io.StringIO(read_data_text(*name.split("/")), newline="") as fh:
         return tuple({k: (v or "").strip() for k, v in row.items()} for row in csv.DictReader(fh))
+
+
+def read_csv_file(path_text: str, label: str, columns) -> list[dict[str, str]]:
+    """The rows of a data CSV at ``path_text`` as dicts of stripped strings, after checking
+    that every one of ``columns`` is there (one K3InputError naming ``label`` otherwise)."""
+    with open(path_text, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in columns if c not in (reader.fieldnames or ())]
+        if missing:
+            raise K3InputError(label, f"missing columns {missing}", ", ".join(columns))
+        return [{k: (v or "").strip() for k, v in row.items() if k is not None} for row in reader]
+
+
+def unique_by_id(items, label: str):
+    """``items`` (each with an ``id``) as a tuple, or one K3InputError naming the first repeated id."""
+    seen: set[str] = set()
+    for item in items:
+        if item.id in seen:
+            raise K3InputError(label, f"duplicate id {item.id!r}")
+        seen.add(item.id)
+    return tuple(items)
 
 
 def _data_dir() -> Path:

@@ -18,14 +18,13 @@ Units inside the library are bytes, bytes per second and FLOP/s:
 """
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from k3lib.core.data import DATA_DIR, normalise_name
+from k3lib.core.data import DATA_DIR, normalise_name, read_csv_file, unique_by_id
 from k3lib.core.errors import K3InputError, UnknownNameError
 from k3lib.core.units import GB, GiB
 
@@ -253,19 +252,8 @@ def _spec_from_row(row: dict[str, str]) -> GPUSpec:
 
 @lru_cache(maxsize=None)
 def _load(path_text: str) -> tuple[GPUSpec, ...]:
-    with open(path_text, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or ())]
-        if missing:
-            raise K3InputError("hardware.csv", f"missing columns {missing}", ", ".join(CSV_COLUMNS))
-        rows = [{k: (v or "").strip() for k, v in row.items() if k is not None} for row in reader]
-    specs = tuple(_spec_from_row(r) for r in rows)
-    seen: set[str] = set()
-    for spec in specs:
-        if spec.id in seen:
-            raise K3InputError("hardware.csv", f"duplicate id {spec.id!r}")
-        seen.add(spec.id)
-    return specs
+    rows = read_csv_file(path_text, "hardware.csv", CSV_COLUMNS)
+    return unique_by_id([_spec_from_row(r) for r in rows], "hardware.csv")
 
 
 def load_hardware(path: str | Path | None = None) -> tuple[GPUSpec, ...]:

@@ -27,13 +27,12 @@ its ``scale_out_interconnect`` (node to node: InfiniBand, RoCE, Ethernet, Thunde
 """
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from k3lib.core.data import DATA_DIR, normalise_name
+from k3lib.core.data import DATA_DIR, normalise_name, read_csv_file, unique_by_id
 from k3lib.core.errors import K3InputError, UnknownNameError
 from k3lib.core.units import GB
 
@@ -153,19 +152,8 @@ def _from_row(row: dict[str, str]) -> Interconnect:
 
 @lru_cache(maxsize=None)
 def _load(path_text: str) -> tuple[Interconnect, ...]:
-    with open(path_text, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or ())]
-        if missing:
-            raise K3InputError("interconnects.csv", f"missing columns {missing}", ", ".join(CSV_COLUMNS))
-        rows = [{k: (v or "").strip() for k, v in row.items() if k is not None} for row in reader]
-    links = tuple(_from_row(r) for r in rows)
-    seen: set[str] = set()
-    for link in links:
-        if link.id in seen:
-            raise K3InputError("interconnects.csv", f"duplicate id {link.id!r}")
-        seen.add(link.id)
-    return links
+    rows = read_csv_file(path_text, "interconnects.csv", CSV_COLUMNS)
+    return unique_by_id([_from_row(r) for r in rows], "interconnects.csv")
 
 
 def load_interconnects(path: str | Path | None = None) -> tuple[Interconnect, ...]:

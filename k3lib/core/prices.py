@@ -17,7 +17,6 @@ True
 """
 from __future__ import annotations
 
-import csv
 import math
 import re
 import statistics
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from k3lib.core.data import DATA_DIR
+from k3lib.core.data import DATA_DIR, read_csv_file
 from k3lib.core.errors import K3InputError
 
 PRICES_CSV = "prices.csv"
@@ -99,12 +98,7 @@ def _from_row(row: dict[str, str], line: int) -> PriceRow:
 
 @lru_cache(maxsize=None)
 def _load(path_text: str) -> tuple[PriceRow, ...]:
-    with open(path_text, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or ())]
-        if missing:
-            raise K3InputError("prices.csv", f"missing columns {missing}", ", ".join(CSV_COLUMNS))
-        rows = [{k: (v or "").strip() for k, v in row.items() if k is not None} for row in reader]
+    rows = read_csv_file(path_text, "prices.csv", CSV_COLUMNS)
     return tuple(_from_row(r, i + 2) for i, r in enumerate(rows))
 
 
