@@ -729,8 +729,35 @@ def _cmd_offload(args) -> int:
         plan = best_offload_plan(**kwargs) or plan_offload(**kwargs)   # none loads: show why, at 0 layers
     else:
         plan = plan_offload(**kwargs, expert_layers_on_gpu=args.expert_layers_on_gpu)
-    print(json.dumps(plan.to_dict(), indent=2) if args.json else render_text(plan, args.unit))
+    serving = _offload_serving(args, plan) if plan.fits else None
+    if args.json:
+        doc = plan.to_dict()
+        doc["serving"] = serving.to_dict() if serving is not None else None
+        print(json.dumps(doc, indent=2))
+    else:
+        print(render_text(plan, args.unit))
+        if serving is not None:   # the serving model's figure beside the roofline, with its basis and error
+            f = serving.decode_tokens_per_s_per_sequence
+            err = f", ±{f.expected_error_pct:.0f} % on held-aside runs" if f.expected_error_pct is not None else ""
+            print(f"serving model (k3lib.serving, llama.cpp): decode ≈ {f.value:,.2f} tokens/s per sequence "
+                  f"({f.basis}{err}); `k3plan speed --expert-layers-on-gpu {plan.expert_layers_on_gpu}` for all "
+                  "figures")
     return 0 if plan.fits else 3
+
+
+def _offload_serving(args, plan):
+    """The serving model's estimate for an offload plan that loads (same model, GPUs, host and
+    expert split), or None when it cannot say (e.g. no compute figure for the device)."""
+    from k3lib import serving
+
+    try:
+        return serving.offload_serving_estimate(
+            model=model_from_args(args), engine="llama.cpp", gpu=args.gpu, gpus=plan.gpus,
+            weights=plan.weight_format, kv_dtype=args.kv_dtype, input_tokens=0, output_tokens=max(1, plan.context_tokens),
+            concurrency=plan.batch, host=args.host, ram=args.ram, ram_bandwidth=args.ram_bandwidth,
+            expert_layers_on_gpu=plan.expert_layers_on_gpu)
+    except K3InputError:
+        return None
 
 
 # ---------------------------------------------------------------- speed (issue 22)

@@ -604,7 +604,7 @@ def render_text(plan: "OffloadPlan", unit: str = "GB") -> str:
     that loads; sizes in ``unit``, GB or GiB).
 
     >>> print(render_text(plan_offload(gpu="rtx-4090-48gb", ram="2TB", host="xeon-5th-gen")).splitlines()[-1])
-    decode ≈ 9.26 tokens/s (bandwidth roofline); prefill ≈ 10.7 tokens/s over the host link
+    decode ≈ 9.26 tokens/s (theoretical ceiling: the bandwidth roofline); prefill ≈ 10.7 tokens/s over the host link
     """
     table = summary_table(plan, unit)
     width = max(len(p) for p in table["param"])
@@ -620,7 +620,7 @@ def render_text(plan: "OffloadPlan", unit: str = "GB") -> str:
         return "\n".join(lines)
     lines.append(f"llama.cpp: llama-server {plan.llamacpp_flags}")
     pre = plan.prefill_tokens_per_s
-    lines.append(f"decode ≈ {plan.decode_tokens_per_s:,.2f} tokens/s (bandwidth roofline); "
+    lines.append(f"decode ≈ {plan.decode_tokens_per_s:,.2f} tokens/s (theoretical ceiling: the bandwidth roofline); "
                  + (f"prefill ≈ {pre:,.1f} tokens/s over the host link" if pre and plan.prefill_link_seconds_per_ubatch
                     else f"prefill ≈ {pre:,.1f} tokens/s (compute-bound)" if pre else "prefill: not modelled"))
     return "\n".join(lines)
