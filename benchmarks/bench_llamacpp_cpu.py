@@ -24,8 +24,8 @@ What it does (issue 22 §2: "time decode and prefill of its tiny models on the C
    itself through ``llama_model_init_from_user``/``llama_model_save_to_file``, optional tensors
    stripped), but large enough that one decode step reads far more weight bytes than the 32 MiB L3
    cache holds: hidden 2048, 8 layers, 16 heads, 4 KV heads, FFN 5632 (~363 M parameters), then
-   quantized by llama.cpp's ``llama_model_quantize`` to F16, Q8_0 and Q4_0 (Q4_K_M with
-   ``--quants``). The weights are all zero (as in the tier); a CPU kernel reads and multiplies
+   quantized by llama.cpp's ``llama_model_quantize`` to F16, Q8_0, Q4_0 and Q4_K_M
+   (``--quants``). The weights are all zero (as in the tier); a CPU kernel reads and multiplies
    them the same way whatever their values. Files are kept in ``--models-dir`` and reused.
 2. **llama.cpp.** Each model is loaded (no mmap: the weights live in an anonymous buffer) in a child
    process; at 1 and 2 threads it times, after a warm-up, ``--repeats`` times each:
