@@ -157,3 +157,17 @@ def test_holdout_table_is_a_frame():
     t = holdout_table(calibration(FIXTURE))
     assert {"engine", "quantity", "rows", "median_ratio", "within_30_pct", "worst_ratio"} <= set(t.columns)
     assert (t["rows"] > 0).all()
+
+
+def test_steady_state_ttft_is_one_prompt_and_burst_grows_with_concurrency():
+    from k3lib.serving.concurrency import predict
+    from k3lib.serving.roofline import prefill_terms
+
+    inp = inputs_from_plan(_plan(context=4096))
+    one = prefill_terms(inp, input_tokens=2000).seconds(CEILING)
+    steady = [predict(inp, "ttft_s", concurrency=c, input_tokens=2000, output_tokens=500) for c in (1, 8, 32)]
+    burst = [predict(inp, "ttft_s", concurrency=c, input_tokens=2000, output_tokens=500, arrivals="burst")
+             for c in (1, 8, 32)]
+    assert steady[0] == pytest.approx(one * 1.5, rel=0.05)      # own prefill + half a step (one step here)
+    assert steady[2] < 4 * one                                  # no (c+1)/2 queue in the steady state
+    assert burst[2] > 10 * one and burst == sorted(burst)

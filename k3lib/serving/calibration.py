@@ -115,8 +115,19 @@ GRID_ETA_COMPUTE = np.geomspace(0.02, 1.0, 31)
 #: the many small kernels of a layer (norms, RoPE, routing, MoE permute/gather, sampling spread over
 #: layers), plus for Python-scheduled engines the host-side step overhead divided by layers.
 GRID_LAYER_OVERHEAD_S = np.array([0, 1, 2, 4, 8, 16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048]) * 1e-6
-#: weight of the pull toward the parent fit (a row 30 % off weighs ln(1.3)² = 0.069)
+#: weight of the pull toward the parent fit for a well-populated group (a row 30 % off weighs
+#: ln(1.3)² = 0.069)
 SHRINK = 0.05
+#: The prior of a thin group: its constants are a Gaussian in log space around the parent's,
+#: worth :data:`PRIOR_ROWS` pseudo-rows that each sit at the parent — i.e. the pull weighs
+#: $λ_n = \max(SHRINK,\ PRIOR\_ROWS·σ_r^2/σ_p^2 / \max(1, n/PRIOR\_ROWS))$ with the row residual
+#: scale $σ_r = \ln 1.3$ (the issue's ±30 % band) and the spread between groups $σ_p = \ln 2$
+#: (a factor 2 between engines or classes). A group of 1–2 fit rows then moves its constants
+#: only as far as its rows pay for, instead of one row setting η = 1.0; a group of ≥ 20 rows
+#: gets the plain SHRINK weight.
+PRIOR_ROWS = 3
+PRIOR_SIGMA_ROW = math.log(1.3)
+PRIOR_SIGMA_GROUP = math.log(2.0)
 #: τ's offset in the log penalty (τ = 0 is allowed)
 TAU0_S = 1e-6
 WITHIN = 0.30
@@ -213,13 +224,29 @@ def row_inputs(row: SpeedRow) -> "ServingInputs | str":
     return _row_inputs(row.plan_key)
 
 
+#: benchmark sources whose stated command keeps every request the same length, so that a
+#: closed loop stays in lock-step waves (every wave a burst of $c$ prompts): their TTFT rows are
+#: predicted with ``arrivals="burst"``; every other source's with the steady state. dstack's
+#: README at 209ca6f9 (Deepseek-R1/README.md, "Online Benchmarking Commands"): ``bench_serving.py
+#: --dataset-name random --num-prompts 500 --random-input 3200 --random-output 800
+#: --random-range-ratio 1 --max-concurrency …`` (range ratio 1: every prompt exactly 3200 in /
+#: 800 out). Its fit rows agree: TTFT grows in proportion to c (vLLM H200: 0.98, 3.37, 7.65 s at
+#: c = 4, 16, 32), which a steady state (TTFT ≈ one prompt's prefill) cannot produce.
+LOCKSTEP_SOURCES = ("github.com/dstackai/benchmarks/",)
+
+
+def row_arrivals(row: SpeedRow) -> str:
+    """``burst`` for a row of :data:`LOCKSTEP_SOURCES`, else ``steady``."""
+    return "burst" if any(s in row.source for s in LOCKSTEP_SOURCES) else "steady"
+
+
 def predict_row(row: SpeedRow, eff: Efficiency):
     """The model's figure for ``row`` under ``eff`` (array-aware), None when it cannot be planned."""
     inp = row_inputs(row)
     if isinstance(inp, str):
         return None
     return predict(inp, row.quantity, eff, concurrency=row.concurrency, input_tokens=row.input_tokens,
-                   output_tokens=row.output_tokens)
+                   output_tokens=row.output_tokens, arrivals=row_arrivals(row))
 
 
 _GRID = Efficiency(GRID_ETA_BW[:, None, None], GRID_ETA_COMPUTE[None, :, None], GRID_LAYER_OVERHEAD_S[None, None, :])
@@ -306,6 +333,16 @@ class Calibration:
         return None
 
 
+def _prior_weight(n_rows: int) -> float:
+    """$λ_n$ of :data:`PRIOR_ROWS` (see there): strong for 1–2 rows, :data:`SHRINK` for many.
+
+    >>> round(_prior_weight(1), 2), round(_prior_weight(3), 2), _prior_weight(200) == SHRINK
+    (0.43, 0.43, True)
+    """
+    lam = PRIOR_ROWS * (PRIOR_SIGMA_ROW / PRIOR_SIGMA_GROUP) ** 2 / max(1.0, n_rows / PRIOR_ROWS)
+    return max(SHRINK, lam)
+
+
 def _fit_group(name: str, grids: list[np.ndarray], parent: tuple[float, float, float], weight: float) -> FittedConstants:
     eb, ec, tau = np.log(GRID_ETA_BW)[:, None, None], np.log(GRID_ETA_COMPUTE)[None, :, None], \
         np.log(GRID_LAYER_OVERHEAD_S + TAU0_S)[None, None, :]
@@ -344,14 +381,23 @@ def fit_calibration(rows: tuple[SpeedRow, ...], source: str = "") -> Calibration
     if fit:
         top = _fit_group("all", [g for _, _, g in fit], (1.0, 1.0, 0.0), SHRINK / 5)
         constants[("*", "*")] = top
+        engine_fit: dict = {}
+        for eng in sorted({serving_engine(r.engine) for r, _, _ in fit}):
+            eg = [g for r, _, g in fit if serving_engine(r.engine) == eng]
+            engine_fit[eng] = _fit_group(f"{eng} (all classes)", eg,
+                                         (top.eta_bw, top.eta_compute, top.layer_overhead_s), _prior_weight(len(eg)))
         for cls in sorted({c for _, c, _ in fit}):
             cg = [g for _, c, g in fit if c == cls]
-            cfit = _fit_group(cls, cg, (top.eta_bw, top.eta_compute, top.layer_overhead_s), SHRINK)
+            cfit = _fit_group(cls, cg, (top.eta_bw, top.eta_compute, top.layer_overhead_s), _prior_weight(len(cg)))
             constants[("*", cls)] = cfit
             for eng in sorted({serving_engine(r.engine) for r, c, _ in fit if c == cls}):
                 eg = [g for r, c, g in fit if c == cls and serving_engine(r.engine) == eng]
+                # parent: the same engine over every class when it has more rows than this group
+                # (τ and the kernels' efficiencies belong to the engine's code path), else the class
+                par = engine_fit[eng] if engine_fit[eng].fit_rows > len(eg) else cfit
                 constants[(eng, cls)] = _fit_group(f"{eng} × {cls}", eg,
-                                                   (cfit.eta_bw, cfit.eta_compute, cfit.layer_overhead_s), SHRINK)
+                                                   (par.eta_bw, par.eta_compute, par.layer_overhead_s),
+                                                   _prior_weight(len(eg)))
     ratios: dict[tuple[str, str, str], list[float]] = {}
     for r in rows:
         if r.split != "holdout":

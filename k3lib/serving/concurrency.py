@@ -26,7 +26,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from k3lib.core.errors import K3InputError
-from k3lib.serving.roofline import CEILING, LAYER_SPLIT_ENGINES, Efficiency, ServingInputs, decode_terms, prefill_terms
+import numpy as np
+
+from k3lib.serving.roofline import (CEILING, LAYER_SPLIT_ENGINES, Efficiency, ServingInputs, decode_terms,
+                                    mixed_prefill_terms, prefill_terms)
 
 #: engines whose published "output tokens/s, all sequences" is the decode phase alone:
 #: llama.cpp's ``llama-batched-bench`` processes the B prompts first (T_PP, S_PP) and then times
@@ -35,6 +38,17 @@ from k3lib.serving.roofline import CEILING, LAYER_SPLIT_ENGINES, Efficiency, Ser
 #: its tables, e.g. benches/dgx-spark.md at 4c7e9893). For them the total is $DP·c_r/t_d$ with
 #: no prefill stall (the prompt time is reported separately).
 DECODE_PHASE_TOTAL_ENGINES = LAYER_SPLIT_ENGINES
+
+#: engines whose step mixes the running decodes with a chunk of a waiting prompt under one
+#: token budget, decodes first (vLLM V1 ``Scheduler.schedule``: RUNNING requests are scheduled
+#: before WAITING ones out of ``token_budget = max_num_scheduled_tokens``; TensorRT-LLM's
+#: inflight batching: generation requests and context chunks share ``max_num_tokens``)
+MIXED_BATCH_ENGINES = ("vllm", "trtllm")
+#: engines that run a new prefill batch by itself before the running decodes (SGLang's
+#: ``get_next_batch_to_run`` tries ``get_new_batch_prefill`` first; mixing only with
+#: ``--enable-mixed-chunk``)
+PREFILL_FIRST_ENGINES = ("sglang",)
+ARRIVALS = ("steady", "burst")
 
 QUANTITIES = ("decode_tokens_per_s_per_sequence", "output_tokens_per_s_total", "prefill_tokens_per_s", "ttft_s",
               "tpot_s")
@@ -67,7 +81,7 @@ def _check(concurrency: float, input_tokens: int, output_tokens: int) -> None:
 
 
 def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, concurrency: float = 1,
-            input_tokens: int = 1024, output_tokens: int = 256):
+            input_tokens: int = 1024, output_tokens: int = 256, arrivals: str = "steady"):
     """One quantity of :data:`QUANTITIES` at ``concurrency`` (array-aware in ``eff``):
     ``decode_tokens_per_s_per_sequence`` $= 1/TPOT$; ``prefill_tokens_per_s`` $= I/t_p$ (one
     prompt); ``output_tokens_per_s_total``, ``ttft_s``, ``tpot_s`` as in the module docstring.
@@ -81,13 +95,17 @@ def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, con
         i = max(1, input_tokens)
         return i / prefill_terms(inp, input_tokens=i).seconds(eff)
     t_d = decode_terms(inp, concurrency=concurrency, context_tokens=input_tokens + output_tokens / 2).seconds(eff)
-    if quantity == "ttft_s":
-        if input_tokens == 0:
-            return t_d
-        return prefill_terms(inp, input_tokens=input_tokens, requests=(c_r + 1) / 2).seconds(eff)
     t_p = prefill_terms(inp, input_tokens=input_tokens).seconds(eff) if input_tokens > 0 else 0.0
     o = max(1, output_tokens)
     tpot = t_d + (c_r - 1) * t_p / o
+    if quantity == "ttft_s":
+        if input_tokens == 0:
+            return t_d
+        if arrivals not in ARRIVALS:
+            raise K3InputError("arrivals", f"{arrivals!r}", ", ".join(ARRIVALS))
+        if arrivals == "burst" or inp.engine in LAYER_SPLIT_ENGINES:
+            return prefill_terms(inp, input_tokens=input_tokens, requests=(c_r + 1) / 2).seconds(eff)
+        return steady_ttft(inp, eff, c_r=c_r, input_tokens=input_tokens, output_tokens=o, tpot=tpot)
     if quantity == "tpot_s":
         return tpot
     if quantity == "decode_tokens_per_s_per_sequence":
@@ -97,6 +115,24 @@ def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, con
             return inp.dp * c_r / t_d
         return inp.dp * c_r / (t_d + c_r * t_p / o)
     raise K3InputError("quantity", f"{quantity!r}", ", ".join(QUANTITIES))
+
+
+def steady_ttft(inp: ServingInputs, eff: Efficiency, *, c_r: float, input_tokens: int, output_tokens: int, tpot):
+    """Steady-state TTFT (module docstring), array-aware in ``eff`` and ``tpot``."""
+    budget = inp.prefill_chunk_tokens
+    ctx = input_tokens + output_tokens / 2
+    if inp.engine in PREFILL_FIRST_ENGINES:
+        b, p = 0.0, budget
+    else:
+        b = max(0.0, c_r - 1)
+        p = max(1, int(budget - b))
+    own_terms = mixed_prefill_terms(inp, input_tokens=input_tokens, chunk_tokens=p, decode_batch=b,
+                                    decode_context=ctx)
+    own = own_terms.seconds(eff)
+    step = own / max(own_terms.passes, 1)
+    rho = np.minimum(0.95, c_r * own / (own + output_tokens * tpot))
+    out = 0.5 * step + rho / (2 * (1 - rho)) * own + own
+    return float(out) if np.ndim(out) == 0 else out
 
 
 @dataclass(frozen=True)

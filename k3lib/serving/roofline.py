@@ -362,3 +362,40 @@ def prefill_terms(inp: ServingInputs, *, input_tokens: int, requests: float = 1.
                                        link_bytes_per_s=inp.pp_link.bytes_per_s)
     return StepTerms(st.dense_bytes + routed, flops / chunks, comm, st.layers, chunks * inp.pp, hand,
                      inp.memory_bw_bytes_per_s, inp.peak_flops)
+
+
+def mixed_prefill_terms(inp: ServingInputs, *, input_tokens: int, chunk_tokens: int, decode_batch: float,
+                        decode_context: float) -> StepTerms:
+    """One prompt of ``input_tokens`` prefilled in steps of ``chunk_tokens`` prompt tokens, each
+    step also carrying the decode token of ``decode_batch`` running sequences at ``decode_context``
+    (vLLM V1 / TensorRT-LLM mixed batches; ``decode_batch`` 0 for SGLang's prefill-only batches).
+    One step reads the weights once, the experts the step's $p + b$ tokens touch and the $b$
+    sequences' KV; its FLOPs are the chunk's share of the prompt's plus the $b$ decode tokens':
+
+    $$t_{step} = \\max\\left(\\frac{W_{dense} + R·(1-(1-k/E)^{p+b}) + KV(T, b)}{η_{bw}·BW},
+      \\frac{F_{prefill}/N + b·(2P_{active} + A(T))/TP}{η_c·F}\\right) + t_{comm}(p+b) + L·τ,
+      \\quad N = \\lceil I/p \\rceil$$
+    """
+    st = _binding(inp)
+    m_ = inp.model.mlp
+    i = max(1, int(input_tokens))
+    p = max(1, min(i, int(chunk_tokens)))
+    n = math.ceil(i / p)
+    b = max(0.0, float(decode_batch))
+    tok = i / n + b
+    routed = routed_bytes_read_per_step(routed_bytes_per_gpu=st.routed_bytes, n_experts=m_.n_routed_experts,
+                                        experts_per_token=m_.experts_per_token or 1,
+                                        tokens=tok) if st.routed_bytes else 0.0
+    kv = kv_bytes_per_rank(st.stage, context_tokens=int(decode_context), batch=int(math.ceil(b)),
+                           bytes_per_element=inp.kv_bytes_per_element, tp=inp.tp,
+                           state_bytes_per_element=inp.state_bytes_per_element) if b >= 1 else 0.0
+    pf = (2 * _stage_active_params(inp, st) * i + i * attention_flops_per_token(st.stage, i / 2)) / inp.tp
+    dec = b * (2 * _stage_active_params(inp, st) + attention_flops_per_token(st.stage, decode_context)) / inp.tp
+    comm = tp_comm_seconds(tokens=tok, hidden_size=inp.model.hidden_size, layers=st.layers, tp=inp.tp,
+                           link_bytes_per_s=inp.link.bytes_per_s)
+    comm += ep_comm_seconds(tokens=tok, hidden_size=inp.model.hidden_size, experts_per_token=m_.experts_per_token,
+                            ep=inp.ep, moe_layers=st.moe_layers, link_bytes_per_s=inp.link.bytes_per_s)
+    hand = n * pp_handoff_seconds(tokens=tok, hidden_size=inp.model.hidden_size, pp=inp.pp,
+                                  link_bytes_per_s=inp.pp_link.bytes_per_s)
+    return StepTerms(st.dense_bytes + routed + kv, pf / n + dec, comm, st.layers, n * inp.pp, hand,
+                     inp.memory_bw_bytes_per_s, inp.peak_flops)
