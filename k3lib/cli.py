@@ -418,7 +418,8 @@ def _report_parameters(args: argparse.Namespace) -> dict:
         if value is not None:
             if not str(value).strip():
                 raise K3InputError(name, "is empty", "a path to a local file or folder")
-            model_path = str(value).strip()
+            from pathlib import Path
+            model_path = str(Path(str(value).strip()).expanduser().resolve())   # the kernel runs elsewhere
     for name in ("max_num_seqs", "cpu_offload_gb", "mem_fraction_static", "n_gpu_layers", "override_tensor", "flash_attn", "n_ubatch"):
         if getattr(args, name, None) not in (None, []):
             raise K3InputError(name.replace("_", "-"), "is not a report parameter (the report plans with the "

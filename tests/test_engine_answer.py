@@ -391,3 +391,29 @@ def test_vllm_cpu_offload_is_considered_and_carried_to_the_command():
     assert _cli(*common, "--cpu-offload-gb", "64")[0] == 3
     rc, _, err = _cli(*common, "--cpu-offload-gb", "8", "--engine", "llama.cpp")
     assert rc == 2 and "cpu-offload-gb" in err
+
+
+def test_a_relative_model_path_reaches_the_report_kernel_absolute(tmp_path, monkeypatch, user_files):
+    """The report kernel runs in notebooks/: `report --gguf tiny.gguf` from the user's folder, and a
+    scenario file's model_path, are made absolute (relative to the cwd / to the scenario file)."""
+    import shutil
+
+    from k3lib.cli import _report_parameters, build_parser
+    from k3lib.report import ReportResult, run_batch
+
+    shutil.copy(user_files["gguf"], tmp_path / "tiny.gguf")
+    monkeypatch.chdir(tmp_path)
+    params = _report_parameters(build_parser().parse_args(["report", "--gguf", "tiny.gguf"]))
+    assert params["model_path"] == str(tmp_path / "tiny.gguf")
+    (tmp_path / "sub").mkdir()
+    shutil.copy(user_files["gguf"], tmp_path / "sub" / "m.gguf")
+    (tmp_path / "sub" / "s.yaml").write_text("scenarios:\n  - name: mine\n    model_path: m.gguf\n    gpus: 1\n")
+    seen = []
+
+    def runner(p, out, notebook=None):
+        seen.append(p)
+        return ReportResult(scenario=p["scenario"], error="not run")
+
+    monkeypatch.chdir(ROOT)
+    run_batch(tmp_path / "sub" / "s.yaml", tmp_path / "out", runner=runner, progress=False)
+    assert seen and seen[0]["model_path"] == str(tmp_path / "sub" / "m.gguf")

@@ -51,8 +51,10 @@ def run_batch(scenarios: "str | Path | Sequence[Mapping[str, Any]]", out_dir: st
 
     from k3lib.views.notebook import ParameterError
 
+    base_dir = Path.cwd()
     if isinstance(scenarios, (str, Path)):
         defaults, items = load_scenario_file(scenarios)
+        base_dir = Path(scenarios).resolve().parent   # a model_path in the file is relative to the file
     else:
         defaults, items = {}, list(scenarios)
     out_dir = Path(out_dir)
@@ -69,6 +71,8 @@ def run_batch(scenarios: "str | Path | Sequence[Mapping[str, Any]]", out_dir: st
             params = check_scenario(item, i, defaults)
             name = str(params.pop("name"))
             params["scenario"] = name
+            if str(params.get("model_path") or "").strip():   # the kernel runs in notebooks/: make it absolute
+                params["model_path"] = str((base_dir / str(params["model_path"]).strip()).expanduser().resolve())
             stem = safe_filename(name, taken=taken)
             taken.add(stem)
             bar.set_postfix_str(stem[:30])
