@@ -27,6 +27,7 @@ SPEED_CSV = Path(__file__).resolve().parents[1] / "data" / "measured" / "speed.c
 COLUMNS = [
     "id", "engine", "engine_version", "model", "weights", "kv_dtype", "gpu", "gpus", "tp", "pp", "ep", "host",
     "concurrency", "input_tokens", "output_tokens", "quantity", "value", "unit", "split", "evidence", "source", "date",
+    "offload",
 ]
 ENGINES = {"vllm", "sglang", "trtllm", "llama.cpp", "ik_llama.cpp", "ollama", "ktransformers"}
 UNITS = {

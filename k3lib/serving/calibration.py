@@ -159,12 +159,16 @@ class SpeedRow:
     evidence: str
     source: str
     date: str
+    #: optional: partial offload as the row's source states it (``ngl=N``: N of the layers on the
+    #: GPUs, the rest in host RAM; ``ot=exps``: every routed expert in host RAM — llama.cpp
+    #: ``-ot exps=CPU`` / ``--cpu-moe``, KTransformers' CPU experts); empty: all in VRAM
+    offload: str = ""
 
     @property
     def plan_key(self) -> tuple:
         """What planning the row depends on (not its value or split)."""
         return (self.engine, self.model, self.weights, self.kv_dtype, self.gpu, self.gpus, self.tp, self.pp,
-                self.ep, self.host, self.input_tokens, self.output_tokens)
+                self.ep, self.host, self.input_tokens, self.output_tokens, self.offload)
 
 
 def _int(text: str, default: int) -> int:
@@ -187,7 +191,8 @@ def parse_speed_csv(text: str) -> tuple[SpeedRow, ...]:
                             host=r["host"], concurrency=_int(r["concurrency"], 1),
                             input_tokens=_int(r["input_tokens"], 0), output_tokens=_int(r["output_tokens"], 0),
                             quantity=r["quantity"], value=float(r["value"]), unit=r["unit"], split=r["split"],
-                            evidence=r["evidence"], source=r["source"], date=r["date"]))
+                            evidence=r["evidence"], source=r["source"], date=r["date"],
+                            offload=r.get("offload", "") or ""))
     return tuple(out)
 
 
@@ -197,7 +202,7 @@ def default_speed_path() -> Path:
 
 @lru_cache(maxsize=4096)
 def _row_inputs(key: tuple) -> "ServingInputs | str":
-    engine, model, weights, kv_dtype, gpu, gpus, tp, pp, ep, host, inp_t, out_t = key
+    engine, model, weights, kv_dtype, gpu, gpus, tp, pp, ep, host, inp_t, out_t, offload = key
     try:
         eid = serving_engine(engine)
         model = resolve_model(model)
@@ -212,9 +217,41 @@ def _row_inputs(key: tuple) -> "ServingInputs | str":
         if ep > 1 and ep != inp.ep:
             inp = dataclasses.replace(inp, ep=ep, stages=stage_bytes(plan.model, plan.weight_format, tp=inp.tp,
                                                                      pp=inp.pp, ep=ep))
+        if offload:
+            inp = _with_offload(inp, offload, host)
         return inp
     except (K3InputError, ValueError, KeyError) as exc:
         return f"{type(exc).__name__}: {exc}"
+
+
+def _with_offload(inp: ServingInputs, offload: str, host: str) -> ServingInputs:
+    """``inp`` with the row's stated offload: the host share of each GPU's bytes moved to a host
+    tier read at the host's bandwidth (hosts.csv), its PCIe link from the GPU row. A row that
+    states offload without a host cannot be planned (a ValueError, the row is skipped)."""
+    from k3lib.core.hosts import get_host
+    from k3lib.serving.hardware import cpu_peak_flops
+
+    if not host:
+        raise ValueError(f"offload {offload!r} is stated but the row names no host to read it from")
+    h = get_host(host)
+    kind, _, val = offload.partition("=")
+    stages = list(inp.stages)
+    if kind == "ngl":
+        on_gpu = min(int(val), inp.model.num_layers) / inp.model.num_layers
+        dense = sum(s.dense_bytes for s in stages) * (1 - on_gpu)
+        routed = sum(s.routed_bytes for s in stages) * (1 - on_gpu)
+        stages = [dataclasses.replace(s, dense_bytes=s.dense_bytes * on_gpu, routed_bytes=s.routed_bytes * on_gpu)
+                  for s in stages]
+    elif kind == "ot" and val == "exps":
+        dense, routed = 0.0, sum(s.routed_bytes for s in stages)
+        stages = [dataclasses.replace(s, routed_bytes=0.0) for s in stages]
+    else:
+        raise ValueError(f"offload {offload!r} is not ngl=N or ot=exps")
+    gpu = get_gpu(inp.device)
+    return dataclasses.replace(inp, stages=tuple(stages), host_dense_bytes=dense, host_routed_bytes=routed,
+                               host_bw_bytes_per_s=h.memory_bw_bytes_per_s,
+                               host_link_bytes_per_s=gpu.host_link_bytes_per_s or 0.0, host_flops=cpu_peak_flops(h),
+                               notes=inp.notes + (f"offload {offload}: host tier {h.id}",))
 
 
 def row_inputs(row: SpeedRow) -> "ServingInputs | str":
@@ -303,8 +340,9 @@ class Calibration:
     skipped: tuple[tuple[str, str], ...]
 
     def constants_for(self, engine: str, hardware_class: str) -> FittedConstants | None:
-        """The most specific fit that exists: engine × class, else class, else all rows; None without any."""
-        for key in ((engine, hardware_class), ("*", hardware_class), ("*", "*")):
+        """The most specific fit that exists: engine × class, else the engine over all classes
+        (its code path: τ and kernel efficiencies), else class, else all rows; None without any."""
+        for key in ((engine, hardware_class), (engine, "*"), ("*", hardware_class), ("*", "*")):
             if key in self.constants:
                 return self.constants[key]
         return None
@@ -386,6 +424,7 @@ def fit_calibration(rows: tuple[SpeedRow, ...], source: str = "") -> Calibration
             eg = [g for r, _, g in fit if serving_engine(r.engine) == eng]
             engine_fit[eng] = _fit_group(f"{eng} (all classes)", eg,
                                          (top.eta_bw, top.eta_compute, top.layer_overhead_s), _prior_weight(len(eg)))
+            constants[(eng, "*")] = engine_fit[eng]
         for cls in sorted({c for _, c, _ in fit}):
             cg = [g for _, c, g in fit if c == cls]
             cfit = _fit_group(cls, cg, (top.eta_bw, top.eta_compute, top.layer_overhead_s), _prior_weight(len(cg)))
@@ -408,7 +447,7 @@ def fit_calibration(rows: tuple[SpeedRow, ...], source: str = "") -> Calibration
             continue
         eng = serving_engine(r.engine)
         c = None
-        for key in ((eng, inp.hardware_class), ("*", inp.hardware_class), ("*", "*")):
+        for key in ((eng, inp.hardware_class), (eng, "*"), ("*", inp.hardware_class), ("*", "*")):
             if key in constants:
                 c = constants[key]
                 break

@@ -135,6 +135,14 @@ class ServingInputs:
     pp_link: Link
     prefill_chunk_tokens: int
     notes: tuple[str, ...] = ()
+    #: partial offload as the row states it (llama.cpp ``-ngl N`` / ``-ot exps=CPU``, KTransformers'
+    #: CPU experts): bytes per GPU-stage kept in host RAM — dense (read whole each pass) and routed
+    #: (the touched share) — the host's bandwidth, its link to the GPU (PCIe) and its FLOP/s
+    host_dense_bytes: float = 0.0
+    host_routed_bytes: float = 0.0
+    host_bw_bytes_per_s: float = 0.0
+    host_link_bytes_per_s: float = 0.0
+    host_flops: float = 0.0
 
     @property
     def pipelined(self) -> bool:
@@ -278,10 +286,14 @@ class StepTerms:
     handoff_s: float
     memory_bw_bytes_per_s: float
     peak_flops: float | None
+    #: seconds per pass of the host tier at full bandwidth (partial offload), read after the GPU tier
+    host_read_s: float = 0.0
+    #: seconds per pass that do not scale with η: host weights crossing PCIe (llama.cpp prefill)
+    fixed_s: float = 0.0
 
     def memory_seconds(self, eff: Efficiency = CEILING):
-        """bytes ÷ (η_bw · BW) per pass."""
-        return self.bytes_read / (eff.eta_bw * self.memory_bw_bytes_per_s)
+        """bytes ÷ (η_bw · BW) per pass, plus the host tier's read at the same η."""
+        return (self.bytes_read / self.memory_bw_bytes_per_s + self.host_read_s) / eff.eta_bw
 
     def compute_seconds(self, eff: Efficiency = CEILING):
         """FLOPs ÷ (η_c · F) per pass (0 when the device has no compute figure)."""
@@ -292,7 +304,8 @@ class StepTerms:
     def seconds(self, eff: Efficiency = CEILING):
         """$passes·(\\max(t_{mem}, t_{compute}) + t_{comm} + L·τ) + t_{hand-off}$ (array-aware in ``eff``)."""
         comm = (self.comm_s + self.handoff_s / max(self.passes, 1)) if eff.communication else 0.0
-        per = np.maximum(self.memory_seconds(eff), self.compute_seconds(eff)) + comm + self.layers * eff.layer_overhead_s
+        per = np.maximum(self.memory_seconds(eff), self.compute_seconds(eff)) + comm + \
+            self.layers * eff.layer_overhead_s + self.fixed_s
         out = self.passes * per
         return float(out) if np.ndim(out) == 0 else out
 
@@ -337,7 +350,43 @@ def decode_terms(inp: ServingInputs, *, concurrency: float, context_tokens: floa
     hand = pp_handoff_seconds(tokens=b, hidden_size=inp.model.hidden_size, pp=inp.pp,
                               link_bytes_per_s=inp.pp_link.bytes_per_s)
     return StepTerms(st.dense_bytes + routed + kv, flops, comm, st.layers, inp.pp, hand,
-                     inp.memory_bw_bytes_per_s, inp.peak_flops)
+                     inp.memory_bw_bytes_per_s, inp.peak_flops, host_read_s=_host_read_s(inp, b))
+
+
+def _host_touched_bytes(inp: ServingInputs, tokens: float) -> float:
+    m_ = inp.model.mlp
+    routed = routed_bytes_read_per_step(routed_bytes_per_gpu=inp.host_routed_bytes, n_experts=m_.n_routed_experts,
+                                        experts_per_token=m_.experts_per_token or 1,
+                                        tokens=tokens) if inp.host_routed_bytes else 0.0
+    return inp.host_dense_bytes + routed
+
+
+def _host_read_s(inp: ServingInputs, tokens: float) -> float:
+    """Host-tier read per pass at full host bandwidth (0 without offload)."""
+    if not inp.host_bw_bytes_per_s:
+        return 0.0
+    return _host_touched_bytes(inp, tokens) / inp.host_bw_bytes_per_s
+
+
+def _host_prefill_s(inp: ServingInputs, tokens: float) -> tuple[float, float]:
+    """(host read s, fixed s) of one prefill chunk of ``tokens`` with host-resident weights.
+    llama.cpp family at a micro-batch ≥ :data:`k3lib.serving.offload.LLAMACPP_OP_OFFLOAD_MIN_BATCH`:
+    the CUDA backend copies the host weights the chunk touches across PCIe once per micro-batch
+    (fixed seconds, the link's figure); KTransformers multiplies its CPU experts on the CPU:
+    max(bytes ÷ host BW, FLOPs ÷ host FLOP/s), also fixed (the GPU's η does not apply)."""
+    if not inp.host_bw_bytes_per_s:
+        return 0.0, 0.0
+    touched = _host_touched_bytes(inp, tokens)
+    if inp.engine == "ktransformers":
+        m_ = inp.model.mlp
+        k_e = (m_.experts_per_token or 1) / max(1, m_.n_routed_experts)
+        act_routed = inp.host_routed_bytes * k_e
+        act_total = act_routed + sum(st.dense_bytes + st.routed_bytes * k_e for st in inp.stages)
+        flops = 2 * inp.model.params_active * tokens * act_routed / max(1.0, act_total)
+        return 0.0, max(touched / inp.host_bw_bytes_per_s, flops / inp.host_flops if inp.host_flops else 0.0)
+    if tokens >= 32 and inp.host_link_bytes_per_s:
+        return 0.0, touched / inp.host_link_bytes_per_s
+    return touched / inp.host_bw_bytes_per_s, 0.0
 
 
 def prefill_terms(inp: ServingInputs, *, input_tokens: int, requests: float = 1.0) -> StepTerms:
@@ -360,8 +409,9 @@ def prefill_terms(inp: ServingInputs, *, input_tokens: int, requests: float = 1.
                             link_bytes_per_s=inp.link.bytes_per_s)
     hand = chunks * pp_handoff_seconds(tokens=per_chunk, hidden_size=inp.model.hidden_size, pp=inp.pp,
                                        link_bytes_per_s=inp.pp_link.bytes_per_s)
+    h_read, h_fixed = _host_prefill_s(inp, per_chunk)
     return StepTerms(st.dense_bytes + routed, flops / chunks, comm, st.layers, chunks * inp.pp, hand,
-                     inp.memory_bw_bytes_per_s, inp.peak_flops)
+                     inp.memory_bw_bytes_per_s, inp.peak_flops, host_read_s=h_read, fixed_s=h_fixed)
 
 
 def mixed_prefill_terms(inp: ServingInputs, *, input_tokens: int, chunk_tokens: int, decode_batch: float,
