@@ -171,3 +171,27 @@ def test_steady_state_ttft_is_one_prompt_and_burst_grows_with_concurrency():
     assert steady[0] == pytest.approx(one * 1.5, rel=0.05)      # own prefill + half a step (one step here)
     assert steady[2] < 4 * one                                  # no (c+1)/2 queue in the steady state
     assert burst[2] > 10 * one and burst == sorted(burst)
+
+
+def test_queue_past_capacity_serves_capacity_and_adds_littles_law_wait():
+    from k3lib.serving.concurrency import predict, queue_wait_s
+    inp = inputs_from_plan(_plan())
+    kw = dict(input_tokens=1024, output_tokens=256)
+    served = {q: predict(inp, q, concurrency=8, **kw) for q in ("ttft_s", "tpot_s", "output_tokens_per_s_total")}
+    asked = {q: predict(inp, q, concurrency=24, capacity=8, **kw) for q in served}
+    assert asked["tpot_s"] == pytest.approx(served["tpot_s"])
+    assert asked["output_tokens_per_s_total"] == pytest.approx(served["output_tokens_per_s_total"])
+    t_sys = served["ttft_s"] + 256 * served["tpot_s"]
+    assert asked["ttft_s"] == pytest.approx(served["ttft_s"] + 2 * t_sys)
+    assert queue_wait_s(asked=8, capacity=8, time_in_system_s=t_sys) == 0
+    assert predict(inp, "ttft_s", concurrency=8, capacity=8, **kw) == pytest.approx(served["ttft_s"])
+
+
+def test_trtllm_burst_packs_whole_prompts():
+    import dataclasses
+
+    from k3lib.serving.concurrency import _packed
+    inp = dataclasses.replace(inputs_from_plan(_plan()), engine="trtllm")
+    assert _packed(inp, 3200).prefill_chunk_tokens == (inp.prefill_chunk_tokens // 3200) * 3200
+    assert _packed(inp, 20000).prefill_chunk_tokens == 20000
+    assert _packed(dataclasses.replace(inp, engine="vllm"), 3200).prefill_chunk_tokens == inp.prefill_chunk_tokens

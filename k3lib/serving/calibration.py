@@ -200,6 +200,10 @@ def default_speed_path() -> Path:
     return DATA_DIR / SPEED_CSV
 
 
+#: per plan key: (KV capacity tokens, max_num_seqs) of the row's plan, filled by :func:`_row_inputs`
+_ROW_CAPACITY: dict = {}
+
+
 @lru_cache(maxsize=4096)
 def _row_inputs(key: tuple) -> "ServingInputs | str":
     engine, model, weights, kv_dtype, gpu, gpus, tp, pp, ep, host, inp_t, out_t, offload = key
@@ -214,6 +218,9 @@ def _row_inputs(key: tuple) -> "ServingInputs | str":
                                tp=tp or None, pp=pp or None, weights=weights or None, kv_dtype=kv_dtype,
                                context=max(1024, inp_t + out_t), batch=1, with_limits=False)
         inp = inputs_from_plan(plan, engine=eid)
+        if plan.engine is not None:
+            _ROW_CAPACITY[key] = (int(plan.engine.kv_capacity_tokens),
+                                  dict(plan.engine.settings).get("max_num_seqs"))
         if ep > 1 and ep != inp.ep:
             inp = dataclasses.replace(inp, ep=ep, stages=stage_bytes(plan.model, plan.weight_format, tp=inp.tp,
                                                                      pp=inp.pp, ep=ep))
@@ -277,13 +284,31 @@ def row_arrivals(row: SpeedRow) -> str:
     return "burst" if any(s in row.source for s in LOCKSTEP_SOURCES) else "steady"
 
 
+def row_capacity(row: SpeedRow) -> int | None:
+    """The most requests of the row's lengths the row's plan admits (:func:`max_concurrency` of
+    its engine's KV capacity and ``max_num_seqs``), as :func:`k3lib.serving.serving_estimate`
+    caps a plan; None for a row planned without an engine profile (CPU)."""
+    if isinstance(row_inputs(row), str):
+        return None
+    cap = _ROW_CAPACITY.get(row.plan_key)
+    if cap is None:
+        return None
+    from k3lib.serving.concurrency import max_concurrency
+
+    n = max_concurrency(kv_capacity_tokens=cap[0], input_tokens=row.input_tokens, output_tokens=row.output_tokens,
+                        max_num_seqs=cap[1])
+    return n if n >= 1 else None
+
+
 def predict_row(row: SpeedRow, eff: Efficiency):
-    """The model's figure for ``row`` under ``eff`` (array-aware), None when it cannot be planned."""
+    """The model's figure for ``row`` under ``eff`` (array-aware), None when it cannot be planned.
+    A row asking more concurrency than its plan admits (:func:`row_capacity`) is served at the
+    capacity and its TTFT carries the queue's wait (:func:`k3lib.serving.concurrency.queue_wait_s`)."""
     inp = row_inputs(row)
     if isinstance(inp, str):
         return None
     return predict(inp, row.quantity, eff, concurrency=row.concurrency, input_tokens=row.input_tokens,
-                   output_tokens=row.output_tokens, arrivals=row_arrivals(row))
+                   output_tokens=row.output_tokens, arrivals=row_arrivals(row), capacity=row_capacity(row))
 
 
 _GRID = Efficiency(GRID_ETA_BW[:, None, None], GRID_ETA_COMPUTE[None, :, None], GRID_LAYER_OVERHEAD_S[None, None, :])

@@ -39,15 +39,47 @@ from k3lib.serving.roofline import (CEILING, LAYER_SPLIT_ENGINES, Efficiency, Se
 #: no prefill stall (the prompt time is reported separately).
 DECODE_PHASE_TOTAL_ENGINES = LAYER_SPLIT_ENGINES
 
-#: engines whose step mixes the running decodes with a chunk of a waiting prompt under one
-#: token budget, decodes first (vLLM V1 ``Scheduler.schedule``: RUNNING requests are scheduled
-#: before WAITING ones out of ``token_budget = max_num_scheduled_tokens``; TensorRT-LLM's
-#: inflight batching: generation requests and context chunks share ``max_num_tokens``)
+#: engines whose step mixes the running decodes with (a chunk of) a waiting prompt under one
+#: token budget, decodes first. Read in the engines' source:
+#:
+#: * vLLM V1: vllm-project/vllm ``vllm/v1/core/sched/scheduler.py`` @ 00024d314514900f361ad072af6931e403b7f589,
+#:   ``Scheduler.schedule``: ``token_budget = self.max_num_scheduled_tokens``; "First, schedule the
+#:   RUNNING requests" (each takes ``min(num_new_tokens, token_budget)``), then "Next, schedule the
+#:   WAITING requests" ``while self.waiting and token_budget > 0`` — confirmed as written.
+#: * TensorRT-LLM: NVIDIA/TensorRT-LLM ``cpp/tensorrt_llm/batch_manager/microBatchScheduler.cpp`` @
+#:   0a949d3128bfaf4ddedefb0259125622a9ec830f, ``MicroBatchScheduler::operator()``: one pass over the
+#:   active requests **in their order** (running generation requests are older, so they come
+#:   first), each generation request taking ``beamWidth`` tokens of ``maxNumTokensRuntime``; a
+#:   context request **without chunking** is taken whole while ``batchNumTokens + reqNumTokens <=
+#:   maxNumTokens`` (else ``break``), so several whole prompts are packed into one step; with
+#:   chunking the contexts share what the generation requests leave. Correction to the earlier
+#:   note ("context chunks share max_num_tokens"): chunking is off by default
+#:   (``tensorrt_llm/llmapi/llm_args.py`` @ fcd3f31682808ae56118ae43c1d7864a3a945e6f:
+#:   ``enable_chunked_prefill: bool = Field(default=False, ...)``), so the prompts are whole and
+#:   packed (:data:`PACKED_PREFILL_ENGINES`).
 MIXED_BATCH_ENGINES = ("vllm", "trtllm")
-#: engines that run a new prefill batch by itself before the running decodes (SGLang's
-#: ``get_next_batch_to_run`` tries ``get_new_batch_prefill`` first; mixing only with
-#: ``--enable-mixed-chunk``)
+#: engines that run a new prefill batch by itself before the running decodes: SGLang
+#: ``python/sglang/srt/managers/scheduler.py`` ``Scheduler.get_next_batch_to_run`` —
+#: ``new_batch = self.get_new_batch_prefill()``; ``if new_batch: # Run prefill first if possible``,
+#: else ``update_running_batch`` (decode); mixing only with ``--enable-mixed-chunk``
+#: (``PrefillAdder(..., running_bs if self.is_mixed_chunk else 0)``). Read in the stored copy
+#: (find_string id 22144849692: the same code in a JAX port of SGLang's scheduler) and in
+#: sgl-project/sglang's scheduler.py as quoted by several studies of it; the exact upstream
+#: commit could not be opened here (the repository snapshot is over the fetch limit), so this
+#: citation names the file and function, not a commit. Confirmed as written. The same function
+#: caps admission: ``if running_bs >= self.max_running_requests: batch_is_full = True`` and
+#: ``AddReqResult.NO_TOKEN`` when the KV pool cannot hold the request — the rest stay in
+#: ``self.waiting_queue``.
 PREFILL_FIRST_ENGINES = ("sglang",)
+#: engines that prefill whole prompts packed into one step up to their token budget (no
+#: chunking by default): TensorRT-LLM (see :data:`MIXED_BATCH_ENGINES`). A burst of $n$ prompts
+#: of $I$ tokens runs in steps of $k = \max(1, \lfloor C/I \rfloor)$ whole prompts, $C$ the
+#: budget (``max_num_tokens``; k3lib uses the plan's prefill budget, 8,192 tokens — TensorRT-LLM's
+#: default for ``max_num_tokens`` is 8,192 in its LLM API, but the stored source read here,
+#: ``tensorrt_llm/builder.py`` @ 14e801da3632eb71367b847e335c4f2b09098651, is an old one with
+#: ``max_num_tokens: Optional[int] = None``; a row's own setting, e.g. dstack's
+#: ``--max_num_tokens 16384``, is not a column of speed.csv).
+PACKED_PREFILL_ENGINES = ("trtllm",)
 ARRIVALS = ("steady", "burst")
 
 QUANTITIES = ("decode_tokens_per_s_per_sequence", "output_tokens_per_s_total", "prefill_tokens_per_s", "ttft_s",
@@ -80,13 +112,51 @@ def _check(concurrency: float, input_tokens: int, output_tokens: int) -> None:
             raise K3InputError(name, f"{v!r}", "a whole number ≥ 0")
 
 
+def queue_wait_s(*, asked: float, capacity: float, time_in_system_s):
+    """Mean extra wait of the requests beyond ``capacity`` in a closed loop of ``asked``
+    (Little's law). The engine admits at most ``capacity`` requests (the KV cache or
+    ``max_num_seqs``: vLLM ``if len(self.running) == self.max_num_running_reqs: break`` and
+    ``allocate_slots`` returning None leave the request in ``self.waiting``; SGLang's
+    ``max_running_requests`` / ``NO_TOKEN`` leave it in ``waiting_queue``; see
+    :data:`MIXED_BATCH_ENGINES`, :data:`PREFILL_FIRST_ENGINES`). The served ones finish at rate
+    $X = capacity / T_{sys}$ ($T_{sys}$ = TTFT + O·TPOT of a served request), so the
+    $asked - capacity$ queued requests wait $W_q = (asked - capacity)/X$:
+
+    $$W_q = \frac{asked - capacity}{capacity}·T_{sys}$$
+
+    >>> queue_wait_s(asked=200, capacity=100, time_in_system_s=30.0)
+    30.0
+    >>> queue_wait_s(asked=50, capacity=100, time_in_system_s=30.0)
+    0.0
+    """
+    if not capacity or capacity < 1 or asked <= capacity:
+        return 0.0 * time_in_system_s
+    return (asked - capacity) / capacity * time_in_system_s
+
+
 def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, concurrency: float = 1,
-            input_tokens: int = 1024, output_tokens: int = 256, arrivals: str = "steady"):
+            input_tokens: int = 1024, output_tokens: int = 256, arrivals: str = "steady",
+            capacity: int | None = None):
     """One quantity of :data:`QUANTITIES` at ``concurrency`` (array-aware in ``eff``):
     ``decode_tokens_per_s_per_sequence`` $= 1/TPOT$; ``prefill_tokens_per_s`` $= I/t_p$ (one
     prompt); ``output_tokens_per_s_total``, ``ttft_s``, ``tpot_s`` as in the module docstring.
-    None when the device has no compute figure and the quantity needs one (prefill)."""
+    None when the device has no compute figure and the quantity needs one (prefill).
+
+    ``capacity``: the most requests the engine admits (:func:`max_concurrency` of the plan);
+    when ``concurrency`` exceeds it the engine serves ``capacity`` and the rest wait: every
+    figure is the served one's, and ``ttft_s`` adds :func:`queue_wait_s`."""
     _check(concurrency, input_tokens, output_tokens)
+    if capacity is not None and capacity >= 1 and concurrency > capacity:
+        kw = dict(concurrency=capacity, input_tokens=input_tokens, output_tokens=output_tokens, arrivals=arrivals)
+        if quantity != "ttft_s":
+            return predict(inp, quantity, eff, **kw)
+        ttft = predict(inp, "ttft_s", eff, **kw)
+        tpot = predict(inp, "tpot_s", eff, **kw)
+        if ttft is None or tpot is None:
+            return None
+        out = ttft + queue_wait_s(asked=concurrency, capacity=capacity,
+                                  time_in_system_s=ttft + max(1, output_tokens) * tpot)
+        return float(out) if np.ndim(out) == 0 else out
     c_r = concurrency / inp.dp
     needs_prefill = quantity in ("prefill_tokens_per_s", "ttft_s") or (input_tokens > 0 and concurrency > 1)
     if needs_prefill and input_tokens > 0 and not inp.peak_flops:
@@ -104,7 +174,8 @@ def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, con
         if arrivals not in ARRIVALS:
             raise K3InputError("arrivals", f"{arrivals!r}", ", ".join(ARRIVALS))
         if arrivals == "burst" or inp.engine in LAYER_SPLIT_ENGINES:
-            return prefill_terms(inp, input_tokens=input_tokens, requests=(c_r + 1) / 2).seconds(eff)
+            return prefill_terms(_packed(inp, input_tokens), input_tokens=input_tokens,
+                                 requests=(c_r + 1) / 2).seconds(eff)
         return steady_ttft(inp, eff, c_r=c_r, input_tokens=input_tokens, output_tokens=o, tpot=tpot)
     if quantity == "tpot_s":
         return tpot
@@ -117,12 +188,25 @@ def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, con
     raise K3InputError("quantity", f"{quantity!r}", ", ".join(QUANTITIES))
 
 
+def _packed(inp: ServingInputs, input_tokens: int) -> ServingInputs:
+    """For :data:`PACKED_PREFILL_ENGINES`: the prefill step holds $k = \\max(1, \\lfloor C/I \\rfloor)$
+    whole prompts ($k·I$ tokens) instead of $C$-token chunks; other engines unchanged."""
+    if inp.engine not in PACKED_PREFILL_ENGINES or input_tokens <= 0:
+        return inp
+    import dataclasses
+
+    k = max(1, inp.prefill_chunk_tokens // input_tokens)
+    return dataclasses.replace(inp, prefill_chunk_tokens=k * input_tokens)
+
+
 def steady_ttft(inp: ServingInputs, eff: Efficiency, *, c_r: float, input_tokens: int, output_tokens: int, tpot):
     """Steady-state TTFT (module docstring), array-aware in ``eff`` and ``tpot``."""
     budget = inp.prefill_chunk_tokens
     ctx = input_tokens + output_tokens / 2
     if inp.engine in PREFILL_FIRST_ENGINES:
         b, p = 0.0, budget
+    elif inp.engine in PACKED_PREFILL_ENGINES:
+        b, p = max(0.0, c_r - 1), max(1, input_tokens)      # whole prompt, no chunking by default
     else:
         b = max(0.0, c_r - 1)
         p = max(1, int(budget - b))
