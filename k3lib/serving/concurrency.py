@@ -122,7 +122,7 @@ def queue_wait_s(*, asked: float, capacity: float, time_in_system_s):
     $X = capacity / T_{sys}$ ($T_{sys}$ = TTFT + O·TPOT of a served request), so the
     $asked - capacity$ queued requests wait $W_q = (asked - capacity)/X$:
 
-    $$W_q = \frac{asked - capacity}{capacity}·T_{sys}$$
+    $$W_q = \\frac{asked - capacity}{capacity}·T_{sys}$$
 
     >>> queue_wait_s(asked=200, capacity=100, time_in_system_s=30.0)
     30.0
