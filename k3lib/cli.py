@@ -399,13 +399,15 @@ def _add_report_parser(sub) -> None:
                         "plan flags then belong in the file (its defaults:), not on the command line")
     p.add_argument("-o", "--output", default=None, help="output HTML file (default reports/<scenario>.html); "
                    "with --scenarios, the output folder (default reports/)")
+    p.add_argument("--keep-notebook", action="store_true",
+                   help="also keep the executed notebook (.ipynb) next to each HTML report (default: HTML only)")
     # Every flag's default, so that _cmd_report can tell which ones the user gave.
     p.set_defaults(func=_cmd_report, report_flag_defaults={a.dest: a.default for a in p._actions
                                                            if a.option_strings and a.dest != "help"})
 
 
 #: `k3plan report` flags that are not report parameters: where the output goes and how it is printed.
-_REPORT_OUTPUT_FLAGS = ("scenarios", "output", "json")
+_REPORT_OUTPUT_FLAGS = ("scenarios", "output", "json", "keep_notebook")
 
 
 def _report_parameters(args: argparse.Namespace) -> dict:
@@ -455,7 +457,7 @@ def _cmd_report(args) -> int:
         out_dir = Path(args.output or "reports")
         if out_dir.suffix.lower() in (".html", ".htm"):
             raise K3InputError("output", f"{out_dir} is a file name; with --scenarios, -o names a folder")
-        results = run_batch(args.scenarios, out_dir)
+        results = run_batch(args.scenarios, out_dir, keep_notebook=args.keep_notebook)
         if args.json:
             print(json.dumps([{"scenario": r.scenario, "html": str(r.html_path) if r.html_path else None,
                                "error": r.error, "figures": r.figures} for r in results], indent=2))
@@ -468,7 +470,7 @@ def _cmd_report(args) -> int:
     try:
         cfg = configure(**params)                   # validated once here; the notebook's kernel validates its own
         out = Path(args.output or Path("reports") / f"{safe_filename(cfg.title)}.html")
-        result = run_report(params, out, config=cfg)
+        result = run_report(params, out, config=cfg, keep_notebook=args.keep_notebook)
     except ParameterError as exc:
         print(f"k3plan: error: {exc}", file=sys.stderr)
         return 2
@@ -893,6 +895,20 @@ def _cmd_speed(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="k3plan", description="How much GPU memory a model needs, and where it goes.")
+
+    class _Version(argparse.Action):   # like action="version", but importlib.metadata (~30 ms) only when asked
+        def __call__(self, parser, namespace, values, option_string=None):
+            from importlib.metadata import PackageNotFoundError, version
+
+            try:
+                v = version("k3lib")   # the installed wheel's or editable install's metadata
+            except PackageNotFoundError:   # a checkout that was never installed
+                from k3lib import __version__ as v
+            print(f"{parser.prog} {v}")   # on stdout, as argparse's own version action does
+            parser.exit()
+
+    parser.add_argument("--version", action=_Version, nargs=0, default=argparse.SUPPRESS,
+                        help="print k3plan's version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     p = sub.add_parser("estimate", help="memory breakdown for one configuration",
                        description="Memory breakdown (weights, KV cache, activation, overhead) in total and per GPU.")
@@ -928,6 +944,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except K3InputError as exc:
         print(f"k3plan: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:   # an optional dependency the base install leaves out: name its extra
+        extra = getattr(exc, "extra", None) or {
+            "papermill": "reports", "nbformat": "reports", "nbconvert": "reports", "nbclient": "reports",
+            "ipykernel": "reports", "tqdm": "reports", "altair": "notebooks", "vl_convert": "notebooks",
+            "ipywidgets": "notebooks", "IPython": "notebooks", "jupyterlab": "notebooks",
+        }.get((exc.name or "").partition(".")[0])
+        if extra is not None and args.command == "report":
+            extra = "reports"
+        if extra is None:
+            raise
+        msg = str(exc) if getattr(exc, "extra", None) else (
+            f"`k3plan {args.command}` needs {exc.name}, which the base install leaves out: "
+            f"pip install 'k3lib[{extra}]'")
+        print(f"k3plan: error: {msg}", file=sys.stderr)
         return 2
     except BrokenPipeError:   # `k3plan formats | head`: the reader left; end quietly, as Unix tools do
         import os

@@ -9,7 +9,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-bash scripts/setup-env.sh
+bash scripts/setup-env.sh   # k3lib[test], which includes k3lib[notebooks]: JupyterLab, widgets, Altair
 
 fresh=0
 args=()

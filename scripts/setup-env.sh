@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Create (or refresh) the project's virtual environment in .venv and install k3lib into it,
-# editable, with its test extra: `pip install -e '.[test]'` from pyproject.toml.
+# editable, with its test extra: `pip install -e '.[test]'` from pyproject.toml. The test extra
+# includes the notebooks extra (JupyterLab, widgets, Altair, exports) and the reports extra
+# (papermill …), so scripts/open-workbook.sh and scripts/test.sh both get all they need.
 #
 # Idempotent: a second run with an unchanged pyproject.toml only checks and returns.
 # Needs Python 3.11 with venv and pip; set PYTHON=/path/to/python3.11 to choose one.
@@ -61,7 +63,7 @@ start=$SECONDS
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 log "upgrading pip"
 "$venv/bin/python" -m pip install --quiet --upgrade pip
-log "installing k3lib (editable) with its test extra; the first time takes a few minutes"
+log "installing k3lib (editable) with its test extra (= notebooks + reports + test tools); the first time takes a few minutes"
 "$venv/bin/python" -m pip install --quiet -e '.[test]'
 printf '%s\n' "$want_hash" >"$stamp"
 log "done in $((SECONDS - start)) s: $("$venv/bin/python" -V) in .venv"

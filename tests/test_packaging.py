@@ -9,6 +9,11 @@ site-packages through a ``.pth`` line. Building the wheel needs setuptools>=69 a
 which pip fetches into an isolated build environment (cached after the first run); the
 test is skipped, saying so, only when they cannot be fetched (offline, empty cache).
 About 10–20 s.
+
+The BARE wheel (issue 25 §1: no extras) goes into a venv that sees only the distributions
+its base requirements need — each linked from this venv's site-packages into a folder of
+their own — so JupyterLab, papermill, Altair … are really absent there, and `estimate`,
+`plan`, `check-log` and `speed` run from an empty folder; `report` says which extra to install.
 """
 import json
 import os
@@ -20,6 +25,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+try:
+    from packaging.requirements import Requirement
+except ImportError:  # pragma: no cover - pip always vendors it
+    from pip._vendor.packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
 GiB = 2**30
@@ -48,6 +58,50 @@ def _fresh_venv(path: Path) -> Path:
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           check=True, capture_output=True, text=True).stdout.strip()
     Path(site, "outer-venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
+
+
+def _base_distributions() -> dict[str, "importlib.metadata.Distribution"]:
+    """The installed distributions that pyproject.toml's base ``dependencies`` need (no extras),
+    followed through their own requirements; keyed by normalized name."""
+    import importlib.metadata
+    import re
+    import tomllib
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    todo = list(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"])
+    found: dict[str, importlib.metadata.Distribution] = {}
+    while todo:
+        req = Requirement(todo.pop())
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        if norm(req.name) in found:
+            continue
+        dist = importlib.metadata.distribution(req.name)
+        found[norm(req.name)] = dist
+        todo.extend(dist.requires or [])
+    return found
+
+
+def _bare_venv(path: Path) -> Path:
+    """A venv without pip that sees ONLY the base requirements' distributions: each one's top-level
+    files and folders (from its RECORD) are linked into ``path/base-deps``, which a ``.pth`` adds."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    python = path / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    deps = path / "base-deps"
+    deps.mkdir()
+    outer = Path(sysconfig.get_paths()["purelib"])
+    for dist in _base_distributions().values():
+        tops = {Path(f).parts[0] for f in dist.files or () if not Path(f).parts[0] in ("..", "__pycache__")}
+        for top in tops:
+            src = Path(dist.locate_file(top))
+            if src.exists() and src.parent == outer and not (deps / top).exists():
+                (deps / top).symlink_to(src)
+    Path(site, "base-deps.pth").write_text(str(deps) + "\n")
     return python
 
 
@@ -122,3 +176,46 @@ def test_editable_install_maps_k3lib_data_onto_the_checkout_folder(tmp_path):
     assert Path(probe["k3lib"]).resolve().is_relative_to(src.resolve())
     assert Path(probe["data"]).resolve() == (src / "data").resolve()
     assert [Path(p).resolve() for p in probe["package"]] == [(src / "data").resolve()]   # k3lib.data → data/
+
+
+# Issue 25 §1: the base install runs the planner commands without any notebook package.
+CHECK_LOG = ROOT / "tests" / "fixtures" / "logs" / "vllm-v0-llama-3-8b-h100-budget.log"
+HEAVY = ("jupyterlab", "jupyter_server", "ipykernel", "ipywidgets", "IPython", "altair", "vl_convert", "nbformat",
+         "nbconvert", "papermill")
+
+
+def test_bare_wheel_runs_the_planner_commands_without_jupyterlab(wheel, tmp_path):
+    python = _bare_venv(tmp_path / "venv")
+    _pip_install(python, str(wheel))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = _clean_env()
+    absent = subprocess.run([str(python), "-c", "import importlib.util as u, json; "
+                             f"print(json.dumps([m for m in {HEAVY!r} if u.find_spec(m)]))"],
+                            cwd=empty, env=env, check=True, capture_output=True, text=True).stdout
+    assert json.loads(absent) == []                                         # JupyterLab & co. are not installed
+    k3plan = str(tmp_path / "venv" / "bin" / "k3plan")
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([k3plan, *argv], cwd=empty, env=env, capture_output=True, text=True, timeout=120)
+
+    res = run(*ESTIMATE)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["total_bytes"] == 415 * GiB
+    res = run("plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpus", "1", "--context", "32K", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["model"] == "llama-3.1-8b"
+    res = run("check-log", str(CHECK_LOG), "--model", "llama-3.1-8b", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["rows"]
+    res = run("speed", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpus", "1", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["loads"] is True
+    res = run("--version")
+    import tomllib
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert res.returncode == 0 and res.stdout == f"k3plan {version}\n", res.stdout + res.stderr
+    res = run("report", "--model", "llama-3.1-8b", "-o", "r.html")        # needs k3lib[reports]: one line, exit 2
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr.count("\n") == 1 and "pip install 'k3lib[reports]'" in res.stderr, res.stderr
+    assert list(empty.iterdir()) == []                                      # nothing written, not even reports/

@@ -53,14 +53,15 @@ def assert_escaped(text: str) -> None:
 
 @pytest.fixture(scope="module")
 def worked(tmp_path_factory):
-    """`k3plan report` with the worked example's flags (and --json for its key figures)."""
+    """`k3plan report` with the worked example's flags (and --json for its key figures; --keep-notebook
+    for the executed notebook, which is written only on request)."""
     out = tmp_path_factory.mktemp("report") / "worked-example.html"
     flags = ["--scenario", report.NOTEBOOK_DEFAULTS["scenario"], "--model", "kimi-k3@guide-000", "--weights", "q4",
              "--kv-dtype", "fp8", "--context", "256K", "--gpu", "h100-sxm", "--gpus", "6", "--activation", "10GiB",
              "--overhead-total", "48GiB"]
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        assert main(["report", *flags, "--json", "-o", str(out)]) == 0
+        assert main(["report", *flags, "--json", "--keep-notebook", "-o", str(out)]) == 0
     doc = json.loads(printed.getvalue())
     assert doc["html"] == str(out)
     return doc["figures"], out.read_text(encoding="utf-8"), nbformat.read(out.with_suffix(".ipynb"), as_version=4)
@@ -133,6 +134,7 @@ def test_batch_keeps_going_past_a_bad_scenario(batch):
     assert rc == 1                                          # one scenario failed
     pages = sorted(p.name for p in out.glob("*.html"))
     assert pages == ["index.html", "script-alert-1-script.html", "worked-example-on-5x-h100.html"]
+    assert not list(out.glob("*.ipynb"))                    # HTML only: no --keep-notebook
     index = (out / "index.html").read_text(encoding="utf-8")
     assert "bad model" in index and "ERROR" in index
     assert html.escape("parameter model: unknown model '<script>alert(1)</script>'") in index

@@ -39,15 +39,20 @@ def safe_filename(name: str, *, taken: Iterable[str] = (), max_len: int = 60) ->
 
 def run_batch(scenarios: "str | Path | Sequence[Mapping[str, Any]]", out_dir: str | Path, *,
               progress: bool = True, notebook: str | Path = REPORT_NOTEBOOK,
-              runner: Callable[..., ReportResult] | None = None) -> list[ReportResult]:
-    """One report per scenario into ``out_dir``, then ``out_dir/index.html`` comparing them.
+              runner: Callable[..., ReportResult] | None = None, keep_notebook: bool = False) -> list[ReportResult]:
+    """One report per scenario into ``out_dir``, then ``out_dir/index.html`` comparing them
+    (and with ``keep_notebook`` each executed notebook, ``.ipynb``, next to its report).
 
     A file is parsed with bounds (:mod:`k3lib.report.scenarios`; a hostile or malformed
     file raises :class:`~k3lib.report.scenarios.ScenarioFileError`). A scenario that fails
     (a field of the wrong type, a bad value, a failing cell) gets a row saying why; the
     others still get their reports. Returns one :class:`ReportResult` per scenario.
+    ``progress``: a progress bar on stderr when it is a terminal (never in a pipe, a log or CI).
     """
-    from tqdm.auto import tqdm
+    if runner is None:
+        from k3lib.report.run import require_report_modules
+
+        require_report_modules()   # one line naming k3lib[reports], before anything is read or written
 
     from k3lib.views.notebook import ParameterError
 
@@ -62,7 +67,13 @@ def run_batch(scenarios: "str | Path | Sequence[Mapping[str, Any]]", out_dir: st
     runner = runner or run_report
     results: list[ReportResult] = []
     taken: set[str] = {"index"}
-    bar = tqdm(items, desc="reports", unit="scenario", disable=not progress)
+    if progress:
+        from tqdm.auto import tqdm
+
+        # disable=None: tqdm shows the bar only when stderr is a terminal.
+        bar = tqdm(items, desc="reports", unit="scenario", disable=None)
+    else:
+        bar = _NoBar(items)
     for i, item in enumerate(bar, 1):
         t0 = time.perf_counter()
         raw_name = item.get("name") if isinstance(item, Mapping) else None
@@ -76,7 +87,8 @@ def run_batch(scenarios: "str | Path | Sequence[Mapping[str, Any]]", out_dir: st
             stem = safe_filename(name, taken=taken)
             taken.add(stem)
             bar.set_postfix_str(stem[:30])
-            res = runner(params, out_dir / f"{stem}.html", notebook=notebook)
+            kept = {"keep_notebook": True} if keep_notebook else {}   # a custom runner need not know it
+            res = runner(params, out_dir / f"{stem}.html", notebook=notebook, **kept)
             res.scenario = name
         except (ParameterError, K3InputError, ReportError) as exc:
             res = ReportResult(scenario=name, error=str(exc))
@@ -84,6 +96,13 @@ def run_batch(scenarios: "str | Path | Sequence[Mapping[str, Any]]", out_dir: st
         results.append(res)
     write_index(results, out_dir / "index.html")
     return results
+
+
+class _NoBar(list):
+    """The progress bar's interface, silent (``progress=False``: no tqdm import)."""
+
+    def set_postfix_str(self, _text: str) -> None:
+        pass
 
 
 def _index_row(r: ReportResult) -> dict[str, str]:

@@ -2,6 +2,7 @@
 a fresh kernel, read its key figures back from the executed notebook, export the HTML."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import time
 from dataclasses import dataclass, field
@@ -66,6 +67,33 @@ class ReportError(Exception):
     """A report could not be produced (a cell failed)."""
 
 
+class MissingExtraError(ModuleNotFoundError):
+    """An optional dependency is not installed; the message names the extra that brings it."""
+
+    def __init__(self, module: str, extra: str, what: str) -> None:
+        super().__init__(f"{what} needs {module}, which the base install leaves out: "
+                         f"pip install 'k3lib[{extra}]'", name=module)
+        self.extra = extra
+
+
+#: What running a report imports beyond the base install (all in the ``reports`` extra).
+REPORT_MODULES = ("papermill", "nbformat", "nbconvert", "ipykernel")
+
+#: Arguments for the report's kernel: its own log at ERROR, so the normal path prints nothing
+#: (ipykernel warns "Kernel is running over TCP without encryption" on every start; the kernel
+#: listens on localhost only and papermill is its only client). Its errors, and every cell's
+#: error (read back from the executed notebook), still come through.
+KERNEL_ARGUMENTS = ("--IPKernelApp.log_level=ERROR",)
+
+
+def require_report_modules(what: str = "`k3plan report`") -> None:
+    """Raise :class:`MissingExtraError` (one line, naming ``k3lib[reports]``) unless the
+    modules a report runs with are installed; imports none of them."""
+    for module in REPORT_MODULES:
+        if importlib.util.find_spec(module) is None:
+            raise MissingExtraError(module, "reports", what)
+
+
 def _execution_error(exc: Exception) -> str:
     ename, evalue = getattr(exc, "ename", None), getattr(exc, "evalue", None)
     if ename:
@@ -74,15 +102,19 @@ def _execution_error(exc: Exception) -> str:
 
 
 def run_report(parameters: Mapping[str, Any], out_html: str | Path, *, notebook: str | Path = REPORT_NOTEBOOK,
-               timeout_s: int = 300, config: ReportConfig | None = None) -> ReportResult:
+               timeout_s: int = 300, config: ReportConfig | None = None,
+               keep_notebook: bool = False) -> ReportResult:
     """Run the report notebook for ``parameters`` (missing keys: :data:`CLI_DEFAULTS`) and
-    write ``out_html`` (and the executed notebook next to it, ``.ipynb``).
+    write ``out_html``; with ``keep_notebook``, also the executed notebook next to it (``.ipynb``).
 
     Parameters are validated here first (unless the caller passes the ``config`` it has
     already validated), so a bad value fails in milliseconds with a
     :class:`~k3lib.views.notebook.ParameterError` and no kernel is started. A cell that
-    fails raises :class:`ReportError` naming it; the executed notebook is kept.
+    fails raises :class:`ReportError` naming it (the executed notebook, error marked, is
+    written only with ``keep_notebook``). Without the ``reports`` extra installed it raises
+    :class:`MissingExtraError` before anything is written.
     """
+    require_report_modules()
     import papermill
 
     t0 = time.perf_counter()
@@ -90,15 +122,17 @@ def run_report(parameters: Mapping[str, Any], out_html: str | Path, *, notebook:
     cfg = config if config is not None else configure(**params)   # ParameterError: one line, no kernel
     out_html = Path(out_html)
     out_html.parent.mkdir(parents=True, exist_ok=True)
-    out_nb = out_html.with_suffix(".ipynb")
+    out_nb = out_html.with_suffix(".ipynb") if keep_notebook else None
     notebook = Path(notebook)
     t1 = time.perf_counter()
-    try:
-        nb = papermill.execute_notebook(str(notebook), str(out_nb), parameters=params, kernel_name=KERNEL,
-                                        cwd=str(notebook.parent), progress_bar=False, log_output=False,
-                                        execution_timeout=timeout_s)
+    try:   # output_path None: papermill writes no notebook
+        nb = papermill.execute_notebook(str(notebook), str(out_nb) if out_nb else None, parameters=params,
+                                        kernel_name=KERNEL, cwd=str(notebook.parent), progress_bar=False,
+                                        log_output=False, execution_timeout=timeout_s,
+                                        extra_arguments=list(KERNEL_ARGUMENTS))
     except Exception as exc:  # papermill's PapermillExecutionError and kernel failures
-        raise ReportError(f"the report notebook failed ({out_nb}): {_execution_error(exc)}") from None
+        where = f" ({out_nb})" if out_nb else " (--keep-notebook keeps the executed notebook)"
+        raise ReportError(f"the report notebook failed{where}: {_execution_error(exc)}") from None
     t2 = time.perf_counter()
     figures = figures_from_notebook(nb)
     if figures is None:   # a notebook that does not publish them
