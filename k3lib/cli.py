@@ -27,18 +27,8 @@ class _Parser(argparse.ArgumentParser):
 def _utilization(args: argparse.Namespace) -> float | None:
     """``--gpu-memory-utilization`` as a number: an ASCII decimal fraction in (0, 1] (no ``nan``,
     ``1e0`` or other scripts' digits), else one K3InputError naming the flag's field."""
-    import re
-
     text = getattr(args, "gpu_memory_utilization", None)
-    if text is None:
-        return None
-    s = str(text).strip()
-    if not re.fullmatch(r"[0-9]?(\.[0-9]{1,6})?", s) or s in ("", "."):
-        raise K3InputError("gpu_memory_utilization", f"{text!r} is not a fraction", "0 < F ≤ 1, e.g. 0.9")
-    value = float(s)
-    if not 0 < value <= 1:
-        raise K3InputError("gpu_memory_utilization", f"{text!r} is outside (0, 1]", "0 < F ≤ 1, e.g. 0.9")
-    return value
+    return None if text is None else _fraction(text, "gpu_memory_utilization", example="0.9")
 
 
 def _size(args: argparse.Namespace, name: str) -> int | None:
@@ -190,15 +180,16 @@ def engine_settings_from_args(args: argparse.Namespace, engine_id: str):
     return EngineSettings(engine_id, **values)
 
 
-def _fraction(text: object, field: str) -> float:
+def _fraction(text: object, field: str, *, example: str = "0.85") -> float:
+    """A fraction in (0, 1] written with ASCII digits (``0.9``, ``.9``, ``1``), else one K3InputError naming ``field``."""
     import re
 
     s = str(text).strip()
     if not re.fullmatch(r"[0-9]?(\.[0-9]{1,6})?", s) or s in ("", "."):
-        raise K3InputError(field, f"{text!r} is not a fraction", "0 < F ≤ 1, e.g. 0.85")
+        raise K3InputError(field, f"{text!r} is not a fraction", f"0 < F ≤ 1, e.g. {example}")
     value = float(s)
     if not 0 < value <= 1:
-        raise K3InputError(field, f"{text!r} is outside (0, 1]", "0 < F ≤ 1, e.g. 0.85")
+        raise K3InputError(field, f"{text!r} is outside (0, 1]", f"0 < F ≤ 1, e.g. {example}")
     return value
 
 

@@ -314,7 +314,9 @@ def _engine_pick(model: Any, spec: ModelSpec, hw: GPUSpec, counts: Sequence[int]
     """The first (count, checkpoint, KV dtype), in preference order, whose plan for ``engine``
     fits by that engine's rules (:func:`k3lib.engines.deployment.plan_for_engine`), with
     its maximum context under the same rules."""
-    from k3lib.engines.deployment import engine_max_context_tokens, plan_for_engine
+    import dataclasses
+
+    from k3lib.engines.deployment import EngineSettings, engine_max_context_tokens, plan_for_engine
 
     for n in counts:
         for w in ws:
@@ -326,11 +328,9 @@ def _engine_pick(model: Any, spec: ModelSpec, hw: GPUSpec, counts: Sequence[int]
                     continue
                 if not p.fits:
                     continue
-                import dataclasses as _dc
-                from k3lib.engines.deployment import EngineSettings
                 settings = engine if isinstance(engine, EngineSettings) else EngineSettings(p.engine.engine)
                 mx = engine_max_context_tokens(model, p, settings, weights=w, kv_dtype=kv)
-                p = _dc.replace(p, engine=_dc.replace(p.engine, max_context_tokens=mx))
+                p = dataclasses.replace(p, engine=dataclasses.replace(p.engine, max_context_tokens=mx))
                 pg = p.per_gpu
                 reason = (f"{why}: {n}× {hw.id} ({p.layout.describe()}) at weights {p.weight_format} and KV "
                           f"{p.kv_dtype}: {p.reason}; holds up to {format_context(mx)} by "
