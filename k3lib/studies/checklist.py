@@ -179,10 +179,11 @@ def run_checklist(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
     kid = get_kv_dtype(kv_dtype).id
     budget = step1_budget(model=spec, gpu=hw, gpus=n, assumptions=a)
     prec = step2_precision(model=spec, budget=budget, assumptions=a)
-    src = model if hasattr(model, "require_architecture") else None
+    loaded = model if hasattr(model, "require_architecture") else None   # the user's own file, when given
+    src = loaded or spec                                                  # what the engine plans
     ctx = step3_context(model=spec, gpu=hw, gpus=n, nodes=m, weights=prec.weights, budget=budget,
                         kv_dtypes=tuple(dict.fromkeys(GUIDE_KV_DTYPES + (kid,))), target_context=target,
-                        batch=batch, assumptions=a, engine=engine, source=src)
+                        batch=batch, assumptions=a, engine=engine, source=loaded)
     predicted = ctx.limit(kid).max_context_tokens
     seq = step5_test_sequence(target_context_tokens=target, predicted_max_context_tokens=predicted)
     opts = thr = None
@@ -194,14 +195,13 @@ def run_checklist(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
                                context=run_ctx, batch=batch, assumptions=a)
     # Step 7 needs a precision even when none fits this inventory: then the smallest checkpoint.
     eid = str(getattr(engine, "engine", engine))
-    ladder = precision_ladder(model if hasattr(model, "require_architecture") else spec, _checkpoint_engine(engine))
+    ladder = precision_ladder(src, _checkpoint_engine(engine))
     smallest = min(ladder, key=lambda w: _weights_size(spec, w))
     add = step7_add_one_gpu(model=spec, gpu=hw, weights=prec.weights or smallest, kv_dtype=kid,
-                            context=target, batch=batch, assumptions=a, engine=engine, source=src)
+                            context=target, batch=batch, assumptions=a, engine=engine, source=loaded)
     # the configurations keep the user's KV dtype: the same inputs give the same numbers as `estimate`
     # a real engine verifies every candidate by its own rules (the plan for that engine); a guide
     # profile or the generic model keeps the sweep
-    src = model if hasattr(model, "require_architecture") else spec
     rec = best_configuration(model=src, gpu=hw, gpus=n, nodes=m, context=target, batch=batch, assumptions=a,
                              engine=engine, kv_dtypes=(kid,))
     cheap = cheapest_configuration(model=src, gpu=hw, context=target, batch=batch, assumptions=a,
@@ -212,8 +212,8 @@ def run_checklist(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
         from k3lib.studies.offload_model import best_offload_plan
         for w in ladder:
             try:
-                off = best_offload_plan(model=src, gpu=hw, gpus=n, weights=None if w == "native" and src is not
-                                        spec else w, kv_dtype=kid, context=target, batch=batch, host=host, ram=ram,
+                off = best_offload_plan(model=src, gpu=hw, gpus=n, weights=None if w == "native" and loaded
+                                        else w, kv_dtype=kid, context=target, batch=batch, host=host, ram=ram,
                                         ram_bandwidth=ram_bandwidth)
             except K3InputError:
                 off = None
