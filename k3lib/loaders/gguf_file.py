@@ -16,7 +16,8 @@ a Q8_0 tensor of 4096×32 elements is 4096 blocks of 34 bytes = 139,264 bytes.
 The architecture comes from the metadata (``{arch}.block_count``,
 ``embedding_length``, ``attention.head_count(_kv)``, ``attention.key_length``,
 ``context_length``, expert counts, MLA ``attention.kv_lora_rank``,
-``attention.sliding_window`` …), with tensor shapes filling gaps (the vocabulary
+``attention.sliding_window`` …; sliding layers take ``attention.key_length_swa`` /
+``value_length_swa`` when given, as llama.cpp does), with tensor shapes filling gaps (the vocabulary
 from ``token_embd``, the expert width from ``ffn_up_exps``). A missing
 ``context_length`` is read as 4,096 tokens with a warning and a note; a 0 is an error
 naming the key. An architecture outside :data:`KNOWN_GGUF_ARCHITECTURES` warns, naming
@@ -59,7 +60,8 @@ _ARCH_INT_KEYS = frozenset((
     "expert_shared_feed_forward_length", "expert_used_count", "feed_forward_length", "kda.head_dim",
     "kda_head_dim", "nextn_predict_layers", "rope.dimension_count", "ssm.conv_kernel", "ssm.group_count",
     "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank", "vocab_size", "leading_dense_block_count",
-    "attention.recurrent_layers", "full_attention_interval", "attention.shared_kv_layers"))
+    "attention.recurrent_layers", "full_attention_interval", "attention.shared_kv_layers",
+    "attention.key_length_swa", "attention.value_length_swa"))
 #: llama.cpp architectures (``general.architecture``) whose metadata and tensor names this reader
 #: has rules or tests for; any other is read from the standard ``{arch}.*`` keys with an
 #: :class:`~k3lib.loaders.hf_config.AssumedFieldWarning`, as a config.json of an unknown model_type is
@@ -429,6 +431,14 @@ def _architecture_and_assumptions(meta: dict, tensors: list[TensorInfo], *, id: 
                    kv_heads=kv_attn, head_dim=key_len, v_head_dim=val_len if val_len != key_len else 0,
                    qk_norm=any(n.endswith(".attn_q_norm.weight") for n in shapes),
                    output_gate=len(q_shape) > 1 and q_shape[1] == 2 * q_heads * key_len)   # q and its gate fused
+        # sliding layers' own head sizes (Gemma 4: 256 on sliding layers, 512 on full ones): llama.cpp reads
+        # {arch}.attention.key_length_swa / value_length_swa for every architecture, each defaulting to the
+        # full layers' size (n_embd_head_k_swa = n_embd_head_k_full, src/llama-model.cpp load_hparams), and
+        # sizes a layer's K/V rows by is_swa(il) ? n_embd_head_k_swa : n_embd_head_k_full
+        # (llama_hparams::n_embd_head_k, src/llama-hparams.cpp; ggml-org/llama.cpp@0c1e57098)
+        key_swa = _scalar(meta, f"{arch}.attention.key_length_swa") or key_len
+        val_swa = _scalar(meta, f"{arch}.attention.value_length_swa") or val_len
+        swa_gqa = dict(gqa, head_dim=key_swa, v_head_dim=val_swa if val_swa != key_swa else 0)
         # KV-sharing layers: the last ones read an earlier layer's cache (llama.cpp's n_layer_kv_from_start:
         # Gemma-3n fixes it at 20 layers, src/models/gemma3n.cpp; Gemma 4 writes attention.shared_kv_layers)
         shared_n = int(_scalar(meta, f"{arch}.attention.shared_kv_layers", 0) or 0)
@@ -444,7 +454,7 @@ def _architecture_and_assumptions(meta: dict, tensors: list[TensorInfo], *, id: 
             n_full = len(layers) - n_slide
             if n_slide:
                 groups.append(AttentionGroup(kind="sliding", count=n_slide, window_tokens=window, kv_shared=kv_shared,
-                                             **gqa))
+                                             **swa_gqa))
             if n_full:
                 groups.append(AttentionGroup(kind="full", count=n_full, kv_shared=kv_shared, **gqa))
     if recurrent:
