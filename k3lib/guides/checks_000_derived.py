@@ -10,7 +10,7 @@ from k3lib.guides.claims import (G000_ACTIVATION, G000_OVERHEAD_PER_GPU_EXAMPLE,
                                  G000_OVERHEAD_TOTAL, G004_ACTIVE_PARAMS, LONG_CONTEXT, Q4_BITS, Claim)
 from k3lib.guides.refs import (_g000, _k3, _own_plan, _real_plan, min_gpus, published_bytes,
                                measured_outside_weights_kv_gib, real_kv_bytes, real_node_gpus, real_weights_bytes)
-from k3lib.guides.verdicts import (Verdict, EXACT, Figure, Tolerance, check, check_pattern, make,
+from k3lib.guides.verdicts import (Verdict, AtLeast, EXACT, Figure, Tolerance, check, check_pattern, make,
                                    register_not_checkable, written_tolerance)
 
 
@@ -155,7 +155,15 @@ def worked_headroom(claim: Claim) -> Verdict:
     at6 = sign * _worked_on(n, overhead_per_gpu=G000_OVERHEAD_PER_GPU_EXAMPLE).total.headroom_bytes / GiB
     at8 = sign * _worked_on(n, overhead_per_gpu=G000_OVERHEAD_PER_GPU_RULE).total.headroom_bytes / GiB
     real = sign * _real_headroom_gib("q4", "fp8", 262144, n)
+    # "it is 15 GB over — it will OOM": for real K3 the figure is not 15, but the conclusion is the
+    # question a deployer asks, and a deficit of 15 or more OOMs just the same
+    over = claim.quantity == "overage"
+    real_tol = AtLeast(abs=0.5, text=f"over by at least {claim.value:g}: it OOMs, as claimed") if over else None
+    real_note = (f"Real K3 (Q4_K weights) is {real:,.0f} GiB over on {n} GPUs: it OOMs, as the guide says, "
+                 f"though by far more than {claim.value:g}." if over and real > 0
+                 else f"For real K3 (Q4_K weights) it is {sign * real:,.0f}.")
     return make(claim, own=reused, real=real, unit="GiB", tol=written_tolerance(claim), basis="guide's own numbers",
+                real_tol=real_tol,
                 formula=f"{n} × 80 − (325 + 32 + 10 + 48)",
                 assumption=f"the 48 GB overhead of 8 GPUs is kept on {n} GPUs",
                 figures=[Figure("with_48_gib", f"{n} × 80 − 415", reused, "GiB"),
@@ -163,7 +171,7 @@ def worked_headroom(claim: Claim) -> Verdict:
                          Figure("with_8_per_gpu", f"overhead {n} × 8", at8, "GiB")],
                 explanation=f"{n} × 80 − 415 = {sign * reused:g}. With the example's own 6 GB per GPU "
                             f"({n} × 6 = {6 * n}) it would be {sign * at6:g} GiB; with its 8 GB-per-GPU rule, "
-                            f"{sign * at8:g}. For real K3 (Q4_K weights) it is {sign * real:,.0f}.")
+                            f"{sign * at8:g}. " + real_note)
 
 
 @check("g000-min-viable-headroom")

@@ -57,6 +57,19 @@ class Tolerance:
         return claimed - s <= computed <= claimed_high + s
 
 
+@dataclass(frozen=True)
+class AtLeast(Tolerance):
+    """A conclusion read one way: accept when ``computed ≥ claimed − slack``. "It is 15 GB
+    over — it will OOM" holds wherever the deficit is 15 or more: the configuration OOMs.
+
+    >>> AtLeast(abs=0.5).ok(15, 1118), AtLeast(abs=0.5).ok(15, -65)
+    (True, False)
+    """
+
+    def ok(self, claimed: float, computed: float, claimed_high: float | None = None) -> bool:
+        return computed >= claimed - self.slack(computed)
+
+
 #: Whole things (GPUs, tokens, a count): equal or not.
 EXACT = Tolerance(abs=0.0, text="exact (a count: equal or not)")
 

@@ -26,7 +26,10 @@ We write its per-token formula for each attention design, compare real models wi
 Notation as in [00](00-vram-anatomy.ipynb): $L$ layers, $K$ KV heads, $H$ head dim, $T$ tokens, $B$ batch, $b$ bytes per element; GiB = 2^30 bytes.
 """),
     code("""
+import pandas as pd
+
 from k3lib.views import charts, notebook, tables
+pd.set_option("display.max_colwidth", None)  # whole formulas: K3's KDA state S is a long one
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
 """),
     md("""
