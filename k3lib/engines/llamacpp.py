@@ -245,14 +245,24 @@ def llamacpp_compute_buffer_bytes(model: Any, *, context_tokens: int, n_seq: int
     return int(mask + scores + n_ubatch * 4 * (6 * d + latent_q))
 
 
-def llamacpp_model_buffer_bytes(model: Any) -> int:
+def _skipped(t: Any, load_mtp: bool) -> bool:
+    """Whether llama.cpp leaves tensor ``t`` unallocated: the MTP ("nextn") layers' tensors — the
+    last ``{arch}.nextn_predict_layers`` blocks, which the GGUF loader groups as ``mtp`` — are
+    created with TENSOR_SKIP unless the model is loaded for MTP drafting (``ml.load_mtp``, set by
+    ``--spec-type draft-mtp``): ``load_arch_tensors`` of glm4moe, deepseek2 and the other MTP
+    architectures, ggml-org/llama.cpp@0c1e57098."""
+    return not load_mtp and getattr(t, "group", None) == "mtp"
+
+
+def llamacpp_model_buffer_bytes(model: Any, *, load_mtp: bool = False) -> int:
     """The CPU model buffer llama.cpp allocates for a GGUF read without mmap: Σ over tensors of
     their bytes rounded up to the CPU buffer's 32-byte alignment (ggml/src/ggml-backend.cpp,
-    ``TENSOR_ALIGNMENT``); the file's own tensor table gives the bytes (a real GGUF is needed)."""
+    ``TENSOR_ALIGNMENT``); the file's own tensor table gives the bytes (a real GGUF is needed).
+    MTP (nextn) layers are left out unless ``load_mtp`` (:func:`_skipped`)."""
     _, loaded = _resolve_model(model)
     if loaded is None or not getattr(loaded, "tensors", None) or loaded.file_format != "gguf":
         raise K3InputError("model", "the model buffer needs the GGUF's tensor table", "a .gguf file")
-    return sum(_pad(t.n_bytes, 32) for t in loaded.tensors)
+    return sum(_pad(t.n_bytes, 32) for t in loaded.tensors if not _skipped(t, load_mtp))
 
 
 def llamacpp_weights_bytes(model: Any, *, weights: str = "native") -> dict[str, int]:
@@ -335,8 +345,8 @@ def llamacpp_offload_split(model: Any, *, n_gpu_layers: int, n_ctx: int, weights
     w = {"gpu": 0, "host": 0}
     if loaded is not None and getattr(loaded, "exact", False) and weights == "native" and loaded.tensors:
         for t in loaded.tensors:                    # every tensor on its device, overrides by name
-            if t.group == "vision":
-                continue
+            if t.group == "vision" or _skipped(t, False):
+                continue                            # MTP (nextn) layers: not loaded (TENSOR_SKIP)
             if any(p.search(t.name) for p in pats) or t.name.startswith("token_embd"):
                 side = "host"
             elif t.layer is None or not 0 <= t.layer < arch.num_layers:

@@ -560,6 +560,11 @@ def load_gguf(path: "str | os.PathLike[str]", *, id: str | None = None) -> Loade
     ctx_note = _context_tokens(meta, str(arch_name), str(p))[1]
     if ctx_note:
         notes.append(ctx_note)
+    mtp_bytes = by_group.get("mtp", 0)
+    if nextn and mtp_bytes:
+        notes.append(f"MTP left out of the weights: {nextn} nextn layer{'s' if nextn > 1 else ''} "
+                     f"({arch_name}.nextn_predict_layers), {mtp_bytes:,} bytes in the file; llama.cpp skips "
+                     "them (TENSOR_SKIP) unless loaded for MTP drafting (--spec-type draft-mtp)")
     zero = zero_sized_tensors_note(tensors)
     if zero:
         notes.append(zero)
