@@ -75,3 +75,63 @@ def test_07_no_longer_lists_it_will_oom_as_contradicted_for_k3():
     table = audit.audit_table()
     contradicted = audit.filter_claims(table, "all", "contradicted", "real")
     assert "g000-worked-5x-over" not in set(contradicted["claim_id"])
+
+
+# ------------------------------------------------------------------ 3. 00's GPU slider: deployable counts only
+
+@pytest.mark.parametrize("model, weights, gpu", [("kimi-k3@guide-000", "q4", "h100-sxm"), ("kimi-k3", "native", "h100-sxm"),
+                                                 ("kimi-k3", "native", "h200-sxm")])
+def test_00_gpu_slider_offers_only_counts_that_plan(model, weights, gpu):
+    pytest.importorskip("ipywidgets")
+    from k3lib.core.models import get_model
+    from k3lib.core.search import candidate_gpu_counts
+    from k3lib.views import widgets
+
+    box = widgets.explorer(model=model, weights=weights, kv_dtype="fp8", context="256K", gpu=gpu,
+                           gpus=8, batch=1)
+    offered = list(box.controls["gpus"].options)
+    assert offered == list(candidate_gpu_counts(get_model(model), gpu, max_gpus=widgets.MAX_GPUS))
+    assert len(offered) < widgets.MAX_GPUS
+    for n in offered:                                   # every position gives a verdict, none an error
+        message = widgets.explorer_update(model=model, weights=weights, kv_dtype="fp8", context="256K",
+                                          gpu=gpu, gpus=n)[2]
+        assert message.startswith(("FITS", "DOES NOT FIT")), (n, message)
+
+
+def test_00_gpu_slider_follows_the_model():
+    pytest.importorskip("ipywidgets")
+    from k3lib.views import widgets
+
+    box = widgets.explorer(model="kimi-k3@guide-000", weights="q4", kv_dtype="fp8", context="256K",
+                           gpu="h100-sxm", gpus=5, batch=1)
+    assert 5 in box.controls["gpus"].options and 12 not in box.controls["gpus"].options
+    box.controls["weights"].value = "native"
+    box.controls["model"].value = "kimi-k3"            # K3 does not split 5 ways: the slider moves to 6
+    assert 5 not in box.controls["gpus"].options and box.controls["gpus"].value == 6
+    assert box.last_update[2].startswith(("FITS", "DOES NOT FIT"))
+    df = box.last_update[0]
+    assert df.loc["available", "total_GiB"] == pytest.approx(6 * df.loc["available", "per_gpu_GiB"], abs=0.05)
+
+
+# ------------------------------------------------------------------ 1. 00: the real K3's weights, one copy vs copies summed
+
+def test_00_real_k3_table_and_prose_agree_on_what_is_summed():
+    prose = _markdown("00-vram-anatomy")
+    budget = _output("00-vram-anatomy", "tables.plan_table(real)")
+    copies = _output("00-vram-anatomy", "tables.copies_table(real)")
+    all_gpus_weights = float(re.search(r"^weights\s+([\d.]+)", budget, re.M)[1])
+    one, gpus, summed, extra = re.search(r"^weights\s+([\d,.]+)\s+(\d+)\s+([\d,.]+)\s+([\d,.]+)", copies, re.M).groups()
+    num = lambda x: float(x.replace(",", ""))  # noqa: E731
+    assert num(summed) == all_gpus_weights == 1506.32           # the budget's all-GPU column …
+    assert num(one) == pytest.approx(1452.8, abs=0.05)           # … is one copy plus the replicated parts
+    assert f"{num(one):,.1f} GiB" in prose and "1,452.8 GiB" in prose
+    assert num(one) + num(extra) == pytest.approx(num(summed), abs=0.01) and gpus == "6"
+    assert "copies summed" in prose and "every TP rank" in prose
+
+
+def test_copies_table_counts_no_copy_for_a_guide_profile():
+    from k3lib.views import tables
+
+    t = tables.copies_table(tables.guide_000_plan(gpus=6))
+    assert t["copies_beyond_one_GiB"].tolist() == ["0.00", "0.00"]
+    assert t.loc["weights", "one_copy_GiB"] == "325.00"

@@ -100,6 +100,45 @@ def plan_table(plan: Plan, *, unit: str = "GiB") -> pd.DataFrame:
                          f"per_gpu_{unit}": [_size(r[2], unit) for r in rows]}).set_index("component")
 
 
+def one_copy_bytes(plan: Plan) -> tuple[int, int]:
+    """(weights, KV cache) bytes of one copy of the model and of its cache: what the guides and
+    the config count. The plan's all-GPU totals add what every GPU holds, so under TP they count
+    the parts TP cannot split once per GPU: the replicated weights (norms, routers, MLA/KDA
+    down-projections) and an MLA latent cache, which every TP rank holds whole."""
+    one_kv = kv_cache_bytes(plan.model, context_tokens=plan.context_tokens, batch=plan.batch,
+                            kv_dtype=get_kv_dtype(plan.kv_dtype),
+                            state_bytes_per_element=plan.assumptions.state_bytes_per_element)
+    if isinstance(plan.model, PublishedProfile):    # a profile splits its published figures evenly
+        return plan.total.weights_bytes, min(one_kv, plan.total.kv_cache_bytes)
+    tp, spread = plan.tp, plan.tp * (plan.dp if plan.ep > 1 else 1)
+    one_w = sum(s.weights_sharded_bytes * tp + s.weights_replicated_bytes + s.routed_experts_bytes * spread
+                for s in plan.shares)
+    return one_w, min(one_kv, plan.total.kv_cache_bytes)
+
+
+def copies_table(plan: Plan, *, unit: str = "GiB") -> pd.DataFrame:
+    """``component | one_copy | all_GPUs (copies summed) | copies beyond one``: how the all-GPU
+    column of :func:`plan_table` relates to the one-copy figures (weights as shipped, the
+    cache of :func:`kv_cache_bytes`). The difference is what TP replicates on every GPU.
+
+    >>> from k3lib.core.plan import make_plan
+    >>> t = copies_table(make_plan(model="kimi-k3", gpu="h100-sxm", gpus=6, weights="native", kv_dtype="fp8",
+    ...                            context="256K"))
+    >>> t["one_copy_GiB"].tolist()[0], t["all_GPUs_GiB"].tolist()[0]
+    ('1,452.81', '1,506.32')
+    """
+    one_w, one_kv = one_copy_bytes(plan)
+    rows = [("weights", one_w, plan.total.weights_bytes), ("KV cache", one_kv, plan.total.kv_cache_bytes)]
+    d = _div(unit)
+    return pd.DataFrame({
+        "component": [r[0] for r in rows],
+        f"one_copy_{unit}": [f"{r[1] / d:,.2f}" for r in rows],
+        "GPUs": [f"{plan.gpus:,}"] * len(rows),
+        f"all_GPUs_{unit}": [f"{r[2] / d:,.2f}" for r in rows],
+        f"copies_beyond_one_{unit}": [f"{(r[2] - r[1]) / d:,.2f}" for r in rows],
+    }).set_index("component")
+
+
 def worked_example_table(plan: Plan, *, unit: str = "GiB") -> pd.DataFrame:
     """``param | symbol | formula | value | unit``: the one equation worked with the plan's numbers.
 

@@ -68,6 +68,31 @@ def _options(known: list[str], value: Any) -> list[str]:
     return known if value in known else [str(value), *known]
 
 
+def gpu_count_choices(model: object, gpu: object, *, current: object = None,
+                      max_gpus: int = MAX_GPUS) -> list[int]:
+    """The GPU counts the explorer's slider offers: those with a deployable layout of ``model`` on
+    ``gpu`` (:func:`k3lib.core.search.candidate_gpu_counts`: 1…a node where the model splits, then
+    whole nodes), up to ``max_gpus``. ``current`` is added if it is not one (its error then shows);
+    an unknown model or GPU offers 1…``max_gpus`` (the explorer shows that parameter's error).
+
+    >>> gpu_count_choices("kimi-k3", "h100-sxm", max_gpus=32)
+    [1, 2, 3, 4, 6, 8, 16, 24, 32]
+    """
+    from k3lib.core.errors import K3InputError
+    from k3lib.core.models import get_model
+    from k3lib.core.search import candidate_gpu_counts
+
+    try:
+        counts = list(candidate_gpu_counts(get_model(str(model)), str(gpu), max_gpus=max_gpus))
+    except (K3InputError, KeyError, ValueError):
+        counts = list(range(1, max_gpus + 1))
+    try:
+        n = int(current)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return counts
+    return counts if n in counts else sorted({*counts, n})
+
+
 def explorer(*, model: str = "kimi-k3@guide-000", weights: str = "q4", kv_dtype: str = "fp8",
              context: object = "256K", gpu: str = "h100-sxm", gpus: int = 6, batch: int = 1,
              unit: str = "GiB"):
@@ -95,8 +120,10 @@ def explorer(*, model: str = "kimi-k3@guide-000", weights: str = "q4", kv_dtype:
                               description="context", style=style, layout=layout),
         "gpu": w.Dropdown(options=_options([g.id for g in list_gpus()], gpu), value=str(gpu),
                           description="GPU", style=style, layout=layout),
-        "gpus": w.IntSlider(value=int(gpus), min=1, max=max(MAX_GPUS, int(gpus)), description="GPUs",
-                            style=style, layout=layout),
+        # only counts the model deploys on (1…a node where it splits, then whole nodes): no slider
+        # position that can only print an error
+        "gpus": w.SelectionSlider(options=gpu_count_choices(model, gpu, current=gpus), value=int(gpus),
+                                  description="GPUs", style=style, layout=layout),
         "batch": w.IntSlider(value=int(batch), min=1, max=max(MAX_BATCH, int(batch)), description="batch",
                              style=style, layout=layout),
     }
@@ -105,7 +132,23 @@ def explorer(*, model: str = "kimi-k3@guide-000", weights: str = "q4", kv_dtype:
     box = w.VBox([w.HBox([c["model"], c["weights"], c["kv_dtype"]]), w.HBox([c["context"], c["gpu"]]),
                   w.HBox([c["gpus"], c["batch"]]), out])
 
+    def recount(_change: object = None) -> None:
+        """A new model or GPU: offer its deployable counts, keeping the count (or the next one up)."""
+        slider = controls["gpus"]
+        counts = gpu_count_choices(controls["model"].value, controls["gpu"].value)
+        if list(slider.options) == counts:
+            return
+        keep = next((n for n in counts if n >= slider.value), counts[-1])
+        box.recounting = True
+        try:
+            slider.options = counts
+            slider.value = keep
+        finally:
+            box.recounting = False
+
     def refresh(_change: object = None) -> None:
+        if getattr(box, "recounting", False):
+            return
         result = explorer_update(**{k: ctl.value for k, ctl in controls.items()}, unit=unit)
         box.last_update = result
         df, chart, message = result
@@ -119,6 +162,8 @@ def explorer(*, model: str = "kimi-k3@guide-000", weights: str = "q4", kv_dtype:
             shown += [_display_output(df), _display_output(chart)]
         out.outputs = tuple(shown)
 
+    controls["model"].observe(recount, names="value")
+    controls["gpu"].observe(recount, names="value")
     for ctl in controls.values():
         ctl.observe(refresh, names="value")
     box.controls = controls

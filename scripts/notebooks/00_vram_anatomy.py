@@ -128,11 +128,22 @@ per_gpu_rule
 The guide's figures are a profile: numbers it prints, not shapes.
 K3's own config gives 2,779.5 billion parameters, MXFP4 routed experts and BF16 elsewhere: 1,452.8 GiB (1.56 TB) of weights as shipped, not 325 or 594.
 Its KV cache is 27,648 B per token at BF16, not 262,144.
-Same KV dtype, context, GPU and count as the parameters cell, on the driver-visible memory of each GPU:
+Those are one copy of the weights and one copy of the cache.
+
+Same KV dtype, context, GPU and count as the parameters cell, on the driver-visible memory of each GPU.
+The `total_GiB` column adds up what every GPU holds, and under tensor parallelism some parts sit whole on every GPU: the weights TP cannot split (norms, routers, the MLA and KDA down-projections) and the MLA latent cache (one vector per token that all heads share, so every TP rank keeps all of it).
+That column therefore counts those parts once per GPU, copies summed, and its weights figure is above the 1,452.8 GiB of one copy:
 """),
     code("""
 # NBVAL_CHECK_OUTPUT
 tables.plan_table(real)
+"""),
+    md("""
+One copy next to the copies summed, and the difference: what TP replicates on every GPU (it grows with the GPU count; the per-GPU column above is what decides the fit):
+"""),
+    code("""
+# NBVAL_CHECK_OUTPUT
+tables.copies_table(real)
 """),
     code("""
 charts.budget_stacked_bar([plan, real])
