@@ -122,3 +122,72 @@ def test_glm4moe_nextn_layer_is_not_in_the_llamacpp_weights(tmp_path):
     # the same file without the nextn key: block 2 is an ordinary layer and counts
     m0 = load_gguf(_glm4moe_gguf(tmp_path / "glm0.gguf", nextn=0))
     assert llamacpp_model_buffer_bytes(m0) == main + attn + moe
+
+
+# ---------------------------------------------------------------- EXAONE-4: a window only at 64 layers
+
+def _exaone4_meta(n_layers: int, **extra):
+    meta = {"general.architecture": "exaone4", "exaone4.embedding_length": 256, "exaone4.block_count": n_layers,
+            "exaone4.attention.head_count": 4, "exaone4.attention.head_count_kv": 2,
+            "exaone4.attention.key_length": 64, "exaone4.attention.value_length": 64,
+            "exaone4.feed_forward_length": 512, "exaone4.context_length": 65536, "tokenizer.ggml.tokens": 512}
+    meta.update({f"exaone4.{k}": v for k, v in extra.items()})
+    return meta
+
+
+def test_exaone4_slides_only_at_64_layers_gguf():
+    # src/llama-model.cpp, case LLM_ARCH_EXAONE4: `if (hparams.n_layer == 64) { swa_type = STANDARD;
+    # n_swa = 4096; set_swa_pattern(4); }`, then n_swa from attention.sliding_window if present; the
+    # converter's sliding_window_pattern is never read for this architecture.
+    row = 2 * 64 * 2                                       # K (or V) row: 2 KV heads × 64 × f16
+    arch = architecture_from_gguf(_exaone4_meta(4, **{"attention.sliding_window": 256,
+                                                       "attention.sliding_window_pattern": [True] * 3 + [False]}),
+                                  EMB, id="e4", source="t")
+    assert {g.kind for g in arch.attention} == {"full"}
+    m = llamacpp_memory(arch, n_ctx=4096)
+    # one cache of 4 layers × 4096 cells (real llama.cpp on this model: 'K (f16): 4.00 MiB', no SWA cache)
+    assert (m["k"], m["swa_k"]) == (4 * 4096 * row, 0) == (4_194_304, 0)      # was (1,048,576, 589,824)
+    # 64 layers, no sliding_window key, a pattern saying no layer slides: llama.cpp slides 48 (il % 4 < 3)
+    arch = architecture_from_gguf(_exaone4_meta(64, **{"attention.sliding_window_pattern": [False] * 64}),
+                                  EMB, id="e4", source="t")
+    swa = next(g for g in arch.attention if g.kind == "sliding")
+    assert (swa.count, swa.window_tokens) == (48, 4096)
+    m = llamacpp_memory(arch, n_ctx=8192)
+    # sliding cells ⌈min(8192, 4096 + 512)⌉₂₅₆ = 4608
+    assert m["swa_k"] == 48 * 4608 * row == 56_623_104
+    assert m["k"] == 16 * 8192 * row == 33_554_432
+    # the file's own window wins over 4096
+    arch = architecture_from_gguf(_exaone4_meta(64, **{"attention.sliding_window": 1024}), EMB, id="e4", source="t")
+    assert next(g for g in arch.attention if g.kind == "sliding").window_tokens == 1024
+
+
+def test_exaone4_config_slides_in_llamacpp_only_at_64_layers():
+    # a config.json with sliding layers: transformers/vLLM slide them; llama.cpp, at 4 layers, does not
+    import warnings
+
+    from k3lib.loaders.hf_config import architecture_from_hf_config
+
+    cfg = {"model_type": "exaone4", "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "head_dim": 64, "intermediate_size": 512, "vocab_size": 512,
+           "max_position_embeddings": 65536, "sliding_window": 256,
+           "layer_types": ["sliding_attention"] * 3 + ["full_attention"]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        arch = architecture_from_hf_config(cfg, id="e4")
+    assert sorted((g.kind, g.count) for g in arch.attention) == [("full", 1), ("sliding", 3)]
+    m = llamacpp_memory(arch, n_ctx=4096)
+    assert (m["k"], m["swa_k"]) == (4 * 4096 * 2 * 64 * 2, 0)
+    from k3lib.engines.llamacpp import llamacpp_offload_split
+    split = llamacpp_offload_split(arch, n_gpu_layers=3, n_ctx=4096)   # -ngl 3: layers 2, 3 and the output
+    assert split["gpu"]["kv"] == 2 * 2 * 4096 * 2 * 64 * 2 and split["host"]["kv"] == split["gpu"]["kv"]
+    # 64 layers (EXAONE-4.0-32B: sliding_window 4096, 3 sliding : 1 full): llama.cpp keeps the window
+    cfg64 = dict(cfg, num_hidden_layers=64, sliding_window=4096,
+                 layer_types=(["sliding_attention"] * 3 + ["full_attention"]) * 16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        arch = architecture_from_hf_config(cfg64, id="e4")
+    m = llamacpp_memory(arch, n_ctx=8192)
+    assert (m["k"], m["swa_k"]) == (16 * 8192 * 256, 48 * 4608 * 256)
+    # a 64-layer model split by -ngl keeps its window on both sides (the rule looks at the whole model)
+    split = llamacpp_offload_split(arch, n_gpu_layers=33, n_ctx=8192)
+    assert split["gpu"]["kv"] + split["host"]["kv"] == m["total"]

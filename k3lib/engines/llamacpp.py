@@ -67,6 +67,57 @@ def llamacpp_cells(*, n_ctx: int, n_seq: int = 1, kv_unified: bool = False, flas
     return _pad(n_ctx // n_seq, 256), n_seq
 
 
+#: Hugging Face ``model_type`` → llama.cpp architecture name (``general.architecture``), where they
+#: differ: the architecture convert_hf_to_gguf.py writes for that config (its ``@ModelBase.register``
+#: classes' ``model_arch``), text towers (``*_text``) included. A GGUF's family (``gguf:ARCH``) is
+#: already llama.cpp's name; a model_type not listed is taken as its own name.
+LLAMACPP_ARCH_BY_HF_MODEL_TYPE = {
+    "mistral": "llama", "mixtral": "llama", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe",
+    "qwen3_next": "qwen3next", "qwen3_5": "qwen35", "qwen3_5_text": "qwen35", "qwen3_5_moe": "qwen35moe",
+    "qwen3_5_moe_text": "qwen35moe", "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2",
+    "kimi_k2": "deepseek2", "kimi_linear": "kimi-linear", "kimi_k3": "kimi-k3", "gpt_oss": "gpt-oss",
+    "glm4_moe": "glm4moe", "minimax_m2": "minimax-m2", "gemma3_text": "gemma3", "gemma3n_text": "gemma3n",
+    "gemma4_text": "gemma4", "llama4_text": "llama4", "falcon_h1": "falcon-h1",
+    "granitemoehybrid": "granitehybrid", "nemotron_h": "nemotron_h",
+}
+
+
+def llamacpp_arch_name(arch: Any) -> str:
+    """llama.cpp's architecture name for ``arch``: a GGUF's own (``gguf:qwen35`` → ``qwen35``), or
+    the one :data:`LLAMACPP_ARCH_BY_HF_MODEL_TYPE` gives a config's ``model_type``
+    (``qwen3_5_moe_text`` → ``qwen35moe``).
+
+    >>> from types import SimpleNamespace as NS
+    >>> llamacpp_arch_name(NS(family="qwen3_5_text")), llamacpp_arch_name(NS(family="gguf:gpt-oss"))
+    ('qwen35', 'gpt-oss')
+    """
+    fam = str(getattr(arch, "family", "") or "")
+    if fam.startswith("gguf:"):
+        return fam[len("gguf:"):]
+    return LLAMACPP_ARCH_BY_HF_MODEL_TYPE.get(fam, fam)
+
+
+#: the one EXAONE-4 depth at which llama.cpp applies its sliding window (src/llama-model.cpp,
+#: load_hparams, case LLM_ARCH_EXAONE4: ``if (hparams.n_layer == 64)``, ggml-org/llama.cpp@0c1e57098)
+EXAONE4_SWA_LAYERS = 64
+
+
+def llamacpp_view(arch: Any) -> Any:
+    """``arch`` as llama.cpp lays out its caches, where a per-family rule of llama.cpp overrides
+    what the config says: EXAONE-4 slides only at :data:`EXAONE4_SWA_LAYERS` layers (swa_type
+    STANDARD, set_swa_pattern(4)); at any other depth every layer is full attention, whatever
+    ``sliding_window`` / ``layer_types`` the config holds. Other architectures are returned as
+    they are."""
+    from dataclasses import replace
+
+    if (llamacpp_arch_name(arch) == "exaone4" and arch.num_layers != EXAONE4_SWA_LAYERS
+            and any(g.kind == "sliding" for g in arch.attention)):
+        groups = tuple(replace(g, kind="full", window_tokens=0) if g.kind == "sliding" else g
+                       for g in arch.attention)
+        return replace(arch, attention=groups)
+    return arch
+
+
 #: llama.cpp architectures whose recurrent state keeps ``n_rs_seq`` snapshots per sequence for
 #: rollback (``llm_arch_supports_rs_rollback``, src/llama-arch.cpp @0c1e570), names without '-'/'_'
 RS_ROLLBACK_FAMILIES = frozenset(("kimik3", "qwen35", "qwen35moe", "qwen4exp", "deepseek4", "glm5next", "nemotronh",
@@ -75,7 +126,7 @@ RS_ROLLBACK_FAMILIES = frozenset(("kimik3", "qwen35", "qwen35moe", "qwen4exp", "
 
 def supports_rs_rollback(arch: Any) -> bool:
     """Whether llama.cpp keeps recurrent-state snapshots (``n_rs_seq``) for ``arch``'s family."""
-    fam = str(getattr(arch, "family", "")).removeprefix("gguf:").replace("-", "").replace("_", "").lower()
+    fam = llamacpp_arch_name(arch).replace("-", "").replace("_", "").lower()
     return fam in RS_ROLLBACK_FAMILIES
 
 
@@ -119,6 +170,15 @@ def llamacpp_memory(model: Any, *, n_ctx: int, n_seq: int = 1, flash_attn: bool 
     (8192, True, 1024)
     """
     arch, _ = _resolve_model(model)
+    return _memory(llamacpp_view(arch), n_ctx=n_ctx, n_seq=n_seq, flash_attn=flash_attn, type_k=type_k,
+                   type_v=type_v, n_ubatch=n_ubatch, swa_full=swa_full, kv_unified=kv_unified, n_rs_seq=n_rs_seq,
+                   rules=rules, ik_mla=ik_mla)
+
+
+def _memory(arch: Any, *, n_ctx: int, n_seq: int, flash_attn: bool, type_k: str, type_v: str, n_ubatch: int,
+            swa_full: bool, kv_unified: bool, n_rs_seq: int, rules: str, ik_mla: int | None) -> dict[str, int]:
+    """:func:`llamacpp_memory` of an architecture already in llama.cpp's layout (:func:`llamacpp_view`;
+    a pipeline stage of it keeps the whole model's rules)."""
     if not flash_attn and ik_mla is None and str(type_v).lower() not in ("f16", "f32", "bf16"):
         raise K3InputError("type_v", "a quantized V cache needs flash attention in llama.cpp", "f16, or flash_attn=True")
     if n_ubatch <= 0 or n_rs_seq < 0:
@@ -340,7 +400,14 @@ def llamacpp_offload_split(model: Any, *, n_gpu_layers: int, n_ctx: int, weights
     on_gpu, output_on_gpu = llamacpp_gpu_layers(arch.num_layers, n_gpu_layers)
     seq = layer_sequence(arch)
     parts = {"gpu": [seq[i] for i in on_gpu], "host": [seq[i] for i in range(arch.num_layers) if i not in on_gpu]}
-    kv = {side: llamacpp_memory(stage_architecture(arch, layers), n_ctx=n_ctx, **cache)["total"] if layers else 0
+    view = llamacpp_view(arch)                  # llama.cpp's own per-family layout, for the whole model
+    settings = dict(n_seq=1, flash_attn=True, type_k="f16", type_v="f16", n_ubatch=512, swa_full=False,
+                    kv_unified=False, n_rs_seq=0, rules="0c1e570", ik_mla=None)
+    unknown = set(cache) - set(settings)
+    if unknown:
+        raise TypeError(f"llamacpp_offload_split() got unexpected keyword argument(s) {sorted(unknown)}")
+    settings.update(cache)
+    kv = {side: _memory(stage_architecture(view, layers), n_ctx=n_ctx, **settings)["total"] if layers else 0
           for side, layers in parts.items()}
     w = {"gpu": 0, "host": 0}
     if loaded is not None and getattr(loaded, "exact", False) and weights == "native" and loaded.tensors:

@@ -68,8 +68,10 @@ _ARCH_INT_KEYS = frozenset((
 KNOWN_GGUF_ARCHITECTURES = (
     "llama", "llama4", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "qwen3next", "qwen35", "qwen35moe",
     "deepseek2", "gpt-oss", "gemma", "gemma2", "gemma3", "gemma3n", "gemma4", "phi3", "minimax-m2",
-    "glm4moe", "kimi-linear", "kimi-k3", "cohere2",
+    "glm4moe", "kimi-linear", "kimi-k3", "cohere2", "exaone4",
 )
+#: the one EXAONE-4 depth at which llama.cpp applies its sliding window (:func:`_swa_layers`)
+EXAONE4_SWA_LAYERS = 64
 #: no model has more layers than this (the deepest published LLMs have ~130); more is corrupt
 MAX_LAYERS = 10_000
 
@@ -274,6 +276,15 @@ def _swa_layers(arch: str, meta: dict, n_layers: int) -> tuple[int, list[bool]]:
     if arch == "llama4":
         window = window or 8192                     # chunked attention, 3 chunked : 1 full
         pattern: Any = 4
+    elif arch == "exaone4":
+        # llama.cpp slides EXAONE-4's layers only when it has 64 layers (the 32B): swa_type STANDARD,
+        # n_swa 4096 unless attention.sliding_window says otherwise, set_swa_pattern(4); at any other
+        # depth no layer slides, whatever sliding_window / sliding_window_pattern the converter wrote
+        # (src/llama-model.cpp, load_hparams, case LLM_ARCH_EXAONE4; ggml-org/llama.cpp@0c1e57098)
+        if n_layers != EXAONE4_SWA_LAYERS:
+            return 0, [False] * n_layers
+        window = window or 4096
+        pattern = 4
     else:
         pattern = meta.get(f"{arch}.attention.sliding_window_pattern")
         if pattern is None:
