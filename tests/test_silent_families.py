@@ -191,3 +191,42 @@ def test_exaone4_config_slides_in_llamacpp_only_at_64_layers():
     # a 64-layer model split by -ngl keeps its window on both sides (the rule looks at the whole model)
     split = llamacpp_offload_split(arch, n_gpu_layers=33, n_ctx=8192)
     assert split["gpu"]["kv"] + split["host"]["kv"] == m["total"]
+
+
+# ---------------------------------------------------------------- HF model_type → llama.cpp architecture
+
+@pytest.mark.parametrize("mtype, name", [("qwen3_5_text", "qwen35"), ("qwen3_5_moe_text", "qwen35moe"),
+                                         ("qwen3_5_moe", "qwen35moe"), ("qwen3_next", "qwen3next"),
+                                         ("glm4_moe", "glm4moe"), ("deepseek_v3", "deepseek2"), ("llama", "llama")])
+def test_qwen3_5_text_configs_keep_their_llamacpp_family(mtype, name):
+    # a text-tower config (model_type qwen3_5_moe_text) is known and maps to llama.cpp's qwen35moe, whose
+    # recurrent state keeps n_rs_seq snapshots (llm_arch_supports_rs_rollback, src/llama-arch.cpp)
+    import warnings
+
+    from k3lib.engines.llamacpp import llamacpp_arch_name, supports_rs_rollback
+    from k3lib.loaders.hf_config import architecture_from_hf_config, config_notes
+
+    cfg = {"model_type": mtype, "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "head_dim": 32, "intermediate_size": 128, "vocab_size": 512,
+           "max_position_embeddings": 4096, "full_attention_interval": 4, "linear_num_key_heads": 2,
+           "linear_num_value_heads": 4, "linear_key_head_dim": 16, "linear_value_head_dim": 16,
+           "linear_conv_kernel_dim": 4}
+    if not mtype.startswith("qwen3_5"):
+        from types import SimpleNamespace as NS
+        assert llamacpp_arch_name(NS(family=mtype)) == name
+        return
+    if "moe" in mtype:
+        cfg.update(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                 # known: no "model type k3lib does not know" warning
+        arch = architecture_from_hf_config(cfg, id="q35")
+    assert config_notes(cfg) == []
+    assert llamacpp_arch_name(arch) == name and supports_rs_rollback(arch)
+    gdn = next(g for g in arch.attention if g.kind == "gdn")
+    assert gdn.count == 3
+    m = llamacpp_memory(arch, n_ctx=4096, n_rs_seq=2)
+    # 1 sequence × (1 + 2 snapshots) = 3 rows per layer, F32; S = 4 value heads × 16 × 16,
+    # R = (kernel − 1) × (2 · 2 key heads · 16 + 4 · 16) = 3 × 128
+    assert m["rs_rows"] == 3
+    assert m["s"] == 3 * 3 * 4 * 16 * 16 * 4 == 36_864                  # was 12,288 (snapshots dropped)
+    assert m["r"] == 3 * 3 * 3 * 128 * 4 == 13_824

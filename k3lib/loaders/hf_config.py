@@ -73,7 +73,12 @@ KNOWN_MODEL_TYPES = (
     "gemma3_text", "llama4", "llama4_text", "minimax_m2", "glm4_moe",
     "gemma", "gemma2", "phi3", "deepseek_v2", "qwen2_moe",
     "gemma3n", "gemma3n_text", "gemma4", "gemma4_text",
+    "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text",
 )
+#: Qwen3-Next and Qwen3.5 (transformers ``Qwen3_5TextConfig`` builds on Qwen3-Next: gated attention
+#: every ``full_attention_interval``-th layer, Gated DeltaNet between, QK-norm, a gated shared expert);
+#: their llama.cpp names are in :data:`k3lib.engines.llamacpp.LLAMACPP_ARCH_BY_HF_MODEL_TYPE`
+_QWEN_NEXT_TYPES = ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")
 
 #: Multimodal wrappers whose text tower is read from ``text_config`` under its own model_type.
 WRAPPER_MODEL_TYPES = ("mistral3", "kimi_vl", "llava", "llava_next", "pixtral", "paligemma", "idefics3")
@@ -531,7 +536,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
     gqa = dict(num_heads=heads, kv_heads=kv_heads, head_dim=head_dim,
                qkv_bias=bool(tc.get("attention_bias") or mtype == "qwen2"),
                o_bias=bool(tc.get("attention_bias") and mtype == "gpt_oss"),
-               qk_norm=mtype in ("qwen3", "qwen3_moe", "qwen3_next", "glm4_moe") or mtype in _GEMMA_QK_NORM
+               qk_norm=mtype in ("qwen3", "qwen3_moe", "glm4_moe") or mtype in _QWEN_NEXT_TYPES or mtype in _GEMMA_QK_NORM
                or bool(tc.get("use_qk_norm")),
                sinks=mtype == "gpt_oss")
     if mtype in ("qwen2", "qwen2_moe") and "attention_bias" not in tc:
@@ -561,7 +566,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
                                          full_rank_gate=bool(lac.get("use_full_rank_gate"))))
         else:
             groups.append(AttentionGroup(count=n_layers, **mla))
-    elif mtype == "qwen3_next" or tc.get("full_attention_interval"):
+    elif mtype in _QWEN_NEXT_TYPES or tc.get("full_attention_interval"):
         interval = _opt_int(tc, "full_attention_interval", src, 4, prefix)
         n_full = n_layers // interval
         # transformers Qwen3NextConfig: layer i is full attention when (i+1) % interval == 0
@@ -617,7 +622,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
             n_shared, shared_inter = 1, tc.get("intermediate_size")
         if n_shared and not shared_inter:
             shared_inter = moe_inter
-        if mtype in ("qwen3_next", "qwen2_moe") and shared_inter:
+        if (mtype in _QWEN_NEXT_TYPES or mtype == "qwen2_moe") and shared_inter:
             n_shared = n_shared or 1
         dense_inter = tc.get("intermediate_size_mlp") or _intermediate(tc, "intermediate_size", 0)
         if dense_layers and not dense_inter:
@@ -629,7 +634,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
                       expert_bias=mtype == "gpt_oss", router_bias=mtype == "gpt_oss",
                       router_score_bias=mtype in ("deepseek_v3", "kimi_k2", "kimi_linear", "kimi_k3", "glm4_moe", "minimax_m2")
                       or tc.get("topk_method") == "noaux_tc",
-                      shared_expert_gate=mtype in ("qwen3_next", "qwen2_moe"))
+                      shared_expert_gate=mtype in _QWEN_NEXT_TYPES or mtype == "qwen2_moe")
     else:
         inter = _intermediate(tc, "intermediate_size", tc.get("num_kv_shared_layers") or 0)
         if not inter:
