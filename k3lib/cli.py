@@ -51,7 +51,8 @@ def add_model_source_args(p: argparse.ArgumentParser, *, default_model: str = "k
 
 def model_from_args(args: argparse.Namespace):
     """The model a command plans: the LoadedModel of --config/--gguf/--safetensors (a file the
-    user names is the model planned, or a named error), else the built-in id of --model."""
+    user names is the model planned, or a named error) or of a Hugging Face ``--model org/name``,
+    else the built-in id of --model."""
     loaded = _loaded_from_args(args)
     return loaded if loaded is not None else args.model
 
@@ -110,16 +111,19 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
 
 
 def _loaded_from_args(args: argparse.Namespace):
-    """The LoadedModel named by --config/--gguf/--safetensors, or None for --model; the loader's
-    warnings go to stderr, one line each."""
+    """The LoadedModel named by --config/--gguf/--safetensors, or by a --model that is a Hugging Face
+    repository id (``org/name`` or ``org/name/FILE.gguf``, not a built-in id: k3lib.loaders.hub), or
+    None for a built-in --model; the loader's warnings go to stderr, one line each."""
     import warnings
 
-    from k3lib.loaders import load_source
+    from k3lib.loaders import is_repo_spec, load_hub, load_source
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         loaded = load_source(config=getattr(args, "config", None), gguf=getattr(args, "gguf", None),
                              safetensors=getattr(args, "safetensors", None))
+        if loaded is None and is_repo_spec(getattr(args, "model", None)):
+            loaded = load_hub(args.model)
     for w in caught:
         print(f"k3plan: warning: {w.message}", file=sys.stderr)
     return loaded

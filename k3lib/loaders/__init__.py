@@ -6,6 +6,9 @@
 * :func:`load_safetensors` — the JSON headers of safetensors shards (and the index)
   → exact bytes per tensor and dtype; the folder's config.json → architecture.
 * :func:`load_path` — any of the three, by what the path is.
+* :func:`load_hub` — a Hugging Face repository id (``org/name``, or ``org/name/FILE.gguf``) from
+  the local hub cache, else (unless ``HF_HUB_OFFLINE``) config.json and the weight files' headers
+  over the network (:mod:`k3lib.loaders.hub`).
 
 Each returns a frozen :class:`LoadedModel`; :func:`plan_for_loaded` makes a
 :class:`~k3lib.core.plan.Plan` whose weights are the file's exact bytes.
@@ -23,6 +26,7 @@ from k3lib.core.errors import K3InputError
 from k3lib.loaders._common import TENSOR_GROUPS, LoadedModel, TensorInfo, is_expert_tensor, plan_for_loaded, tensor_group
 from k3lib.loaders.config import load_config, read_config_json
 from k3lib.loaders.gguf_file import architecture_from_gguf, load_gguf, scan_gguf_header
+from k3lib.loaders.hub import is_repo_spec, load_hub
 from k3lib.loaders.safetensors_file import DTYPE_BITS, load_safetensors, read_safetensors_header
 
 
@@ -65,5 +69,5 @@ def load_source(*, config: object = None, gguf: object = None, safetensors: obje
 
 
 __all__ = ["LoadedModel", "load_source", "MODEL_SOURCES", "TensorInfo", "TENSOR_GROUPS", "DTYPE_BITS", "load_config", "load_gguf",
-           "load_safetensors", "load_path", "plan_for_loaded", "tensor_group", "is_expert_tensor",
+           "load_safetensors", "load_path", "load_hub", "is_repo_spec", "plan_for_loaded", "tensor_group", "is_expert_tensor",
            "read_config_json", "read_safetensors_header", "scan_gguf_header", "architecture_from_gguf"]

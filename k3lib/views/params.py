@@ -183,8 +183,10 @@ class PlanParameters(BaseModel):
 def model_source(model: Any, model_path: object = "") -> Any:
     """The model a notebook plans: the architecture read from ``model_path`` (a ``config.json``,
     a GGUF file or a safetensors folder, :func:`k3lib.loaders.load_path`) when it is set,
-    else ``model`` (a built-in id). A path that does not load stops the notebook with
-    ``parameter model_path: …`` — the file the user named is the model planned, or an error.
+    else ``model``: a built-in id, or a Hugging Face repository id ``org/name`` (``org/name/FILE.gguf``)
+    resolved by :func:`k3lib.loaders.load_hub` from the local hub cache (then the network). A path
+    or a repository that does not load stops the notebook with ``parameter model_path: …`` /
+    ``parameter model: …`` — the file the user named is the model planned, or an error.
 
     >>> model_source("kimi-k3", "")
     'kimi-k3'
@@ -194,16 +196,24 @@ def model_source(model: Any, model_path: object = "") -> Any:
     k3lib.views.params.ParameterError: parameter model_path: /no/such/config.json: no such file or folder
     """
     if model_path is None or (isinstance(model_path, str) and not model_path.strip()):
-        return model
-    from k3lib.loaders import load_path
+        from k3lib.loaders import is_repo_spec
 
+        if not is_repo_spec(model):
+            return model
+        from k3lib.loaders import load_hub
+
+        source, name, load = "model", model.strip(), load_hub
+    else:
+        from k3lib.loaders import load_path
+
+        source, name, load = "model_path", str(model_path).strip(), load_path
     try:
-        loaded = load_path(str(model_path).strip())
+        loaded = load(name)
         return loaded.require_architecture()
     except K3InputError as exc:
         text = str(exc)
         text = text.split(": ", 1)[1] if exc.field and text.startswith(f"{exc.field}: ") else text
-        raise ParameterError(f"parameter model_path: {text}", "model_path") from None
+        raise ParameterError(f"parameter {source}: {text}", source) from None
 
 
 __all__ = ["PlanParameters", "ParameterError", "parameter_error", "parameter_errors", "MAX_NAME_CHARS",
