@@ -135,3 +135,26 @@ def test_copies_table_counts_no_copy_for_a_guide_profile():
     t = tables.copies_table(tables.guide_000_plan(gpus=6))
     assert t["copies_beyond_one_GiB"].tolist() == ["0.00", "0.00"]
     assert t.loc["weights", "one_copy_GiB"] == "325.00"
+
+
+# ------------------------------------------------------------------ 6. Lab opens on notebooks/README.md, rendered
+
+def test_open_workbook_opens_the_start_page_rendered():
+    import os
+    import subprocess
+
+    from jupyterlab.commands import get_app_dir
+    from jupyterlab_server.settings_utils import _get_overrides
+
+    env = {**os.environ, "JUPYTER_PLATFORM_DIRS": "1"}
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "open-workbook.sh"), "--dry-run", "--no-browser"],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    command = r.stdout.strip().splitlines()[-1]
+    assert "jupyter lab workbook/" in command and "--LabApp.default_url=/lab/tree/README.md" in command
+    assert "--no-browser" in command
+    assert (ROOT / "workbook" / "README.md").is_file()
+    # the override JupyterLab itself reads: .md files open in the Markdown viewer, also on a double-click
+    overrides, error = _get_overrides(os.path.join(get_app_dir(), "settings"))
+    assert not error
+    assert overrides["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"] == {"markdown": "Markdown Preview"}
