@@ -40,7 +40,8 @@ def add_model_source_args(p: argparse.ArgumentParser, *, default_model: str = "k
     """The model options every planning command takes: a built-in id, or the user's own file."""
     source = p.add_mutually_exclusive_group()
     source.add_argument("--model", default=default_model,
-                        help=f"built-in model id (see `k3plan models`); default {default_model}")
+                        help=f"built-in model id (see `k3plan models`), or a Hugging Face repository org/name "
+                             f"(org/name/FILE.gguf for one GGUF file) read from the local cache; default {default_model}")
     source.add_argument("--config", metavar="PATH", default=None,
                         help="a local Hugging Face config.json (or its folder) instead of --model")
     source.add_argument("--gguf", metavar="FILE", default=None,
