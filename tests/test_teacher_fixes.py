@@ -158,3 +158,45 @@ def test_open_workbook_opens_the_start_page_rendered():
     overrides, error = _get_overrides(os.path.join(get_app_dir(), "settings"))
     assert not error
     assert overrides["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"] == {"markdown": "Markdown Preview"}
+
+
+# ------------------------------------------------------------------ 5. 05/06/07: tables, not tuples, NaN or bare digits
+
+_RAW = [re.compile(p) for p in (r"\bNaN\b", r"<NA>", r"\d\.?\d*e[+-]\d", r"\d\.\d{5,}\b", r"(?<![\d,.])\d{5,}(?![\d,])",
+                                r"^\(['\"]", r"^\[\(")]
+
+
+@pytest.mark.parametrize("stem, cell", [
+    ("06-any-model", "llama = any_model.load_model("),
+    ("07-guide-audit", "deployer = audit.biggest_contradictions()"),
+    ("07-guide-audit", "gpus = audit.real_gpu_counts()"),
+    ("07-guide-audit", "instead = audit.use_instead("),
+    ("07-guide-audit", 'shown(audit.working("g000-weights-bf16")'),
+])
+def test_stored_tables_read_as_tables(stem, cell):
+    text = _output(stem, cell)
+    for pattern in _RAW:
+        assert not pattern.search(text), (pattern.pattern, text[:600])
+
+
+def test_05_steps_are_tables_not_tuples():
+    """05 runs each step as a cell that ends in a table (its outputs are not stored: call what it calls)."""
+    from k3lib.views.table_format import shown
+
+    src = "\n".join("".join(c["source"]) for c in _cells("05-decision-checklist") if c["cell_type"] == "code")
+    for line in ("budget.figure, budget.reason", "precision.figure, precision.reason", "ctx.figure, ctx.reason",
+                 "(speed.figure, speed.reason)", "[(o.name, o.basis, o.reason) for o in opts.items]"):
+        assert f"\n{line}" not in src and not src.startswith(line), line
+    t = shown({"figure": "real budget 576.0 GiB", "reason": "8 × (80 − 8)"})
+    assert list(t.columns) == ["item", "value"] and "('real budget" not in t.to_string()
+
+
+def test_shown_formats_what_07_printed_raw():
+    import pandas as pd
+
+    from k3lib.views.table_format import shown
+
+    df = pd.DataFrame({"g": pd.array([5, None], dtype="Int64"), "x": [262144.0, float("nan")], "y": [1509.910938, 0.125]})
+    text = shown(df, decimals=3).to_string()
+    assert "262,144" in text and "1,509.911" in text and "—" in text
+    assert not any(p.search(text) for p in _RAW)

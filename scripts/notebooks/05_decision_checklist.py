@@ -37,6 +37,7 @@ from k3lib.views import explorers, params
 from k3lib.views import charts_checklist as charts
 from k3lib.core.plan import make_plan
 import pandas as pd
+from k3lib.views.table_format import shown  # tables for a reader: no tuples, separators, "—"
 pd.set_option("display.max_colwidth", None)  # show whole reasons
 notebook.setup()
 """),
@@ -76,7 +77,7 @@ On the guide's terms (80 GiB per H100) 8 H100s give $8·80 - 8·8 = 576$ GiB, it
 """),
     code("""
 budget = checklist.step1_budget(model=model, gpu=gpu, gpus=gpus, assumptions=a)
-budget.figure, budget.reason
+shown({"figure": budget.figure, "reason": budget.reason})
 """),
     md("""
 **Step 2 — pick a precision.**
@@ -86,7 +87,7 @@ On the guide's profile, for BF16's 594 GiB: $0.85·720 = 612$ on 10 H100s, $0.85
 """),
     code("""
 precision = checklist.step2_precision(model=model, budget=budget, assumptions=a)
-precision.figure, precision.reason
+shown({"figure": precision.figure, "reason": precision.reason})
 """),
     md("""
 **Step 3 — set the context length.**
@@ -100,7 +101,7 @@ A real architecture uses k3lib's per-GPU KV instead: K3's MLA latent is copied t
     code("""
 ctx = checklist.step3_context(model=model, gpu=gpu, gpus=gpus, weights=precision.weights, budget=budget,
                               target_context=context, assumptions=a)
-ctx.figure, ctx.reason
+shown({"figure": ctx.figure, "reason": ctx.reason})
 """),
     md("""
 **Step 4 — enable the optimizations.**
@@ -110,7 +111,7 @@ FlashAttention ("20–35 % less peak memory" of activation) and PagedAttention (
     code("""
 opts = checklist.step4_optimizations(model=model, gpu=gpu, gpus=gpus, weights=plan.weight_format, context=context,
                                      kv_dtype=kv_dtype, assumptions=a)
-[(o.name, o.basis, o.reason) for o in opts.items]
+shown(pd.DataFrame([(o.name, o.basis, o.reason) for o in opts.items], columns=["optimization", "basis", "reason"]))
 """),
     md("""
 **Step 5 — test at 50 %.**
@@ -120,7 +121,7 @@ The outcomes below are predicted from step 3's maximum at the chosen KV dtype.
     code("""
 seq = checklist.step5_test_sequence(target_context_tokens=plan.context_tokens,
                                     predicted_max_context_tokens=ctx.limit(kv_dtype).max_context_tokens)
-seq.figure, seq.reason
+shown({"figure": seq.figure, "reason": seq.reason})
 """),
     md("""
 **Step 6 — benchmark throughput.**
@@ -136,7 +137,8 @@ This is a ceiling; if a loaded model makes under 5 tokens/s, the guide blames th
 speed = precision.weights and checklist.step6_throughput(model=model, gpu=gpu, gpus=gpus, nodes=layout.nodes,
                                                          weights=precision.weights, kv_dtype=kv_dtype,
                                                          context=context, assumptions=a)
-(speed.figure, speed.reason) if speed else f"no tok/s: nothing loads on {gpus}× {gpu} (step 2)"
+shown({"figure": speed.figure, "reason": speed.reason} if speed else
+      {"figure": "—", "reason": f"no tok/s: nothing loads on {gpus}× {gpu} (step 2)"})
 """),
     md("""
 **Step 7 — add one GPU.**
@@ -145,7 +147,7 @@ The fewest GPUs that hold the target, plus one for production.
     code("""
 add = checklist.step7_add_one_gpu(model=model, gpu=gpu, weights=plan.weight_format, kv_dtype=kv_dtype,
                                   context=context, assumptions=a)
-add.figure, add.reason
+shown({"figure": add.figure, "reason": add.reason})
 """),
     md("""
 All seven at once:

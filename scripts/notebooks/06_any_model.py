@@ -33,6 +33,7 @@ import tempfile
 import pandas as pd
 
 from k3lib.views import any_model, notebook
+from k3lib.views.table_format import shown  # tables for a reader: separators, "—" for missing
 pd.set_option("display.max_rows", 25)  # long tables are shown by their head; the full frame is one call away
 pd.set_option("display.max_colwidth", None)  # whole rules and reasons
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
@@ -74,7 +75,7 @@ Worked for Llama 3.1 70B, whose published total is 70,553,706,496:
 {CHECK}
 llama = any_model.load_model("llama-3.1-70b")
 worked = any_model.params_worked_table(llama)
-worked
+shown(worked)  # 68,452,352,000: separators, no index
 """),
     md("""
 The model in the parameters cell, as the loader read it:

@@ -33,6 +33,7 @@ Notation as in [00](00-vram-anatomy.ipynb): $W$ weights, $T$ tokens, $kv_{{tok}}
     code("""
 from k3lib.guides import audit
 from k3lib.views import charts_audit, notebook
+from k3lib.views.table_format import shown  # tables for a reader: separators, "—", no NaN or e+
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
 """),
     md("""
@@ -77,7 +78,7 @@ These change what you buy or what you load: weights, KV per token, GPU counts, a
     code("""
 # NBVAL_CHECK_OUTPUT
 deployer = audit.biggest_contradictions()
-deployer.drop(columns=["quote"])
+shown(deployer.drop(columns=["quote"]))
 """),
     md("""
 Real K3 needs whole 8-GPU nodes (tensor parallelism inside a node, pipeline stages across nodes), from the shared planner `k3lib.studies.parallel.min_gpus`.
@@ -87,7 +88,7 @@ The guide's own counts assume one pool of GPUs and its own inputs:
     code("""
 # NBVAL_CHECK_OUTPUT
 gpus = audit.real_gpu_counts()
-gpus
+shown(gpus)
 """),
     md("""
 ## Every claim, behind a filter
@@ -127,7 +128,7 @@ The guide is right that naive attention would cost several MB per token (93 laye
 """),
     code("""
 # NBVAL_CHECK_OUTPUT
-audit.working("g000-extra-tp-kv-shard")
+shown(audit.working("g000-extra-tp-kv-shard"), decimals=3)
 """),
     md(r"""
 ### 2. "The BF16 weights are ~594 GB" is a 1-bit file
@@ -138,7 +139,7 @@ $$W = P·\frac{\text{bits}}{8} = 2{,}779.5\text{B}·\frac{16}{8} = 5{,}559 \text
 """),
     code("""
 # NBVAL_CHECK_OUTPUT
-audit.working("g000-weights-bf16")
+shown(audit.working("g000-weights-bf16"), decimals=3)
 """),
     md("""
 The published K3 files (`data/measured/kimi-k3-published.csv`, each with its Hugging Face or GitHub source):
@@ -154,7 +155,7 @@ On the guide's own numbers (6 GB of overhead per GPU, as in its worked example),
 """),
     code("""
 # NBVAL_CHECK_OUTPUT
-audit.working("g000-fp8kv-gpus-after")
+shown(audit.working("g000-fp8kv-gpus-after"), decimals=3)
 """),
     md(r"""
 ### 4. Guide 004's weights column is the published GGUF files; its totals are not
@@ -197,7 +198,7 @@ Checked against measurements, not a rule: in the vLLM 0.19 H100 runs of `data/me
 """),
     code("""
 # NBVAL_CHECK_OUTPUT
-audit.working("g000-summary-overhead")
+shown(audit.working("g000-summary-overhead"), decimals=3)
 """),
     md("""
 ## What a reader should use instead
@@ -207,7 +208,7 @@ K3's real sizes next to each guide's figure, in the unit chosen in the parameter
     code("""
 # NBVAL_CHECK_OUTPUT
 instead = audit.use_instead(unit=cfg.unit)
-instead
+shown(instead)
 """),
     code("""
 charts_audit.guide_vs_real(instead, unit=cfg.unit)
