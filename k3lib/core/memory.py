@@ -426,7 +426,8 @@ def loaded_parts_notes(spec: ModelSpec, engine: str) -> tuple[str, ...]:
                    f"the checkpoint's tensors less the text weights; {where}")
     mtp = mtp_weights_bytes(spec)
     if mtp:
-        why = {"llama.cpp": "llama.cpp's GGUF converter drops the MTP layers",
+        why = {"llama.cpp": "llama.cpp skips the MTP (nextn) layers a GGUF carries unless it loads them for MTP "
+                            "drafting (TENSOR_SKIP in src/llama-model.cpp), and some converters leave them out",
                "generic": "engines load them only for speculative decoding (MTP drafts)"}.get(
             eng, f"{name} loads them only for speculative decoding (MTP drafts)")
         out.append(f"MTP left out of the weights: {spec.mtp_layers} module{'s' if spec.mtp_layers > 1 else ''}, "
