@@ -64,6 +64,30 @@ def read_csv_file(path_text: str, label: str, columns) -> list[dict[str, str]]:
         return [{k: (v or "").strip() for k, v in row.items() if k is not None} for row in reader]
 
 
+def csv_number(row: dict[str, str], column: str, label: str, *, required: bool,
+               positive: bool = False) -> float | None:
+    """A plain number from one cell of a data CSV (``label`` names the file), None when empty and
+    not ``required``; anything else (``~80``, ``80GB``, ``nan``, ≤ 0 when ``positive``) is one
+    K3InputError naming ``file[row id].column``."""
+    import math
+
+    text = row.get(column, "").strip()
+    field_name = f"{label}[{row.get('id') or '?'}].{column}"
+    if not text:
+        if required:
+            raise K3InputError(field_name, "is empty", "a plain number")
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise K3InputError(field_name, f"{text!r} is not a plain number", "digits only, no ~ or units") from None
+    if not math.isfinite(value):
+        raise K3InputError(field_name, f"{text!r} is not finite")
+    if positive and value <= 0:
+        raise K3InputError(field_name, f"{text!r} must be a finite number > 0")
+    return value
+
+
 def unique_by_id(items, label: str):
     """``items`` (each with an ``id``) as a tuple, or one K3InputError naming the first repeated id."""
     seen: set[str] = set()

@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from k3lib.core.data import DATA_DIR, normalise_name, read_csv_file, unique_by_id
+from k3lib.core.data import DATA_DIR, csv_number, normalise_name, read_csv_file, unique_by_id
 from k3lib.core.errors import K3InputError, UnknownNameError
 from k3lib.core.units import GB, GiB
 
@@ -188,19 +188,7 @@ class GPUSpec:
 
 
 def _cell_number(row: dict[str, str], column: str, *, required: bool) -> float | None:
-    text = row.get(column, "").strip()
-    field_name = f"hardware.csv[{row.get('id') or '?'}].{column}"
-    if not text:
-        if required:
-            raise K3InputError(field_name, "is empty", "a plain number")
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise K3InputError(field_name, f"{text!r} is not a plain number", "digits only, no ~ or units") from None
-    if not math.isfinite(value):
-        raise K3InputError(field_name, f"{text!r} is not finite")
-    return value
+    return csv_number(row, column, "hardware.csv", required=required)
 
 
 def _scaled_int(value: float | None, scale: int) -> int | None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from k3lib.core.data import DATA_DIR, normalise_name, read_csv_file, unique_by_id
+from k3lib.core.data import DATA_DIR, csv_number, normalise_name, read_csv_file, unique_by_id
 from k3lib.core.errors import K3InputError, UnknownNameError
 from k3lib.core.units import GB
 
@@ -109,19 +109,7 @@ class Interconnect:
 
 
 def _cell(row: dict[str, str], column: str, *, required: bool) -> float | None:
-    text = row.get(column, "").strip()
-    field_name = f"interconnects.csv[{row.get('id') or '?'}].{column}"
-    if not text:
-        if required:
-            raise K3InputError(field_name, "is empty", "a plain number")
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise K3InputError(field_name, f"{text!r} is not a plain number", "digits only, no ~ or units") from None
-    if not math.isfinite(value) or value <= 0:
-        raise K3InputError(field_name, f"{text!r} must be a finite number > 0")
-    return value
+    return csv_number(row, column, "interconnects.csv", required=required, positive=True)
 
 
 def _from_row(row: dict[str, str]) -> Interconnect:
