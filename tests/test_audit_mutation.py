@@ -3,7 +3,8 @@
 For every claim and each of its two columns (own inputs, real K3) that is a comparison
 ("holds" or "contradicted"): setting the claimed value to the computed value makes the column
 hold, and moving it ×3 or ×1/3 away from the computed value makes it contradicted (the reverse
-for a figure the guide denies, "nowhere near 5.6 TB"). A column
+for a figure the guide denies, "nowhere near 5.6 TB"; a one-sided conclusion, "over by at least
+15: it will OOM", fails only when the claim is moved above what is computed). A column
 that is not a comparison must say why: "stated input" (the guide states the figure; only the
 real column compares) or "not checkable" (with an explanation).
 """
@@ -54,8 +55,12 @@ def test_each_comparison_can_fail_and_can_hold(claim_id, column, verdicts):
     assert computed is not None, claim_id
     near, far = ("contradicted", "holds") if v.negated else ("holds", "contradicted")   # a denied figure
     assert _column(_with_value(claim, computed), column) == near, f"{claim_id}: set to {computed!r}"
+    one_sided = f"{column}: " in v.tolerance and "at least" in v.tolerance.split(f"{column}: ", 1)[1]
     if computed == 0:
         moved = [claim.value or 1.0]
+    elif one_sided:   # a conclusion read one way ("over by at least 15: it OOMs"): only a larger claim fails
+        moved = [computed * 3]
+        assert _column(_with_value(claim, computed / 3), column) == near, f"{claim_id}: one-sided, at {computed / 3!r}"
     else:
         moved = [computed * 3, computed / 3]
     for value in moved:

@@ -249,14 +249,27 @@ def change_control(page: Any, control: Control) -> str:
         new = button.inner_text().strip()
         button.click()
         return new
-    # slider: type a new value into its readout, as a user who clicks the number does
     handle = loc.locator(".noUi-handle").first
+    readout = loc.locator(".widget-readout")
+    try:
+        position = float(handle.get_attribute("aria-valuenow") or "nan")
+        selection = position != float(control.value.replace(",", ""))
+    except ValueError:
+        selection = True
+    if selection:
+        # a selection slider (only the values it offers, e.g. deployable GPU counts): the handle's
+        # position is an index, not the value; move it one step with the arrow keys, as a keyboard user does
+        at_end = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
+        handle.focus()
+        page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
+        page.wait_for_timeout(300)
+        return readout.inner_text().strip()
+    # slider: type a new value into its readout, as a user who clicks the number does
     lo = float(handle.get_attribute("aria-valuemin") or 0)
     hi = float(handle.get_attribute("aria-valuemax") or 0)
     now = float(control.value.replace(",", "") or lo)
     new = now * 2 if now * 2 <= hi else max(lo, now / 2)
     text = str(int(new)) if float(new).is_integer() else f"{new:g}"
-    readout = loc.locator(".widget-readout")
     readout.click()
     page.keyboard.press("Control+A")
     page.keyboard.type(text)
