@@ -691,13 +691,14 @@ def _cmd_cheatsheet(args) -> int:
 
 # ---------------------------------------------------------------- offload (issue 4)
 # `k3plan offload`: experts in system RAM, attention + shared experts + KV on the GPU
-# (k3lib.studies.offload). Decode tokens/s from the bandwidth model.
+# (k3lib.studies.offload). Decode tokens/s: the bandwidth ceiling, and the serving model's fitted figure.
 
 
 def _add_offload_parser(sub) -> None:
     p = sub.add_parser("offload", help="experts in system RAM: VRAM, RAM and tokens/s",
                        description="Offload mode: routed experts in system RAM, the rest on the GPU; VRAM and RAM "
-                                   "needed and decode tokens/s from the bandwidth model.")
+                                   "needed, the decode ceiling of the bandwidth model, and the serving model's "
+                                   "fitted decode tokens/s with its held-aside error.")
     add_model_source_args(p, default_model="kimi-k3")
     p.add_argument("--weights", default=None, help="weight precision (default q4_k_m; a --gguf/--safetensors file: "
                    "its exact bytes)")

@@ -417,3 +417,19 @@ def test_a_relative_model_path_reaches_the_report_kernel_absolute(tmp_path, monk
     monkeypatch.chdir(ROOT)
     run_batch(tmp_path / "sub" / "s.yaml", tmp_path / "out", runner=runner, progress=False)
     assert seen and seen[0]["model_path"] == str(tmp_path / "sub" / "m.gguf")
+
+
+def test_every_reported_tokens_per_s_says_its_basis():
+    """The report's key figures (and the batch index built from them) carry the basis of the decode speed."""
+    from k3lib import report
+    from k3lib.report.batch import _index_row
+    from k3lib.report.run import ReportResult
+
+    cfg = report.configure(model="llama-3.1-8b", gpu="h100-sxm", gpus=1, context="8K")
+    f = report.key_figures(cfg)
+    assert f["tokens_per_s"] > 0 and (f["tokens_per_s_basis"].startswith("fitted model ±")
+                                      or f["tokens_per_s_basis"] == "theoretical ceiling")
+    row = _index_row(ReportResult(scenario="x", figures=f))
+    assert f["tokens_per_s_basis"] in row["tokens/s"]
+    guide = report.key_figures(report.configure(**report.NOTEBOOK_DEFAULTS))
+    assert guide["tokens_per_s_basis"] == "theoretical ceiling"       # a guide profile: no layer shapes

@@ -124,7 +124,8 @@ def _index_row(r: ReportResult) -> dict[str, str]:
                                                      f"{f['per_gpu_available_bytes'] / GiB:,.1f}"),
         "headroom (GiB)": esc(f"{f['headroom_bytes'] / GiB:,.1f} over all GPUs"),
         "max context": esc(context_text(f["max_context_tokens"]) if f["max_context_tokens"] else "none fits"),
-        "tokens/s": esc(f"{f['tokens_per_s']:,.1f}" if f["tokens_per_s"] is not None else "—"),
+        "tokens/s": esc(f"{f['tokens_per_s']:,.1f} ({f.get('tokens_per_s_basis') or 'basis not given'})"
+                        if f["tokens_per_s"] is not None else "—"),
         "notes": esc(f["reason"]),
     }
 

@@ -56,29 +56,32 @@ def offload_plan(cfg: ReportConfig):
         return None, f"not possible for this model ({exc})"
 
 
-def decode_tokens_per_s(cfg: ReportConfig, offloaded=None) -> tuple[float | None, str]:
-    """(decode tokens/s, how it was computed): a bandwidth ceiling at the plan's batch —
-    the offload plan's in offload mode, else step 6 of the checklist
-    (:func:`k3lib.studies.steps.throughput_for_plan` on the report's one plan); (None, why) when
-    it cannot load."""
+def decode_tokens_per_s(cfg: ReportConfig, offloaded=None) -> tuple[float | None, str, str]:
+    """(decode tokens/s, how it was computed, its basis in a few words): the serving model's
+    fitted figure from step 6 of the checklist (:func:`k3lib.studies.steps.throughput_for_plan`
+    on the report's one plan) when it has one, else the bandwidth ceiling — the offload plan's
+    in offload mode; (None, why, "") when it cannot load."""
     from k3lib.studies.steps import throughput_for_plan
 
     if cfg.offload == "experts" and offloaded is not None:
         if not offloaded.fits:
-            return None, "the offload plan does not load, so no speed is quoted"
-        return offloaded.decode_tokens_per_s, "offload mode: bandwidth ceiling over GPU memory and system RAM"
+            return None, "the offload plan does not load, so no speed is quoted", ""
+        return (offloaded.decode_tokens_per_s, "offload mode: bandwidth ceiling over GPU memory and system RAM",
+                "theoretical ceiling")
     plan = cfg.plan
     if not plan.fits:
-        return None, "the plan does not fit, so no speed is quoted"
+        return None, "the plan does not fit, so no speed is quoted", ""
     try:
         t = throughput_for_plan(plan)
     except K3InputError as exc:
-        return None, f"not computed for this configuration ({exc})"
+        return None, f"not computed for this configuration ({exc})", ""
     if t.expected_tokens_per_s is not None:
         err = f", ±{t.expected_error_pct:.0f} % on held-aside runs" if t.expected_error_pct is not None else ""
+        short = t.expected_basis + (f" ±{t.expected_error_pct:.0f} %" if t.expected_error_pct is not None else "")
         return t.expected_tokens_per_s, (f"serving model ({t.expected_basis}{err}) at the full context; "
-                                         f"bandwidth ceiling {t.tokens_per_s:,.1f}")
-    return t.tokens_per_s, "theoretical ceiling: bandwidth with every weight on the GPUs; real decode is lower"
+                                         f"bandwidth ceiling {t.tokens_per_s:,.1f}"), short
+    return (t.tokens_per_s, "theoretical ceiling: bandwidth with every weight on the GPUs; real decode is lower",
+            "theoretical ceiling")
 
 
 def key_figures(cfg: ReportConfig) -> dict[str, Any]:
@@ -86,7 +89,7 @@ def key_figures(cfg: ReportConfig) -> dict[str, Any]:
     figures are the plan's fullest GPU (``plan.per_gpu``)."""
     plan = cfg.plan
     offloaded, offload_why = offload_plan(cfg)
-    tps, tps_how = decode_tokens_per_s(cfg, offloaded)
+    tps, tps_how, tps_basis = decode_tokens_per_s(cfg, offloaded)
     fits_offload = offloaded is not None and offloaded.fits
     verdict = "fits" if plan.fits else ("fits with offload" if cfg.offload == "experts" and fits_offload
                                         else "does not fit")
@@ -102,6 +105,7 @@ def key_figures(cfg: ReportConfig) -> dict[str, Any]:
         "per_gpu_available_bytes": g.available_bytes, "per_gpu_headroom_bytes": g.headroom_bytes,
         "max_context_tokens": max_context_tokens(plan), "cost_usd": cost_usd(plan),
         "price_usd": plan.gpu.price_usd, "tokens_per_s": tps, "tokens_per_s_how": tps_how,
+        "tokens_per_s_basis": tps_basis,
         "engine": cfg.engine, "offload": cfg.offload, "verdict_basis": plan.verdict_basis,
         "engine_settings": dict(plan.engine.settings) if plan.engine is not None else {},
         "max_concurrency": plan.engine.max_concurrency if plan.engine is not None else None,

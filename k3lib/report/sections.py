@@ -278,8 +278,9 @@ def offload_html(cfg: ReportConfig) -> str:
             return no_math(f"<p>{esc(why[0].upper() + why[1:])}.</p>")
         return no_math(not_available("offload option", why))
     prefill = offloaded.prefill_tokens_per_s if offloaded.fits else None   # no speed for what cannot load
-    speed = ("Decode is a bandwidth roofline; prefill " + (f"≈ {prefill:,.0f} tokens/s" if prefill else
-             "is not estimated") + " (weights crossing the host link)." if offloaded.fits
+    speed = ("Decode is a theoretical ceiling (the bandwidth roofline); prefill "
+             + (f"≈ {prefill:,.0f} tokens/s" if prefill else "is not estimated")
+             + " (a ceiling too: weights crossing the host link)." if offloaded.fits
              else "It does not load, so no speed is quoted.")
     return no_math(
         f"<p><strong>{esc(offloaded.verdict())}</strong></p>"
