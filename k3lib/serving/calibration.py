@@ -353,6 +353,28 @@ class HoldoutError:
     median_abs_error_pct: float
 
 
+def most_specific_constants(constants: dict, engine: str, hardware_class: str) -> FittedConstants | None:
+    """The most specific fit that exists: engine × class, else the engine over all classes
+    (its code path: τ and kernel efficiencies), else class, else all rows; None without any."""
+    for key in ((engine, hardware_class), (engine, "*"), ("*", hardware_class), ("*", "*")):
+        if key in constants:
+            return constants[key]
+    return None
+
+
+def _plannable(rows, split: str, skipped: list):
+    """(row, its serving inputs) for the rows of ``split`` that can be planned; the others go to
+    ``skipped`` with the reason."""
+    for r in rows:
+        if r.split != split:
+            continue
+        inp = row_inputs(r)
+        if isinstance(inp, str):
+            skipped.append((r.id, inp))
+            continue
+        yield r, inp
+
+
 @dataclass(frozen=True)
 class Calibration:
     """The fit of one speed CSV: constants per group, held-aside errors, and skipped rows."""
@@ -365,12 +387,8 @@ class Calibration:
     skipped: tuple[tuple[str, str], ...]
 
     def constants_for(self, engine: str, hardware_class: str) -> FittedConstants | None:
-        """The most specific fit that exists: engine × class, else the engine over all classes
-        (its code path: τ and kernel efficiencies), else class, else all rows; None without any."""
-        for key in ((engine, hardware_class), (engine, "*"), ("*", hardware_class), ("*", "*")):
-            if key in self.constants:
-                return self.constants[key]
-        return None
+        """:func:`most_specific_constants` of this fit."""
+        return most_specific_constants(self.constants, engine, hardware_class)
 
     def expected_error_pct(self, engine: str, hardware_class: str, quantity: str) -> float | None:
         """Median held-aside |ratio − 1| in % for engine × class × quantity, else pooled over
@@ -428,13 +446,7 @@ def fit_calibration(rows: tuple[SpeedRow, ...], source: str = "") -> Calibration
     """Fit on the ``fit`` rows, measure on the ``holdout`` rows (see the module docstring)."""
     skipped = []
     fit: list[tuple[SpeedRow, str, np.ndarray]] = []
-    for r in rows:
-        if r.split != "fit":
-            continue
-        inp = row_inputs(r)
-        if isinstance(inp, str):
-            skipped.append((r.id, inp))
-            continue
+    for r, inp in _plannable(rows, "fit", skipped):
         g = _log_ratio_grid(r)
         if g is None:
             skipped.append((r.id, f"{inp.device} has no compute figure for {r.quantity}"))
@@ -463,19 +475,9 @@ def fit_calibration(rows: tuple[SpeedRow, ...], source: str = "") -> Calibration
                                                    (par.eta_bw, par.eta_compute, par.layer_overhead_s),
                                                    _prior_weight(len(eg)))
     ratios: dict[tuple[str, str, str], list[float]] = {}
-    for r in rows:
-        if r.split != "holdout":
-            continue
-        inp = row_inputs(r)
-        if isinstance(inp, str):
-            skipped.append((r.id, inp))
-            continue
+    for r, inp in _plannable(rows, "holdout", skipped):
         eng = serving_engine(r.engine)
-        c = None
-        for key in ((eng, inp.hardware_class), (eng, "*"), ("*", inp.hardware_class), ("*", "*")):
-            if key in constants:
-                c = constants[key]
-                break
+        c = most_specific_constants(constants, eng, inp.hardware_class)
         if c is None:
             continue
         pred = predict_row(r, c.efficiency)
