@@ -58,6 +58,16 @@ def model_from_args(args: argparse.Namespace):
     return loaded if loaded is not None else args.model
 
 
+def add_layout_args(p: argparse.ArgumentParser) -> None:
+    """The GPUs and their layout: --gpu, --gpus, --nodes, --tp, --pp (estimate, report, speed)."""
+    p.add_argument("--gpu", default="h100-sxm", help="GPU id or alias (see `k3plan gpus`); default h100-sxm")
+    p.add_argument("--gpus", default="8", help="number of GPUs in total (default 8)")
+    p.add_argument("--nodes", default=None, help="nodes the GPUs are spread over (default: one node up to the "
+                   "GPU's node size, e.g. 8, then whole nodes)")
+    p.add_argument("--tp", default=None, help="tensor-parallel size (default: as wide as the heads allow inside a node)")
+    p.add_argument("--pp", default=None, help="pipeline-parallel size (default: the rest, across nodes)")
+
+
 def _add_plan_args(p: argparse.ArgumentParser) -> None:
     add_model_source_args(p)
     p.add_argument("--weights", default=None, help="weight precision: native, bf16, fp8, q8_0, q6_k, q5_k_m, q4_k_m, "
@@ -66,12 +76,7 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kv-dtype", default="bf16", help="KV-cache dtype: bf16, fp8, int4, q8_0, q4_0 (default bf16)")
     p.add_argument("--context", default="256K", help="context length: 131072, 128K, 256k, 1M (K = 1024 tokens)")
     p.add_argument("--batch", default="1", help="concurrent sequences (default 1)")
-    p.add_argument("--gpu", default="h100-sxm", help="GPU id or alias (see `k3plan gpus`); default h100-sxm")
-    p.add_argument("--gpus", default="8", help="number of GPUs in total (default 8)")
-    p.add_argument("--nodes", default=None, help="nodes the GPUs are spread over (default: one node up to the "
-                   "GPU's node size, e.g. 8, then whole nodes)")
-    p.add_argument("--tp", default=None, help="tensor-parallel size (default: as wide as the heads allow inside a node)")
-    p.add_argument("--pp", default=None, help="pipeline-parallel size (default: the rest, across nodes)")
+    add_layout_args(p)
     p.add_argument("--activation", default=None,
                    help="override activation memory in total, e.g. 10GiB (GB = 10^9, GiB = 2^30)")
     p.add_argument("--overhead-per-gpu", default=None,
@@ -773,11 +778,7 @@ def _add_speed_parser(sub) -> None:
                                    "its basis (measured, fitted model with its held-aside error, or theoretical "
                                    "ceiling). Exit 3 when the plan does not load (no speed figures), 2 bad input.")
     add_model_source_args(p)
-    p.add_argument("--gpu", default="h100-sxm", help="GPU id or alias (see `k3plan gpus`); default h100-sxm")
-    p.add_argument("--gpus", default="8", help="number of GPUs in total (default 8)")
-    p.add_argument("--nodes", default=None, help="nodes the GPUs are spread over (default: whole nodes)")
-    p.add_argument("--tp", default=None, help="tensor-parallel size")
-    p.add_argument("--pp", default=None, help="pipeline-parallel size")
+    add_layout_args(p)
     p.add_argument("--ep", default=None, help="expert-parallel size (MoE models; default 1)")
     p.add_argument("--engine", default=None, metavar="NAME",
                    help="vllm, sglang, trtllm, llama.cpp, ik_llama.cpp, ollama or ktransformers (an engine without a "
