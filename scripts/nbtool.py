@@ -72,6 +72,34 @@ def parameters(text: str):
     return code(text, tags=("parameters",))
 
 
+def objectives(goals: list[str], minutes: int):
+    """The opening "what you will learn" cell of a lesson: 3–5 objectives and an estimated time."""
+    if not 3 <= len(goals) <= 5 or minutes <= 0:
+        raise ValueError("a lesson states 3–5 objectives and a positive time in minutes")
+    items = "\n".join(f"* {g}" for g in goals)
+    return md(f"**What you will learn**\n\n{items}\n\n**Time:** about {minutes} minutes.")
+
+
+#: an exercise's answer marker: ``<!-- answer id=02-1 value=40 unit=GiB -->`` (tests/exercises.py
+#: reads it and a test checks the value against one derived by hand; the student edition drops
+#: the folded answer with it)
+ANSWER_MARK = re.compile(r"<!-- answer id=(?P<id>[\w.-]+) value=(?P<value>-?[\d.]+(?:e-?\d+)?) unit=(?P<unit>\S+) -->")
+
+
+def exercise(ident: str, question: str, answer: str, *, value: float, unit: str):
+    """Two markdown cells: the exercise ``question`` and its ``answer`` folded in a
+    ``<details>`` block (collapsed in JupyterLab and in the HTML export), carrying the
+    machine-readable ``value`` in ``unit`` that a test in ``tests/`` checks. ``ident`` is
+    ``NN-k`` (notebook number, exercise number)."""
+    if not re.fullmatch(r"\d\d-\d+", ident):
+        raise ValueError(f"exercise id {ident!r}: expected NN-k, e.g. 02-1")
+    q = md(f"**Exercise {ident}.** {question.strip()}")
+    a = md(f"<details><summary>Answer {ident}</summary>\n\n{answer.strip()}\n\n"
+           f"<!-- answer id={ident} value={value:g} unit={unit} -->\n\n</details>")
+    a.metadata["tags"] = ["answer"]
+    return [q, a]
+
+
 def nav(stem: str) -> str:
     """Markdown links to the previous and next notebook of the series."""
     names = [s for s, _ in SERIES]
