@@ -95,7 +95,7 @@ def exercise(ident: str, question: str, answer: str, *, value: float, unit: str)
         raise ValueError(f"exercise id {ident!r}: expected NN-k, e.g. 02-1")
     q = md(f"**Exercise {ident}.** {question.strip()}")
     a = md(f"<details><summary>Answer {ident}</summary>\n\n{answer.strip()}\n\n"
-           f"<!-- answer id={ident} value={value:g} unit={unit} -->\n\n</details>")
+           f"<!-- answer id={ident} value={float(value)!r} unit={unit} -->\n\n</details>")
     a.metadata["tags"] = ["answer"]
     return [q, a]
 
