@@ -83,7 +83,7 @@ def objectives(goals: list[str], minutes: int):
 #: an exercise's answer marker: ``<!-- answer id=02-1 value=40 unit=GiB -->`` (tests/exercises.py
 #: reads it and a test checks the value against one derived by hand; the student edition drops
 #: the folded answer with it)
-ANSWER_MARK = re.compile(r"<!-- answer id=(?P<id>[\w.-]+) value=(?P<value>-?[\d.]+(?:e-?\d+)?) unit=(?P<unit>\S+) -->")
+ANSWER_MARK = re.compile(r"<!-- answer id=(?P<id>[\w.-]+) value=(?P<value>-?[\d.]+(?:e[+-]?\d+)?) unit=(?P<unit>\S+) -->")
 
 
 def exercise(ident: str, question: str, answer: str, *, value: float, unit: str):
