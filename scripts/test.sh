@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run every check in one pytest invocation:
+# Run the static checks (ruff check, ruff format --check, mypy), then every test in one pytest invocation:
 #   - tests/                 unit tests (pytest),
 #   - k3lib/                 the doctests in k3lib's docstrings (--doctest-modules),
 #   - notebooks/*.ipynb      each notebook run top to bottom and its stored outputs compared
@@ -28,6 +28,29 @@ fi
 export MPLBACKEND=Agg
 export JUPYTER_PLATFORM_DIRS=1
 export PYTHONDONTWRITEBYTECODE=1
+
+# Static checks first, configured in pyproject.toml ([tool.ruff], [tool.mypy]): lint, formatting,
+# types (strict on k3lib.core and k3lib.loaders). Each runs even when one before it failed, so one
+# run reports them all; any failure fails the test command after pytest has run too.
+# K3_SKIP_STATIC=1 skips them (pytest only).
+static_rc=0
+if [[ "${K3_SKIP_STATIC:-0}" != "1" ]]; then
+    static_paths=()
+    for p in k3lib tests scripts; do [[ -e "$p" ]] && static_paths+=("$p"); done
+    step() {
+        local name="$1"; shift
+        local t0=$SECONDS
+        if "$@"; then
+            echo "test.sh: $name passed ($((SECONDS - t0)) s)" >&2
+        else
+            echo "test.sh: $name FAILED: $*" >&2
+            static_rc=1
+        fi
+    }
+    step "ruff check" .venv/bin/ruff check "${static_paths[@]}"
+    step "ruff format --check" .venv/bin/ruff format --check "${static_paths[@]}"
+    step "mypy" .venv/bin/python -m mypy
+fi
 
 # Default paths, each only where it exists (empty folders are not in a fresh clone).
 paths=()
@@ -63,6 +86,10 @@ set -e
 if [[ "$rc" == "5" ]]; then
     # pytest's 5 means "no tests collected": nothing failed, there was just nothing to run yet.
     echo "test.sh: pytest collected no tests (exit 5); treating that as success" >&2
-    exit 0
+    rc=0
+fi
+if [[ "$rc" == "0" && "$static_rc" != "0" ]]; then
+    echo "test.sh: pytest passed but a static check failed (ruff/mypy above)" >&2
+    rc=1
 fi
 exit "$rc"
