@@ -88,10 +88,10 @@ def skip_slow_iri_checker() -> bool:
     return True
 
 
-def setup() -> str:
-    """Enable the offline Altair renderer for a notebook session; returns its name."""
+def setup() -> None:
+    """Enable the offline Altair renderer for a notebook session (``alt.renderers.active`` names
+    it). Returns nothing, so the set-up cell shows no ``'svg'`` to the reader."""
     skip_slow_iri_checker()
     import altair as alt
 
     alt.renderers.enable(ALTAIR_RENDERER)
-    return alt.renderers.active
