@@ -106,3 +106,23 @@ def executed(tmp_path_factory):
 def test_notebook_outputs_read_cleanly(executed, stem):
     problems = notebook_problems(executed(stem))
     assert not problems, f"{stem}: {len(problems)} output(s) a reader should not see:\n" + "\n".join(problems)
+
+
+def test_display_layer_output_passes_the_scan():
+    """k3lib.views.table_format.reader_table turns a table with every fault the scan knows into one
+    that passes it; the same table shown raw by pandas fails it (so the scan can see the faults)."""
+    import pandas as pd
+
+    from k3lib.views.table_format import reader_table
+
+    raw = pd.DataFrame({"context_tokens": [131072, 1048576], "kv_GiB": [3.375, float("nan")],
+                        "gpus_saved": pd.array([2, None], dtype="Int64"), "tokens": [2.621e5, 1e6],
+                        "tiny": [1.2e-7, 0.5]})
+    assert format_problems(raw._repr_html_(), "text/html")  # index, separators, NaN, <NA>, e+ …
+    table = reader_table(raw)
+    assert format_problems(table._repr_html_(), "text/html") == []
+    assert format_problems(repr(table), "text/plain", result=True) == []
+    # by hand: 2^20 tokens with separators, 3.375 to two places, 2.621e5 as 262,100, 1.2e-7 as 0.00000012
+    assert table.frame.iloc[1, 0] == "1,048,576" and table.frame.iloc[0, 1] == "3.38"
+    assert table.frame.iloc[0, 3] == "262,100" and table.frame.iloc[0, 4] == "0.00000012"
+    assert list(table.frame.columns) == ["context tokens", "kv (GiB)", "gpus saved", "tokens", "tiny"]

@@ -64,3 +64,117 @@ def shown(data: "object", *, decimals: int = 2, columns: "tuple[str, ...] | None
         return x
 
     return df.astype(object).apply(lambda col: col.map(cell))
+
+
+# ---------------------------------------------------------------- the display layer
+
+#: a column name's trailing unit token and how a header writes it: ``kv_cache_GiB`` → "kv cache (GiB)"
+HEADER_UNITS = {"GiB": "GiB", "GB": "GB", "TiB": "TiB", "TB": "TB", "MiB": "MiB", "MB": "MB", "KiB": "KiB",
+                "B": "B", "bytes": "B", "pct": "%", "percent": "%", "s": "s", "ms": "ms", "W": "W",
+                "tok_s": "tokens/s", "GBps": "GB/s", "USD": "USD", "bits": "bits"}
+
+
+def reader_header(name: object) -> str:
+    """A column name as a header: underscores become spaces and a trailing unit token goes in
+    brackets; a header already written for a reader (with a space or a bracket) is kept.
+
+    >>> [reader_header(c) for c in ("kv_cache_GiB", "saved_pct", "decode_tok_s", "link (GB/s)", "gpus")]
+    ['kv cache (GiB)', 'saved (%)', 'decode (tokens/s)', 'link (GB/s)', 'gpus']
+    """
+    text = str(name)
+    if " " in text or "(" in text:
+        return text
+    for token in sorted(HEADER_UNITS, key=len, reverse=True):
+        if text.endswith("_" + token) and len(text) > len(token) + 1:
+            return f"{text[:-len(token) - 1].replace('_', ' ')} ({HEADER_UNITS[token]})"
+    return text.replace("_", " ")
+
+
+def reader_number(x: object, decimals: int = 2) -> object:
+    """One cell as a reader reads it (strings and other objects unchanged).
+
+    * missing (``None``, ``NaN``, ``<NA>``) → "—"; a bool → "yes"/"no";
+    * an integer → thousands separators (``262,144``);
+    * a float → ``decimals`` places, separators above 999, no decimals when it is a whole number
+      of 1,000 or more, and enough places for two significant digits when it is smaller than
+      ``decimals`` would show (never ``e+``/``e-``); a tuple or list → its items joined by ", ".
+
+    >>> [reader_number(v) for v in (262144, 262144.0, 1506.3249, 0.000123, float("nan"), True, ("a", 2))]
+    ['262,144', '262,144', '1,506.32', '0.00012', '—', 'yes', 'a, 2']
+    """
+    import math
+    import numbers
+
+    if isinstance(x, (tuple, list)):
+        return ", ".join(str(reader_number(v, decimals)) for v in x)
+    if x is None or (isinstance(x, numbers.Real) and not isinstance(x, numbers.Integral) and math.isnan(float(x))):
+        return "—"
+    if type(x).__name__ in ("NAType", "NaTType"):
+        return "—"
+    if isinstance(x, bool) or type(x).__name__ == "bool_":
+        return "yes" if x else "no"
+    if isinstance(x, numbers.Integral):
+        return f"{int(x):,}"
+    if isinstance(x, numbers.Real):
+        x = float(x)
+        if math.isinf(x):
+            return "∞" if x > 0 else "−∞"
+        if x.is_integer() and abs(x) >= 1000:
+            return f"{x:,.0f}"
+        places = decimals
+        if x != 0 and abs(x) < 0.5 * 10 ** -decimals:
+            places = min(12, 1 - math.floor(math.log10(abs(x))))
+        return f"{x:,.{places}f}"
+    return x
+
+
+class ReaderTable:
+    """A table as a reader sees it: cells formatted by :func:`reader_number`, headers by
+    :func:`reader_header`, and **no index**, in JupyterLab (HTML) and as text alike.
+    ``frame`` is the formatted DataFrame (all strings) for tests and further use."""
+
+    def __init__(self, frame: "object") -> None:
+        self.frame = frame
+
+    def _repr_html_(self) -> str:
+        return self.frame.to_html(index=False, border=0, classes="dataframe k3-table")
+
+    def __repr__(self) -> str:
+        return self.frame.to_string(index=False)
+
+    def to_string(self) -> str:
+        return repr(self)
+
+
+def reader_table(data: "object", *, decimals: int = 2, headers: bool = True,
+                 columns: "tuple[str, ...] | None" = None) -> ReaderTable:
+    """What a reader should see of ``data`` (a DataFrame, or a mapping ``{item: value}`` shown as
+    ``item | value`` rows named by ``columns``): the index hidden (a named, non-default index
+    becomes the first column), integers with thousands separators, floats to ``decimals`` places
+    (:func:`reader_number`), a missing value as "—", and headers that keep their unit
+    (``kv_cache_GiB`` → "kv cache (GiB)"; ``headers=False`` keeps the names as they are).
+
+    >>> import pandas as pd
+    >>> t = reader_table(pd.DataFrame({"context_tokens": [131072, 262144], "kv_GiB": [3.375, None]}))
+    >>> print(t)
+    context tokens kv (GiB)
+           131,072     3.38
+           262,144        —
+    >>> "<th>0</th>" in t._repr_html_() or "NaN" in t._repr_html_()
+    False
+    >>> reader_table(pd.DataFrame({"total_GiB": [1452.8]}, index=["weights"])).frame.columns.tolist()
+    ['', 'total (GiB)']
+    """
+    import pandas as pd
+
+    if not isinstance(data, pd.DataFrame):
+        data = pd.DataFrame(list(dict(data).items()), columns=list(columns or ("item", "value")))
+    df = data
+    if not isinstance(df.index, pd.RangeIndex) and not all(str(i) == "" for i in df.index):
+        names = [n if n is not None else "" for n in df.index.names]
+        df = df.rename_axis(names).reset_index()  # row labels ("KV cache", "256K") become a column
+    df = df.astype(object).apply(lambda col: col.map(lambda x: reader_number(x, decimals)))
+    df = df.reset_index(drop=True)
+    if headers:
+        df.columns = [reader_header(c) for c in df.columns]
+    return ReaderTable(df)
