@@ -16,6 +16,10 @@ An HTML export that shows its formulas with no network: :func:`export_html` rend
 ``$…$`` / ``$$…$$`` of the markdown as MathML (latex2mathml; browsers draw MathML natively)
 and drops nbconvert's MathJax-from-a-CDN script:
 ``.venv/bin/python scripts/nbtool.py html notebooks/02-kv-cache.ipynb kv-cache.html``.
+
+The student edition a teacher hands out (:func:`build_student_edition`): every notebook of the
+series with its answers removed and its outputs cleared, the parameters unchanged:
+``.venv/bin/python scripts/nbtool.py student student-edition/``.
 A literal dollar sign in markdown is written ``\\$`` (e.g. ``\\$30,000``), as Jupyter expects.
 """
 from __future__ import annotations
@@ -192,9 +196,78 @@ def export_html(notebook: Path, out: Path) -> Path:
     return out
 
 
+# ---------------------------------------------------------------- the student edition
+
+#: an answer folded in a markdown cell the old way (``<details><summary>Answers</summary> … </details>``)
+_FOLDED_ANSWERS = re.compile(r"\n*<details>\s*<summary>\s*Answers?\b.*?</details>\n?", re.S)
+#: files beside the notebooks that the edition carries (the start page, the glossary)
+STUDENT_PAGES = ("README.md", "glossary.md")
+
+
+def is_answer_cell(cell) -> bool:
+    """True for a cell that holds an exercise's answer: tagged ``answer`` (:func:`exercise`) or a
+    markdown cell carrying an :data:`ANSWER_MARK`."""
+    return "answer" in cell.metadata.get("tags", ()) or (
+        cell.cell_type == "markdown" and ANSWER_MARK.search(cell.source) is not None)
+
+
+def student_notebook(nb):
+    """A copy of ``nb`` for students: answer cells dropped, old-style folded answers cut out of
+    their cell, every output and execution count cleared; everything else (the ``parameters``
+    cell included) unchanged."""
+    import copy
+
+    nb = copy.deepcopy(nb)
+    cells = []
+    for cell in nb.cells:
+        if is_answer_cell(cell):
+            continue
+        if cell.cell_type == "markdown" and _FOLDED_ANSWERS.search(cell.source):
+            cell.source = _FOLDED_ANSWERS.sub("\n", cell.source).rstrip()
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+            cell.metadata.pop("execution", None)
+        cells.append(cell)
+    nb.cells = cells
+    nb.metadata.pop("widgets", None)
+    return nb
+
+
+def build_student_edition(out_dir: Path, source_dir: Path = NOTEBOOKS) -> list[Path]:
+    """Write the student edition of the series into ``out_dir``: each notebook of :data:`SERIES`
+    through :func:`student_notebook`, and the start page and glossary as they are (so the links
+    between them still work). Returns the notebooks written."""
+    import shutil
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for stem, _ in SERIES:
+        nb = nbformat.read(Path(source_dir) / f"{stem}.ipynb", as_version=4)
+        path = out_dir / f"{stem}.ipynb"
+        nbformat.write(student_notebook(nb), path)
+        written.append(path)
+    for page in STUDENT_PAGES:
+        if (Path(source_dir) / page).exists():
+            shutil.copyfile(Path(source_dir) / page, out_dir / page)
+    return written
+
+
+USAGE = """usage: nbtool.py NOTEBOOK…                 execute and clean notebooks in place
+       nbtool.py html NOTEBOOK OUT.html    an HTML export with offline (MathML) formulas
+       nbtool.py student OUTDIR            the student edition: answers removed, outputs cleared"""
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["html"] and len(sys.argv) == 4:
         print(export_html(Path(sys.argv[2]), Path(sys.argv[3])))
+    elif sys.argv[1:2] == ["student"]:
+        if len(sys.argv) != 3:
+            sys.exit(USAGE)
+        for p in build_student_edition(Path(sys.argv[2])):
+            print(p)
+    elif not sys.argv[1:] or sys.argv[1] in ("-h", "--help"):
+        print(USAGE)
     else:
         for p in sys.argv[1:]:
             execute_and_clean(Path(p))
