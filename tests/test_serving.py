@@ -195,3 +195,70 @@ def test_trtllm_burst_packs_whole_prompts():
     assert _packed(inp, 3200).prefill_chunk_tokens == (inp.prefill_chunk_tokens // 3200) * 3200
     assert _packed(inp, 20000).prefill_chunk_tokens == 20000
     assert _packed(dataclasses.replace(inp, engine="vllm"), 3200).prefill_chunk_tokens == inp.prefill_chunk_tokens
+
+
+def test_first_burst_mixes_one_burst_wave_with_the_steady_state():
+    """A decode-first engine staggers a wave: only the first c of N requests see the burst."""
+    import dataclasses
+
+    from k3lib.core.errors import K3InputError
+    from k3lib.serving.concurrency import predict
+    inp = dataclasses.replace(inputs_from_plan(_plan(context=4096)), engine="trtllm")
+    kw = dict(input_tokens=2000, output_tokens=500)
+    burst = predict(inp, "ttft_s", concurrency=50, arrivals="burst", **kw)
+    steady = predict(inp, "ttft_s", concurrency=50, arrivals="steady", **kw)
+    mixed = predict(inp, "ttft_s", concurrency=50, arrivals="first_burst", prompts=500, **kw)
+    assert mixed == pytest.approx(0.1 * burst + 0.9 * steady)          # c/N = 50/500 of the requests
+    assert predict(inp, "ttft_s", concurrency=50, arrivals="first_burst", prompts=50, **kw) == pytest.approx(burst)
+    with pytest.raises(K3InputError, match="prompts"):
+        predict(inp, "ttft_s", concurrency=50, arrivals="first_burst", **kw)
+
+
+def test_which_engines_keep_waves_in_lock_step():
+    import dataclasses
+
+    from k3lib.serving.calibration import SpeedRow, keeps_waves, row_arrivals
+
+    assert keeps_waves("sglang", "")                    # prefill first
+    assert keeps_waves("vllm", "0.7.4.dev181")          # V0: prefills first without chunked prefill
+    assert not keeps_waves("vllm", "0.8.0")             # V1: running decodes first
+    assert not keeps_waves("TensorRT-LLM", "0.17")      # decodes first, contexts packed
+    row = SpeedRow(*(["x", "trtllm", "0.17", "deepseek-r1", "fp8-block", "bf16", "h200-sxm", 8, 8, 1, 4, "", 4, 3200,
+                      800, "ttft_s", 1.0, "s", "fit", "", "https://github.com/dstackai/benchmarks/blob/x/y.csv", ""]))
+    assert row_arrivals(row) == ("first_burst", 500)
+    assert row_arrivals(dataclasses.replace(row, source="https://example.org")) == ("steady", None)
+
+
+def test_huber_loss_is_squared_inside_the_band_and_linear_beyond():
+    import numpy as np
+
+    from k3lib.serving.calibration import huber
+    d = math.log(1.3)
+    assert float(huber(np.array(0.2))) == pytest.approx(0.04)
+    assert float(huber(np.array(-2.0))) == pytest.approx(2 * d * 2.0 - d * d)   # 2δ|x| − δ²
+    # continuous at the band's edge
+    assert float(huber(np.array(d + 1e-9))) == pytest.approx(d * d, rel=1e-6)
+
+
+def test_ktransformers_gpu_prefill_leaves_out_the_cpu_experts_flops():
+    """KTransformers multiplies its CPU-resident experts on the host: the GPU's prefill FLOPs drop
+    by their share of the active bytes (llama.cpp's do not: it copies them to the GPU)."""
+    import dataclasses
+
+    from k3lib.serving.roofline import _host_compute_share, prefill_terms
+    base = inputs_from_plan(plan_for_engine(model="qwen3-30b-a3b", engine="llama.cpp", gpu="rtx-5090", gpus=1,
+                                            weights="bf16", context=4096, with_limits=False))
+    st = base.stages[0]
+    routed = st.routed_bytes
+    kt = dataclasses.replace(base, engine="ktransformers", host_routed_bytes=routed, host_bw_bytes_per_s=400e9,
+                             host_flops=5e12, stages=(dataclasses.replace(st, routed_bytes=0.0),))
+    m = base.model.mlp
+    act_routed = routed * m.experts_per_token / m.n_routed_experts            # 8 of 128 experts' bytes
+    share = act_routed / (act_routed + st.dense_bytes)
+    assert _host_compute_share(kt) == pytest.approx(share)
+    llama = dataclasses.replace(kt, engine="llama.cpp")
+    assert _host_compute_share(llama) == 0.0
+    f_kt = prefill_terms(kt, input_tokens=512).flops
+    f_llama = prefill_terms(llama, input_tokens=512).flops
+    linear = 2 * base.model.params_active * 512
+    assert f_llama - f_kt == pytest.approx(linear * share, rel=1e-9)

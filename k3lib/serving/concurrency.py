@@ -80,7 +80,15 @@ PREFILL_FIRST_ENGINES = ("sglang",)
 #: ``max_num_tokens: Optional[int] = None``; a row's own setting, e.g. dstack's
 #: ``--max_num_tokens 16384``, is not a column of speed.csv).
 PACKED_PREFILL_ENGINES = ("trtllm",)
-ARRIVALS = ("steady", "burst")
+#: how requests arrive: ``steady`` (a closed loop in its steady state), ``burst`` (every wave of
+#: $c$ prompts arrives together: a closed loop of equal-length requests whose engine keeps the
+#: waves in lock-step), ``first_burst`` (only the first wave is a burst: an engine that runs the
+#: running decodes first staggers the requests of a wave by their prefill order, and since every
+#: request generates the same $O$ tokens they finish, and their successors arrive, staggered — so
+#: after the first wave the arrivals are spread and TTFT is the steady one). With $N$ requests
+#: in the run (``prompts``), the first wave is $c/N$ of them:
+#: $TTFT = \frac{c}{N} TTFT_{burst} + (1 - \frac{c}{N}) TTFT_{steady}$.
+ARRIVALS = ("steady", "burst", "first_burst")
 
 QUANTITIES = ("decode_tokens_per_s_per_sequence", "output_tokens_per_s_total", "prefill_tokens_per_s", "ttft_s",
               "tpot_s")
@@ -136,18 +144,22 @@ def queue_wait_s(*, asked: float, capacity: float, time_in_system_s):
 
 def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, concurrency: float = 1,
             input_tokens: int = 1024, output_tokens: int = 256, arrivals: str = "steady",
-            capacity: int | None = None):
+            capacity: int | None = None, prompts: int | None = None):
     """One quantity of :data:`QUANTITIES` at ``concurrency`` (array-aware in ``eff``):
     ``decode_tokens_per_s_per_sequence`` $= 1/TPOT$; ``prefill_tokens_per_s`` $= I/t_p$ (one
     prompt); ``output_tokens_per_s_total``, ``ttft_s``, ``tpot_s`` as in the module docstring.
     None when the device has no compute figure and the quantity needs one (prefill).
+
+    ``arrivals``: one of :data:`ARRIVALS`; ``prompts`` the requests of the whole run (needed by
+    ``first_burst``).
 
     ``capacity``: the most requests the engine admits (:func:`max_concurrency` of the plan);
     when ``concurrency`` exceeds it the engine serves ``capacity`` and the rest wait: every
     figure is the served one's, and ``ttft_s`` adds :func:`queue_wait_s`."""
     _check(concurrency, input_tokens, output_tokens)
     if capacity is not None and capacity >= 1 and concurrency > capacity:
-        kw = dict(concurrency=capacity, input_tokens=input_tokens, output_tokens=output_tokens, arrivals=arrivals)
+        kw = dict(concurrency=capacity, input_tokens=input_tokens, output_tokens=output_tokens, arrivals=arrivals,
+                  prompts=prompts)
         if quantity != "ttft_s":
             return predict(inp, quantity, eff, **kw)
         ttft = predict(inp, "ttft_s", eff, **kw)
@@ -174,9 +186,15 @@ def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, con
         if arrivals not in ARRIVALS:
             raise K3InputError("arrivals", f"{arrivals!r}", ", ".join(ARRIVALS))
         if arrivals == "burst" or inp.engine in LAYER_SPLIT_ENGINES:
-            return prefill_terms(_packed(inp, input_tokens), input_tokens=input_tokens,
-                                 requests=(c_r + 1) / 2).seconds(eff)
-        return steady_ttft(inp, eff, c_r=c_r, input_tokens=input_tokens, output_tokens=o, tpot=tpot)
+            return _burst_ttft(inp, eff, c_r=c_r, input_tokens=input_tokens)
+        steady = steady_ttft(inp, eff, c_r=c_r, input_tokens=input_tokens, output_tokens=o, tpot=tpot)
+        if arrivals == "steady":
+            return steady
+        if not prompts or prompts < 1:
+            raise K3InputError("prompts", f"{prompts!r}: first_burst needs the requests of the run", "a whole number ≥ 1")
+        first = min(1.0, concurrency / prompts)
+        out = first * _burst_ttft(inp, eff, c_r=c_r, input_tokens=input_tokens) + (1 - first) * steady
+        return float(out) if np.ndim(out) == 0 else out
     if quantity == "tpot_s":
         return tpot
     if quantity == "decode_tokens_per_s_per_sequence":
@@ -186,6 +204,12 @@ def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, con
             return inp.dp * c_r / t_d
         return inp.dp * c_r / (t_d + c_r * t_p / o)
     raise K3InputError("quantity", f"{quantity!r}", ", ".join(QUANTITIES))
+
+
+def _burst_ttft(inp: ServingInputs, eff: Efficiency, *, c_r: float, input_tokens: int):
+    """Mean TTFT of a wave of $c_r$ prompts arriving together: the prefill of $(c_r + 1)/2$
+    prompts (the mean request waits for half the others)."""
+    return prefill_terms(_packed(inp, input_tokens), input_tokens=input_tokens, requests=(c_r + 1) / 2).seconds(eff)
 
 
 def _packed(inp: ServingInputs, input_tokens: int) -> ServingInputs:

@@ -368,6 +368,20 @@ def _host_read_s(inp: ServingInputs, tokens: float) -> float:
     return _host_touched_bytes(inp, tokens) / inp.host_bw_bytes_per_s
 
 
+def _host_compute_share(inp: ServingInputs) -> float:
+    """The share of a token's FLOPs that KTransformers runs on the CPU: its CPU-resident routed
+    experts' share of the active bytes (active routed $= R_{host}·k/E$ against all active bytes);
+    0 for every other engine (llama.cpp copies host weights to the GPU for a large batch and
+    multiplies there; below that batch it reads them on the CPU at decode's rate)."""
+    if inp.engine != "ktransformers" or not inp.host_routed_bytes:
+        return 0.0
+    m_ = inp.model.mlp
+    k_e = (m_.experts_per_token or 1) / max(1, m_.n_routed_experts)
+    act_routed = inp.host_routed_bytes * k_e
+    act_total = act_routed + sum(st.dense_bytes + st.routed_bytes * k_e for st in inp.stages)
+    return act_routed / max(1.0, act_total)
+
+
 def _host_prefill_s(inp: ServingInputs, tokens: float) -> tuple[float, float]:
     """(host read s, fixed s) of one prefill chunk of ``tokens`` with host-resident weights.
     llama.cpp family at a micro-batch ≥ :data:`k3lib.serving.offload.LLAMACPP_OP_OFFLOAD_MIN_BATCH`:
@@ -378,11 +392,7 @@ def _host_prefill_s(inp: ServingInputs, tokens: float) -> tuple[float, float]:
         return 0.0, 0.0
     touched = _host_touched_bytes(inp, tokens)
     if inp.engine == "ktransformers":
-        m_ = inp.model.mlp
-        k_e = (m_.experts_per_token or 1) / max(1, m_.n_routed_experts)
-        act_routed = inp.host_routed_bytes * k_e
-        act_total = act_routed + sum(st.dense_bytes + st.routed_bytes * k_e for st in inp.stages)
-        flops = 2 * inp.model.params_active * tokens * act_routed / max(1.0, act_total)
+        flops = 2 * inp.model.params_active * tokens * _host_compute_share(inp)
         return 0.0, max(touched / inp.host_bw_bytes_per_s, flops / inp.host_flops if inp.host_flops else 0.0)
     if tokens >= 32 and inp.host_link_bytes_per_s:
         return 0.0, touched / inp.host_link_bytes_per_s
@@ -400,7 +410,9 @@ def prefill_terms(inp: ServingInputs, *, input_tokens: int, requests: float = 1.
     routed = routed_bytes_read_per_step(routed_bytes_per_gpu=st.routed_bytes, n_experts=m_.n_routed_experts,
                                         experts_per_token=m_.experts_per_token or 1,
                                         tokens=per_chunk) if st.routed_bytes else 0.0
-    flops = requests * (2 * _stage_active_params(inp, st) * input_tokens
+    # the GPU's FLOPs: KTransformers' CPU experts are multiplied on the host (_host_prefill_s)
+    gpu_share = 1.0 - _host_compute_share(inp)
+    flops = requests * (2 * _stage_active_params(inp, st) * input_tokens * gpu_share
                         + input_tokens * attention_flops_per_token(st.stage, input_tokens / 2)) / inp.tp
     comm = tp_comm_seconds(tokens=per_chunk, hidden_size=inp.model.hidden_size, layers=st.layers, tp=inp.tp,
                            link_bytes_per_s=inp.link.bytes_per_s)
