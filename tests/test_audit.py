@@ -17,7 +17,7 @@ import pytest
 
 from k3lib.guides import audit
 
-from k3lib.views import charts_audit
+from k3lib.views import charts_audit, guide_audit
 from k3lib.core.errors import K3InputError
 from k3lib.views.notebook import ParameterError
 from nbrun import run_notebook, cell_output  # noqa: E402
@@ -94,7 +94,7 @@ def test_published_file_sizes():
 
 
 def test_real_gpu_counts_are_whole_nodes():
-    t = audit.real_gpu_counts()
+    t = guide_audit.real_gpu_counts()
     assert (t["K3 real (H100s, whole nodes)"] % 8 == 0).all()
     assert (t["K3 real (H200s, whole nodes)"] % 8 == 0).all()
 
@@ -114,9 +114,9 @@ def test_tolerance_and_judge():
 
 
 def test_audit_table_and_counts():
-    table = audit.audit_table()
+    table = guide_audit.audit_table()
     assert len(table) == len(audit.load_claims())
-    counts = audit.verdict_counts(table)
+    counts = guide_audit.verdict_counts(table)
     assert counts.loc["total", ("all", "own inputs")] == len(table)
     assert counts.loc["total", ("all", "real K3")] == len(table)
     assert (counts[("guide-000", "real K3")] + counts[("guide-004", "real K3")]
@@ -124,64 +124,64 @@ def test_audit_table_and_counts():
 
 
 def test_filter_claims_is_the_widget_callback():
-    table = audit.audit_table()
-    assert len(audit.filter_claims(table)) == len(table)
-    both = audit.filter_claims(table, "guide-004", "contradicted", "own")
+    table = guide_audit.audit_table()
+    assert len(guide_audit.filter_claims(table)) == len(table)
+    both = guide_audit.filter_claims(table, "guide-004", "contradicted", "own")
     assert set(both["own_verdict"]) == {"contradicted"} and "g004-total-4-bit-8k" in set(both["claim_id"])
-    real = audit.filter_claims(table, verdict="contradicted", column="real")
+    real = guide_audit.filter_claims(table, verdict="contradicted", column="real")
     assert set(real["real_verdict"]) == {"contradicted"}
     with pytest.raises(K3InputError, match="guide"):
-        audit.filter_claims(table, "guide-999")
+        guide_audit.filter_claims(table, "guide-999")
     with pytest.raises(K3InputError, match="verdict"):
-        audit.filter_claims(table, verdict="maybe")
+        guide_audit.filter_claims(table, verdict="maybe")
     with pytest.raises(K3InputError, match="column"):
-        audit.filter_claims(table, column="both")
+        guide_audit.filter_claims(table, column="both")
 
 
 def test_style_is_static_and_deterministic():
-    table = audit.filter_claims(audit.audit_table(), "guide-000", "contradicted")
-    html1 = audit.style_verdicts(table).to_html()
-    assert html1 == audit.style_verdicts(table).to_html()
-    assert audit.COLUMN_TINTS["contradicted"] in html1 and "<script" not in html1
+    table = guide_audit.filter_claims(guide_audit.audit_table(), "guide-000", "contradicted")
+    html1 = guide_audit.style_verdicts(table).to_html()
+    assert html1 == guide_audit.style_verdicts(table).to_html()
+    assert guide_audit.COLUMN_TINTS["contradicted"] in html1 and "<script" not in html1
 
 
 def test_explorer_starts_on_contradicted():
     pytest.importorskip("ipywidgets")
-    box = audit.claims_explorer(audit.audit_table())
+    box = guide_audit.claims_explorer(guide_audit.audit_table())
     g, v, c = box.children[0].children
     assert (g.value, v.value, c.value) == ("all", "contradicted", "either")
 
 
 def test_validate_parameters():
-    assert audit.validate_parameters(guide="guide-000", verdict="contradicted", unit="GiB").unit == "GiB"
+    assert guide_audit.validate_parameters(guide="guide-000", verdict="contradicted", unit="GiB").unit == "GiB"
     with pytest.raises(ParameterError, match="^parameter guide: 'nosuch'"):
-        audit.validate_parameters(guide="nosuch")
+        guide_audit.validate_parameters(guide="nosuch")
     with pytest.raises(ParameterError, match="^parameter unit"):
-        audit.validate_parameters(unit="TB")
+        guide_audit.validate_parameters(unit="TB")
 
 
 def test_use_instead_units_agree():
-    gb = audit.use_instead("GB").set_index("quantity")
-    gib = audit.use_instead("GiB").set_index("quantity")
+    gb = guide_audit.use_instead("GB").set_index("quantity")
+    gib = guide_audit.use_instead("GiB").set_index("quantity")
     assert gb.loc["weights, BF16", "K3 real (GB)"] == 5559.0
     assert gb.loc["weights, BF16", "guide 000 (GB)"] == round(594 * GiB / 1e9, 1)   # 637.8: its GB are GiB
     assert gib.loc["KV cache, BF16, 1M", "guide 000 (GiB)"] == 256.0
 
 
 def test_gguf_matches_and_table_check():
-    g = audit.gguf_matches().set_index("tier")
+    g = guide_audit.gguf_matches().set_index("tier")
     assert g.loc["4-bit", "K3 file or type"] == "UD-Q4_K_XL"
     assert g.loc["8-bit", "bits per weight"] == 4.49        # 1561.2e9 x 8 / 2779.48e9
-    rows = audit.g004_table_check()
+    rows = guide_audit.g004_table_check()
     assert len(rows) == 21
     bad = set(rows.loc[rows["stated − rule (GB)"].abs() > 0.1, "tier"])
     assert bad == {"1-bit", "2-bit", "4-bit", "8-bit"}
 
 
 @pytest.mark.parametrize("make", [
-    lambda: charts_audit.verdict_bars(audit.audit_table()),
-    lambda: charts_audit.guide_vs_real(audit.use_instead("GiB"), unit="GiB"),
-    lambda: charts_audit.bits_per_weight(audit.gguf_matches()),
+    lambda: charts_audit.verdict_bars(guide_audit.audit_table()),
+    lambda: charts_audit.guide_vs_real(guide_audit.use_instead("GiB"), unit="GiB"),
+    lambda: charts_audit.bits_per_weight(guide_audit.gguf_matches()),
 ])
 def test_charts_are_valid_specs(make):
     spec = make().to_dict()   # validates against the Vega-Lite schema
@@ -203,7 +203,7 @@ _output = cell_output
 
 def test_papermill_parameters_filter_the_table(tmp_path):
     nb = _run(tmp_path, guide="guide-004", verdict="contradicted", column="own", unit="GiB")
-    expected = len(audit.filter_claims(audit.audit_table(), "guide-004", "contradicted", "own"))
+    expected = len(guide_audit.filter_claims(guide_audit.audit_table(), "guide-004", "contradicted", "own"))
     assert _output(nb, "len(audit.filter_claims(") == str(expected)
     assert "K3 real (GiB)" in _output(nb, "instead = audit.use_instead(", "text/plain")
     assert "own inputs" in _output(nb, "counts = audit.verdict_counts(")

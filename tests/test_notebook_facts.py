@@ -111,7 +111,7 @@ def test_01_names_the_4bit_file_correctly():
 # ---- 07: the Mac Studio's speed is 04's, not 0
 
 def test_07_mac_studio_speed_is_04s():
-    from k3lib.guides.tables import biggest_contradictions
+    from k3lib.views.guide_audit import biggest_contradictions
     from k3lib.studies.offload import unified_memory_estimate
 
     df = biggest_contradictions().set_index("claim_id")

@@ -70,7 +70,7 @@ def test_at_least_tolerance_reads_a_deficit_one_way():
 
 
 def test_07_no_longer_lists_it_will_oom_as_contradicted_for_k3():
-    from k3lib.guides import audit
+    from k3lib.views import guide_audit as audit
 
     table = audit.audit_table()
     contradicted = audit.filter_claims(table, "all", "contradicted", "real")
@@ -117,16 +117,34 @@ def test_00_gpu_slider_follows_the_model():
 
 def test_00_real_k3_table_and_prose_agree_on_what_is_summed():
     prose = _markdown("00-vram-anatomy")
-    budget = _output("00-vram-anatomy", "tables.plan_table(real)")
-    copies = _output("00-vram-anatomy", "tables.copies_table(real)")
-    all_gpus_weights = float(re.search(r"^weights\s+([\d.]+)", budget, re.M)[1])
-    one, gpus, summed, extra = re.search(r"^weights\s+([\d,.]+)\s+(\d+)\s+([\d,.]+)\s+([\d,.]+)", copies, re.M).groups()
+    budget = _output("00-vram-anatomy", "reader_table(tables.plan_table(plan))")
+    copies = _output("00-vram-anatomy", "reader_table(tables.copies_table(plan))")
     num = lambda x: float(x.replace(",", ""))  # noqa: E731
-    assert num(summed) == all_gpus_weights == 1506.32           # the budget's all-GPU column …
+    all_gpus_weights = num(re.search(r"^\s*weights\s+([\d,.]+)", budget, re.M)[1])
+    one, gpus, summed, extra = re.search(r"^\s*weights\s+([\d,.]+)\s+(\d+)\s+([\d,.]+)\s+([\d,.]+)", copies,
+                                         re.M).groups()
+    assert num(summed) == all_gpus_weights                       # the budget's all-GPU column …
     assert num(one) == pytest.approx(1452.8, abs=0.05)           # … is one copy plus the replicated parts
     assert f"{num(one):,.1f} GiB" in prose and "1,452.8 GiB" in prose
-    assert num(one) + num(extra) == pytest.approx(num(summed), abs=0.01) and gpus == "6"
+    assert num(one) + num(extra) == pytest.approx(num(summed), abs=0.01) and gpus == "16"
     assert "copies summed" in prose and "every TP rank" in prose
+    # the KV row: one copy 3.81 GiB = 24·576·1 B·262,144 + 69·(96·128·128 + 110,592)·4 B; summed: the latent ×8
+    kv_one, _, kv_summed, _ = re.search(r"^\s*KV cache\s+([\d,.]+)\s+(\d+)\s+([\d,.]+)\s+([\d,.]+)", copies,
+                                        re.M).groups()
+    mla, kda = 24 * 576 * 262_144, 69 * (96 * 128 * 128 + 110_592) * 4
+    assert num(kv_one) == pytest.approx((mla + kda) / 2**30, abs=0.01)
+    assert num(kv_summed) == pytest.approx((8 * mla + kda) / 2**30, abs=0.01)
+
+
+def test_00_verdict_is_a_coloured_line_not_a_title():
+    line = _output("00-vram-anatomy", "plan = notebook.validate(", "text/html")
+    assert line.startswith('<p style="color:#1a7f37') and "<b>FITS</b>" in line and "16× NVIDIA H200" in line
+    from k3lib.core.plan import make_plan
+    from k3lib.views import anatomy
+
+    over = make_plan(model="kimi-k3", gpu="h200-sxm", gpus=8, weights="native", kv_dtype="fp8", context="256K")
+    assert "#c62828" in anatomy.verdict_html(over) and "<b>DOES NOT FIT</b>" in anatomy.verdict_html(over)
+    assert "FIT" not in anatomy.gpu_chart(over).to_dict()["title"]
 
 
 def test_copies_table_counts_no_copy_for_a_guide_profile():

@@ -7,11 +7,15 @@ The audit is split by concern; this module gathers the public names:
 * :mod:`k3lib.guides.verdicts` — :class:`Tolerance`, :class:`Verdict` and the comparison that makes
   each verdict: **own** (against the guide's own inputs) and **real** (for the real K3), both
   computed at run time, never stored;
+* :mod:`k3lib.guides.registry` — which check answers which claim (the checks register there);
+* :mod:`k3lib.guides.runner` — :func:`audit_claim` and :func:`audit_all`: look a claim's check up
+  in the registry and run it (it imports the checks; no check imports it);
 * :mod:`k3lib.guides.refs` — the references: K3's architecture, its published files
   (``data/measured/kimi-k3-published.csv``), plans on the guides' inputs, whole-node GPU counts;
 * :mod:`k3lib.guides.checks_000_facts`, :mod:`~k3lib.guides.checks_000_derived`,
   :mod:`~k3lib.guides.checks_004`, :mod:`~k3lib.guides.checks_extra` — one check per claim;
-* :mod:`k3lib.guides.tables` — DataFrames and the widget for notebook 07.
+* the DataFrames, the styled table and the widget of notebook 07 are presentation:
+  :mod:`k3lib.views.guide_audit`.
 
 >>> v = audit_claim(get_claim("g000-worked-total"))
 >>> v.own_verdict, v.own_value
@@ -28,13 +32,8 @@ from k3lib.guides.claims import (BASES, CLAIMS_CSV, COLUMN_VERDICTS, EXPECTATION
 from k3lib.guides.refs import (PublishedFile, measured_outside_weights_kv_gib, nearest_published,  # noqa: F401
                                published_bytes, published_files, real_kv_bytes, real_node_gpus, real_state_bytes,
                                real_weights_bytes)
-from k3lib.guides.verdicts import (EXACT, Figure, Tolerance, Verdict, audit_all, audit_claim,  # noqa: F401
-                                   checker_for, combine, judge, written_tolerance)
+from k3lib.guides.verdicts import EXACT, Figure, Tolerance, Verdict, combine, judge, written_tolerance  # noqa: F401
+from k3lib.guides.runner import audit_all, audit_claim, checker_for  # noqa: F401
 from k3lib.guides.checks_000_facts import *  # noqa: F401,F403,E402
 from k3lib.guides.checks_000_derived import *  # noqa: F401,F403,E402
 from k3lib.guides.checks_004 import *  # noqa: F401,F403,E402
-from k3lib.guides.tables import *  # noqa: F401,F403,E402
-
-if __name__ == "__main__":  # python -m k3lib.guides.audit
-    from k3lib.guides.tables import verdict_counts
-    print(verdict_counts().to_string())

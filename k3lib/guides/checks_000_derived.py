@@ -10,8 +10,8 @@ from k3lib.guides.claims import (G000_ACTIVATION, G000_OVERHEAD_PER_GPU_EXAMPLE,
                                  G000_OVERHEAD_TOTAL, G004_ACTIVE_PARAMS, LONG_CONTEXT, Q4_BITS, Claim)
 from k3lib.guides.refs import (_g000, _k3, _own_plan, _real_plan, min_gpus, published_bytes,
                                measured_outside_weights_kv_gib, real_kv_bytes, real_node_gpus, real_weights_bytes)
-from k3lib.guides.verdicts import (Verdict, AtLeast, EXACT, Figure, Tolerance, check, check_pattern, make,
-                                   register_not_checkable, written_tolerance)
+from k3lib.guides.registry import check, check_pattern, register_not_checkable
+from k3lib.guides.verdicts import Verdict, AtLeast, EXACT, Figure, Tolerance, make, written_tolerance
 
 
 

@@ -9,8 +9,8 @@ from k3lib.core.units import GB, GiB
 from k3lib.guides.claims import (G004_ACTIVE_PARAMS, G004_OFFLOAD_RAM, G004_OFFLOAD_VRAM, G004_OVERHEAD,
                                  G004_RAM_BANDWIDTH, Q4_BITS, Claim, load_claims)
 from k3lib.guides.refs import _k3, published_bytes, real_kv_bytes, real_state_bytes, real_weights_bytes
-from k3lib.guides.verdicts import (Verdict, EXACT, Figure, Tolerance, check, check_pattern, make, pct,
-                                   written_tolerance)
+from k3lib.guides.registry import check, check_pattern
+from k3lib.guides.verdicts import Verdict, EXACT, Figure, Tolerance, make, pct, written_tolerance
 
 # ================================================================= guide 004
 

@@ -8,7 +8,8 @@ from k3lib.core.plan import kv_bytes_per_gpu
 from k3lib.core.units import GB, GiB
 from k3lib.guides.claims import Claim
 from k3lib.guides.refs import _g000, _k3, published_bytes, real_kv_bytes
-from k3lib.guides.verdicts import EXACT, Figure, Tolerance, Verdict, check, check_pattern, make
+from k3lib.guides.registry import check, check_pattern
+from k3lib.guides.verdicts import EXACT, Figure, Tolerance, Verdict, make
 
 NATIVE = "native (MXFP4 routed experts + BF16 rest + vision tower)"
 

@@ -142,3 +142,8 @@ def get_claim(claim_id: str) -> Claim:
     raise K3InputError("claim_id", f"no claim {claim_id!r} in {CLAIMS_CSV}")
 
 
+def read_expectations(path=None) -> list[dict[str, str]]:
+    """The hand-worked rows of ``data/audit_expectations.csv`` (claim_id, column, expected value,
+    tolerance, expected verdict, arithmetic)."""
+    with open(path or DATA_DIR / EXPECTATIONS_CSV, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))

@@ -19,13 +19,12 @@ stated input, real contradicted → ``contradicted``.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from k3lib.core.errors import K3InputError
-from k3lib.guides.claims import BASES, COLUMN_VERDICTS, Claim, load_claims
+from k3lib.guides.claims import BASES, COLUMN_VERDICTS, Claim
 
 
 @dataclass(frozen=True)
@@ -220,65 +219,5 @@ def not_checkable(reason: str, *, computed: Callable[[], float | None] | None = 
     return fn
 
 
-# ---------------------------------------------------------------- registry
-
+#: a check: one claim in, its verdict out
 Check = Callable[[Claim], Verdict]
-_BY_ID: dict[str, tuple[str, Check]] = {}
-_BY_PATTERN: list[tuple[str, Callable[[Claim], bool], Check]] = []
-
-
-def check(*claim_ids: str):
-    """Register a check for these claim ids."""
-    def deco(fn: Check) -> Check:
-        for cid in claim_ids:
-            if cid in _BY_ID:
-                raise ValueError(f"two checks registered for {cid}")
-            _BY_ID[cid] = (fn.__name__, fn)
-        return fn
-    return deco
-
-
-def check_pattern(predicate: Callable[[Claim], bool]):
-    """Register a check for every claim that ``predicate`` accepts (after the id checks)."""
-    def deco(fn: Check) -> Check:
-        _BY_PATTERN.append((fn.__name__, predicate, fn))
-        return fn
-    return deco
-
-
-def register_not_checkable(ids: Sequence[str], reason: str, **kw) -> None:
-    fn = not_checkable(reason, **kw)
-    for cid in ids:
-        if cid in _BY_ID:
-            raise ValueError(f"two checks registered for {cid}")
-        _BY_ID[cid] = ("not_checkable", fn)
-
-
-def checker_for(claim: Claim) -> tuple[str, Check]:
-    """The (name, function) that checks ``claim``: its id's check, else the first matching pattern."""
-    _load_checks()
-    if claim.claim_id in _BY_ID:
-        return _BY_ID[claim.claim_id]
-    for name, pred, fn in _BY_PATTERN:
-        if pred(claim):
-            return name, fn
-    raise K3InputError("claim_id", f"no check is registered for {claim.claim_id!r}")
-
-
-def _load_checks() -> None:
-    """Import the check modules (they register themselves)."""
-    from k3lib.guides import checks_000_derived, checks_000_facts, checks_004, checks_extra  # noqa: F401
-
-
-def audit_claim(claim: Claim) -> Verdict:
-    """Run the check for one claim and stamp the check's name on the verdict."""
-    name, fn = checker_for(claim)
-    v = fn(claim)
-    if v.claim_id != claim.claim_id:
-        raise RuntimeError(f"check {name} answered for {v.claim_id}, asked {claim.claim_id}")
-    return dataclasses.replace(v, check=name)
-
-
-def audit_all(claims: Iterable[Claim] | None = None) -> list[Verdict]:
-    """A verdict for every claim (default: every row of ``data/guide_claims.csv``), in order."""
-    return [audit_claim(c) for c in (load_claims() if claims is None else claims)]

@@ -8,7 +8,8 @@
 """
 from __future__ import annotations
 
-from k3lib.guides.audit import COLUMN_VERDICTS, VERDICT_COLORS, VERDICTS
+from k3lib.guides.claims import COLUMN_VERDICTS, VERDICTS
+from k3lib.views.guide_audit import VERDICT_COLORS
 
 #: One colour per column verdict (own inputs / real K3).
 COLUMN_COLORS = {"holds": "#2e7d32", "contradicted": "#c62828", "stated input": "#5c7cba", "not checkable": "#9e9e9e"}

@@ -31,7 +31,7 @@ Each answer is a comparison with a stated tolerance (the digits written, ±5 % w
 Notation as in [00](00-vram-anatomy.ipynb): $W$ weights, $T$ tokens, $kv_{{tok}}$ KV bytes per token, $A$ activation, $O$ overhead, $G$ GPUs; GiB = 2^30 bytes, GB = 10^9 bytes.
 """),
     code("""
-from k3lib.guides import audit
+from k3lib.views import guide_audit as audit
 from k3lib.views import charts_audit, notebook
 from k3lib.views.table_format import shown  # tables for a reader: separators, "—", no NaN or e+
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN

@@ -1,4 +1,9 @@
-"""DataFrames and widgets over the audit for notebook 07 (no display here)."""
+"""The guide audit as notebook 07 shows it: DataFrames over the verdicts, a tinted table, the
+claims explorer widget and the notebook's validated parameters (no display here).
+
+The verdicts themselves are made in :mod:`k3lib.guides` (the checks, their registry and the
+runner :func:`k3lib.guides.runner.audit_all`); this module only tabulates and draws them.
+Run ``python -m k3lib.views.guide_audit`` for the two-column verdict counts."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,14 +13,14 @@ from k3lib.core.errors import K3InputError
 from k3lib.core.memory import kv_cache_bytes, weights_bytes_by_group
 from k3lib.core.units import GB, GiB
 from k3lib.guides.checks_000_derived import _min_own_gpus
+from k3lib.guides.checks_extra import NATIVE
 from k3lib.guides.checks_004 import (G004_OVERHEAD, GGUF_FILE, TIER_FORMAT, _g004_table_rows, _table_kv_gb,
                                      implied_bits_per_weight, table_total_gb)
 from k3lib.guides.claims import COLUMN_VERDICTS, G000_OVERHEAD_PER_GPU_RULE, GUIDES, VERDICTS, get_claim, load_claims
 from k3lib.guides.refs import (_g000, _k3, _unit_bytes, published_bytes, published_files, real_kv_bytes,
                                real_node_gpus, real_state_bytes, real_weights_bytes)
-from k3lib.guides.verdicts import Verdict, audit_all, audit_claim
-
-NATIVE = "native (MXFP4 routed experts + BF16 rest + vision tower)"
+from k3lib.guides.runner import audit_all, audit_claim
+from k3lib.guides.verdicts import Verdict
 
 
 
@@ -375,16 +380,5 @@ def real_gpu_counts() -> "pandas.DataFrame":
                                       "K3 real (H200s, whole nodes)": "Int64"})
 
 
-# ---------------------------------------------------------------- expectations
-
-
-def read_expectations(path=None) -> list[dict[str, str]]:
-    """The hand-worked rows of ``data/audit_expectations.csv`` (claim_id, column, expected value,
-    tolerance, expected verdict, arithmetic)."""
-    import csv
-
-    from k3lib.core.data import DATA_DIR
-    from k3lib.guides.claims import EXPECTATIONS_CSV
-
-    with open(path or DATA_DIR / EXPECTATIONS_CSV, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+if __name__ == "__main__":  # python -m k3lib.views.guide_audit
+    print(verdict_counts().to_string())
