@@ -83,6 +83,14 @@ MODEL_ALIASES: dict[str, ModelAlias] = {
         "github.com/ZHUI/paddlenlp_model_readme Qwen/Qwen2.5-Coder-7B/index.md): 7.61B parameters, 6.53B "
         "non-embedding, 28 layers, 28/4 heads, QKV bias — Qwen2.5-7B's figures; the llama-bench row prints "
         "'qwen2 7B Q8_0 7.54 GiB'"),
+    "meta-llama/Meta-Llama-3-8B": ModelAlias(
+        "llama-3.1-8b", "huggingface.co/meta-llama/Meta-Llama-3-8B config.json: LlamaForCausalLM, hidden 4096, 32 "
+        "layers, 32/8 heads × 128, intermediate 14336, vocab 128256, untied — llama-3.1-8b's shapes (Llama 3.1 "
+        "adds RoPE scaling and a 128K context, which do not enter the speed model)"),
+    "meta-llama/Meta-Llama-3-70B": ModelAlias(
+        "llama-3.1-70b", "huggingface.co/meta-llama/Meta-Llama-3-70B config.json: LlamaForCausalLM, hidden 8192, 80 "
+        "layers, 64/8 heads × 128, intermediate 28672, vocab 128256, untied — llama-3.1-70b's shapes (RoPE "
+        "scaling and context differ)"),
     "microsoft/phi-4": ModelAlias("config:microsoft--phi-4.json", "its own config.json (data/measured/configs)"),
     "google/gemma-3-4b-it": ModelAlias("config:google--gemma-3-4b-it.json",
                                        "its own config.json (data/measured/configs)"),
