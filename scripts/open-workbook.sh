@@ -31,7 +31,7 @@ fi
 
 mkdir -p workbook
 shopt -s nullglob
-for src in notebooks/*.ipynb notebooks/README.md; do
+for src in notebooks/*.ipynb notebooks/*.md; do
     dst="workbook/$(basename "$src")"
     if [[ "$fresh" == "1" || ! -e "$dst" ]]; then
         cp "$src" "$dst"

@@ -114,8 +114,10 @@ def _write_settings(folder: Path) -> None:
 
 @contextmanager
 def running_jupyterlab(root_dir: Path, *, log_path: Path, startup_timeout_s: float = 90,
-                       python: str | None = None, wait: bool = True) -> Iterator[JupyterLab]:
+                       python: str | None = None, wait: bool = True,
+                       extra_args: tuple[str, ...] = ()) -> Iterator[JupyterLab]:
     """Run ``jupyter lab`` on ``root_dir`` for the duration of the ``with`` block.
+    ``extra_args`` go to ``jupyter lab`` as well (``--LabApp.default_url=…``, as open-workbook.sh).
 
     With ``wait=False`` the block starts as soon as the process is launched (do other work, then
     call the server's ``wait_ready()``)."""
@@ -151,6 +153,7 @@ def running_jupyterlab(root_dir: Path, *, log_path: Path, startup_timeout_s: flo
         # from it (they still click the menus as a user does).
         "--LabApp.expose_app_in_browser=True",
         "--LabApp.news_url=",
+        *extra_args,
     ]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "w")
