@@ -4,7 +4,8 @@ Small pure functions over k3lib's loaders and engine profiles; each returns a
 pandas DataFrame (or an Altair chart, never displayed):
 
 * :func:`load_model` — a shipped config by name (``data/configs``), or a
-  path to a ``config.json``, a GGUF file or a safetensors checkpoint.
+  path to a ``config.json``, a GGUF file or a safetensors checkpoint (from
+  :mod:`k3lib.loaders.by_name`).
 * :func:`summary_table`, :func:`breakdown_table`, :func:`dtype_table` — what the
   file says: shapes, parameters, bytes per group and per quant type.
 * :func:`kv_by_layer_type`, :func:`kv_comparison_table` — KV bytes per token per
@@ -26,9 +27,7 @@ heads, $K$ KV heads, $H$ head dim, $T$ tokens, $b$ bytes per element; GiB = 2^30
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
@@ -36,9 +35,10 @@ import pandas as pd
 
 from k3lib.core.units import context_label
 from k3lib.views import charts as _charts  # noqa: F401  (importing it keeps jsonschema from building a slow parser)
-from k3lib.core.data import DATA_DIR
 from k3lib.core.architecture import LINEAR_KINDS, Architecture
 from k3lib.core.errors import K3InputError
+from k3lib.loaders.by_name import FIXTURE_CONFIGS_DIR, fixture_configs, load_model  # noqa: F401  (the notebook's names)
+from k3lib.loaders.by_name import load_architecture as _arch
 from k3lib.views.calibration import (calibration_chart, calibration_summary_table, calibration_table,  # noqa: F401
                                      calibration_worked_table)
 from k3lib.views.demo_gguf import DEMO_GGUF, write_demo_gguf  # noqa: F401
@@ -54,8 +54,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from k3lib.loaders import LoadedModel
 
 GiB = 2**30
-#: public configs shipped with the package data (Hugging Face config.json files; see data/configs/README.md)
-FIXTURE_CONFIGS_DIR = DATA_DIR / "configs"
 #: the engines compared side by side
 #: one config per attention design, for the KV comparison
 KV_COMPARISON_CONFIGS = ("llama-3.1-70b", "qwen3-235b-a22b-fp8", "deepseek-v3", "gemma-3-27b-it", "gpt-oss-120b",
@@ -65,54 +63,12 @@ CONTEXT_CHOICES = ("4K", "8K", "32K", "128K", "256K", "1M")
 KIND_LABELS = {"full": "GQA (full)", "sliding": "sliding window", "mla": "MLA latent", "kda": "KDA (linear)",
                "gdn": "Gated DeltaNet (linear)"}
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
-_FIXTURE_SUFFIX = re.compile(r"\.(abridged|[a-z]+-transcription)$")
 
 
 def _size(n_bytes: float, unit: str) -> float:
     if unit not in _UNITS:
         raise K3InputError("unit", f"{unit!r} is not known", ", ".join(_UNITS))
     return round(n_bytes / _UNITS[unit], 2)
-
-
-# ---------------------------------------------------------------------------------- loading
-
-def fixture_configs() -> dict[str, Path]:
-    """{name: path} of the public configs in ``data/configs``; the name drops the
-    file's provenance suffix (``gemma-3-27b-it.maxtext-transcription.json`` → ``gemma-3-27b-it``).
-
-    >>> fixture_configs()["llama-3.1-70b"].name
-    'llama-3.1-70b.json'
-    """
-    return {_FIXTURE_SUFFIX.sub("", p.stem): p for p in sorted(FIXTURE_CONFIGS_DIR.glob("*.json"))}
-
-
-@lru_cache(maxsize=64)
-def _load_fixture(name: str) -> "LoadedModel":
-    from k3lib.loaders import load_config
-
-    return load_config(fixture_configs()[name], id=name)
-
-
-def load_model(config: "str | os.PathLike[str] | LoadedModel") -> "LoadedModel":
-    """A fixture config by name, or a path to a config.json (or its folder), a ``.gguf`` file
-    or a safetensors checkpoint. Nothing is downloaded. A loaded model is returned as is."""
-    from k3lib.loaders import LoadedModel, load_path
-
-    if isinstance(config, LoadedModel):
-        return config
-    text = str(config).strip()
-    if text in fixture_configs():
-        return _load_fixture(text)
-    p = Path(text).expanduser()
-    if not p.exists():
-        raise K3InputError("config", f"{text!r} is neither a fixture config nor an existing path",
-                           "a path, or one of " + ", ".join(fixture_configs()))
-    return load_path(p)
-
-
-def _arch(model: "str | os.PathLike[str] | LoadedModel") -> tuple[Architecture, "LoadedModel"]:
-    loaded = load_model(model)
-    return loaded.require_architecture(), loaded
 
 
 # ---------------------------------------------------------------------------------- parameters

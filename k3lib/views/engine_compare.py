@@ -25,7 +25,7 @@ def engine_estimates(model: "str | LoadedModel", *, engines: Sequence[str] = SID
                      batch: int = 1) -> "dict[str, EngineEstimate]":
     """{engine id: :class:`~k3lib.engines.EngineEstimate`} for one model and GPU set."""
     from k3lib.engines import estimate_for_engine, get_engine
-    from k3lib.views.any_model import load_model
+    from k3lib.loaders.by_name import load_model
 
     loaded = load_model(model)
     return {get_engine(e).id: estimate_for_engine(e, model=loaded, gpu=gpu, gpus=gpus, context=context, batch=batch)
@@ -122,9 +122,9 @@ def engine_rules_table(model: "str | LoadedModel", *, engines: Sequence[str] = S
     """Why the engines differ, for this model: budget rule, weights rule, what the KV cache
     holds, and the unit each engine prints."""
     from k3lib.engines import get_engine
-    from k3lib.views.any_model import _arch
+    from k3lib.loaders.by_name import load_architecture
 
-    arch, _ = _arch(model)
+    arch, _ = load_architecture(model)
     ests = engine_estimates(model, engines=engines, gpu=gpu, gpus=gpus, context=context)
     rows = []
     for eid, est in ests.items():

@@ -7,7 +7,7 @@ Run ``python -m k3lib.views.guide_audit`` for the two-column verdict counts."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.memory import kv_cache_bytes, weights_bytes_by_group
@@ -21,6 +21,9 @@ from k3lib.guides.refs import (_g000, _k3, _unit_bytes, published_bytes, publish
                                real_node_gpus, real_state_bytes, real_weights_bytes)
 from k3lib.guides.runner import audit_all, audit_claim
 from k3lib.guides.verdicts import Verdict
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas
 
 
 
