@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
+from typing import Literal, Protocol, TypeVar, overload
 
 from k3lib.core.errors import K3InputError
 
@@ -53,7 +55,7 @@ def read_csv_rows(name: str) -> tuple[dict[str, str], ...]:
         return tuple({k: (v or "").strip() for k, v in row.items()} for row in csv.DictReader(fh))
 
 
-def read_csv_file(path_text: str, label: str, columns) -> list[dict[str, str]]:
+def read_csv_file(path_text: str, label: str, columns: Sequence[str]) -> list[dict[str, str]]:
     """The rows of a data CSV at ``path_text`` as dicts of stripped strings, after checking
     that every one of ``columns`` is there (one K3InputError naming ``label`` otherwise)."""
     with open(path_text, newline="", encoding="utf-8") as fh:
@@ -64,6 +66,12 @@ def read_csv_file(path_text: str, label: str, columns) -> list[dict[str, str]]:
         return [{k: (v or "").strip() for k, v in row.items() if k is not None} for row in reader]
 
 
+@overload
+def csv_number(row: dict[str, str], column: str, label: str, *, required: Literal[True],
+               positive: bool = False) -> float: ...
+@overload
+def csv_number(row: dict[str, str], column: str, label: str, *, required: bool,
+               positive: bool = False) -> float | None: ...
 def csv_number(row: dict[str, str], column: str, label: str, *, required: bool,
                positive: bool = False) -> float | None:
     """A plain number from one cell of a data CSV (``label`` names the file), None when empty and
@@ -88,14 +96,23 @@ def csv_number(row: dict[str, str], column: str, label: str, *, required: bool,
     return value
 
 
-def unique_by_id(items, label: str):
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+_WithId = TypeVar("_WithId", bound=_HasId)
+
+
+def unique_by_id(items: Iterable[_WithId], label: str) -> tuple[_WithId, ...]:
     """``items`` (each with an ``id``) as a tuple, or one K3InputError naming the first repeated id."""
+    items = tuple(items)
     seen: set[str] = set()
     for item in items:
         if item.id in seen:
             raise K3InputError(label, f"duplicate id {item.id!r}")
         seen.add(item.id)
-    return tuple(items)
+    return items
 
 
 def _data_dir() -> Path:
@@ -104,7 +121,7 @@ def _data_dir() -> Path:
     return root if isinstance(root, Path) else Path(str(root))
 
 
-def __getattr__(name: str):   # DATA_DIR is resolved on first use, not at import
+def __getattr__(name: str) -> Path:   # DATA_DIR is resolved on first use, not at import
     if name == "DATA_DIR":
         return _data_dir()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, overload
 
 from k3lib.core.data import DATA_DIR, csv_number, normalise_name, read_csv_file, unique_by_id
 from k3lib.core.errors import K3InputError, UnknownNameError
@@ -187,10 +187,18 @@ class GPUSpec:
 # ---------------------------------------------------------------- loading
 
 
+@overload
+def _cell_number(row: dict[str, str], column: str, *, required: Literal[True]) -> float: ...
+@overload
+def _cell_number(row: dict[str, str], column: str, *, required: bool) -> float | None: ...
 def _cell_number(row: dict[str, str], column: str, *, required: bool) -> float | None:
     return csv_number(row, column, "hardware.csv", required=required)
 
 
+@overload
+def _scaled_int(value: float, scale: int) -> int: ...
+@overload
+def _scaled_int(value: float | None, scale: int) -> int | None: ...
 def _scaled_int(value: float | None, scale: int) -> int | None:
     return None if value is None else int(round(value * scale))
 

@@ -31,10 +31,14 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal, overload
 
 from k3lib.core.data import DATA_DIR, csv_number, normalise_name, read_csv_file, unique_by_id
 from k3lib.core.errors import K3InputError, UnknownNameError
 from k3lib.core.units import GB
+
+if TYPE_CHECKING:
+    from k3lib.core.hardware import GPUSpec
 
 INTERCONNECTS_CSV = "interconnects.csv"
 CSV_COLUMNS = (
@@ -108,6 +112,10 @@ class Interconnect:
         return self.per_peer_bytes_per_s if self.per_peer_bytes_per_s is not None else self.bandwidth_bytes_per_s
 
 
+@overload
+def _cell(row: dict[str, str], column: str, *, required: Literal[True]) -> float: ...
+@overload
+def _cell(row: dict[str, str], column: str, *, required: bool) -> float | None: ...
 def _cell(row: dict[str, str], column: str, *, required: bool) -> float | None:
     return csv_number(row, column, "interconnects.csv", required=required, positive=True)
 
@@ -174,12 +182,12 @@ def get_interconnect(name: str) -> Interconnect:
     raise UnknownNameError("interconnect", name, [link.id for link in links] + [a for link in links for a in link.aliases])
 
 
-def _gpu(gpu):
+def _gpu(gpu: GPUSpec | str) -> GPUSpec:
     from k3lib.core.hardware import GPUSpec, get_gpu
     return gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)
 
 
-def links_for(gpu) -> tuple[Interconnect | None, Interconnect | None]:
+def links_for(gpu: GPUSpec | str) -> tuple[Interconnect | None, Interconnect | None]:
     """``(scale_up, scale_out)`` links of a GPU (a :class:`GPUSpec` or a name); ``None`` where the row has none."""
     spec = _gpu(gpu)
     up = get_interconnect(spec.scale_up_interconnect) if spec.scale_up_interconnect else None
@@ -187,7 +195,7 @@ def links_for(gpu) -> tuple[Interconnect | None, Interconnect | None]:
     return up, out
 
 
-def host_pcie_link(gpu) -> Interconnect | None:
+def host_pcie_link(gpu: GPUSpec | str) -> Interconnect | None:
     """The PCIe row whose bandwidth equals the GPU's host link (``None`` when it has none or none matches)."""
     spec = _gpu(gpu)
     if spec.host_link_bytes_per_s is None:
@@ -198,7 +206,7 @@ def host_pcie_link(gpu) -> Interconnect | None:
     return None
 
 
-def link_between(gpu, *, across_nodes: bool, group_gpus: int = 2) -> Interconnect | None:
+def link_between(gpu: GPUSpec | str, *, across_nodes: bool, group_gpus: int = 2) -> Interconnect | None:
     """The link a group of ``group_gpus`` GPUs of this type communicates over.
 
     ``across_nodes=False``: the GPUs share a node (tensor/expert parallel inside a node);

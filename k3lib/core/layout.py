@@ -27,10 +27,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from k3lib.core.architecture import Architecture
+from k3lib.core.architecture import Architecture, AttentionGroup
 from k3lib.core.errors import DoesNotSplitError, K3InputError
+
+if TYPE_CHECKING:
+    from k3lib.core.models import ModelSpec
 
 #: GPUs per node when a hardware row does not say (HGX/DGX-class boards hold 8).
 DEFAULT_GPUS_PER_NODE = 8
@@ -109,7 +113,7 @@ class Layout:
         return tuple(out)
 
 
-def head_counts(model) -> tuple[int, ...]:
+def head_counts(model: ModelSpec) -> tuple[int, ...]:
     """Every head count a TP size must divide (none for a guide profile)."""
     return model.head_counts() if isinstance(model, Architecture) else ()
 
@@ -120,7 +124,7 @@ def _valid_tp(counts: tuple[int, ...], kv_heads: tuple[int, ...], limit: int) ->
                  if all(c % t == 0 for c in counts) and all(k % t == 0 or t % k == 0 for k in kv_heads))
 
 
-def valid_tp_sizes(model, limit: int = 128) -> tuple[int, ...]:
+def valid_tp_sizes(model: ModelSpec, limit: int = 128) -> tuple[int, ...]:
     """TP sizes (≤ ``limit``, at most :data:`MAX_TP`) the model can be split by: each
     divides every head count and, for GQA layers with $K$ KV heads, divides $K$ or is a
     multiple of it (vLLM's rule). A guide profile has no heads: any size.
@@ -136,7 +140,7 @@ def valid_tp_sizes(model, limit: int = 128) -> tuple[int, ...]:
     return _valid_tp(model.head_counts(), kv, limit)
 
 
-def check_tp(model, tp: int) -> int:
+def check_tp(model: ModelSpec, tp: int) -> int:
     """``tp`` if the model splits that way, else :class:`~k3lib.core.errors.DoesNotSplitError`
     naming ``tp`` and the valid sizes."""
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
@@ -178,7 +182,8 @@ def layer_sequence(model: Architecture) -> tuple[tuple[int, bool], ...]:
 def stage_architecture(model: Architecture, layers: Sequence[tuple[int, bool]]) -> Architecture:
     """The slice of ``model`` holding only ``layers`` (from :func:`layer_sequence`), with the
     slice's own layer order (group indices and MoE positions renumbered within the slice)."""
-    groups, renumber = [], {}
+    groups: list[AttentionGroup] = []
+    renumber: dict[int, int] = {}
     for j, g in enumerate(model.attention):
         k = sum(1 for gi, _ in layers if gi == j)
         if k:
@@ -224,11 +229,11 @@ def pipeline_stages(model: Architecture, pp: int) -> tuple[Architecture, ...]:
     return tuple(out)
 
 
-def _widest_tp(model, gpus: int) -> int:
+def _widest_tp(model: ModelSpec, gpus: int) -> int:
     return max(t for t in valid_tp_sizes(model, gpus) if gpus % t == 0)
 
 
-def deployable_layout(model, *, gpus: int, gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> Layout:
+def deployable_layout(model: ModelSpec, *, gpus: int, gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> Layout:
     """The layout a person would launch for ``gpus`` GPUs on nodes of ``gpus_per_node``:
     one node — TP as wide as the model allows, the rest as stages; more — whole nodes,
     TP inside a node, one or more stages per node. Raises
@@ -259,7 +264,7 @@ def deployable_layout(model, *, gpus: int, gpus_per_node: int = DEFAULT_GPUS_PER
     return Layout(tp=tp, pp=pp, nodes=nodes)
 
 
-def deployable_gpu_counts(model, *, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
+def deployable_gpu_counts(model: ModelSpec, *, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
                           max_gpus: int = 256) -> tuple[int, ...]:
     """GPU counts with a :func:`deployable_layout`: 1…``gpus_per_node`` where the model
     splits, then whole nodes.
@@ -279,7 +284,7 @@ def deployable_gpu_counts(model, *, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
     return tuple(out)
 
 
-def choose_layout(model, *, gpus: int, nodes: int | None = None, tp: int | None = None, pp: int | None = None,
+def choose_layout(model: ModelSpec, *, gpus: int, nodes: int | None = None, tp: int | None = None, pp: int | None = None,
                   dp: int = 1, ep: int = 1, gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> Layout:
     """The layout of a plan: what the user gave (``tp``/``pp``/``nodes``), completed; with
     nothing given, :func:`deployable_layout`. An explicit layout is checked (valid TP,

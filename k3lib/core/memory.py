@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from k3lib.core.models import ModelSpec, PublishedProfile
 from k3lib.core.precisions import KVDtype, WeightFormat, get_kv_dtype, get_weight_format
 from k3lib.core.units import GB, GiB, MiB
 
+if TYPE_CHECKING:
+    from k3lib.core.units import IntArray
+
 #: tokens of one prefill chunk (vLLM's default ``max_num_batched_tokens`` for chunked prefill)
 DEFAULT_PREFILL_CHUNK_TOKENS = 8192
 
@@ -30,9 +34,9 @@ def weight_bits_by_group(model: Architecture, weight_format: "str | WeightFormat
     """Bits per weight for each parameter group: one format everywhere, or the
     model's native mix (e.g. K3: MXFP4 routed experts, BF16 elsewhere)."""
     fmt = get_weight_format(weight_format)
-    if not fmt.is_native:
+    if fmt.bits_per_weight is not None:
         return {"*": fmt.bits_per_weight}
-    return {group: get_weight_format(f).bits_per_weight for group, f in model.native_formats.items()}
+    return {group: get_weight_format(f).bits for group, f in model.native_formats.items()}
 
 
 def weights_bytes_by_group(model: Architecture, weight_format: "str | WeightFormat") -> dict[str, int]:
@@ -60,8 +64,14 @@ def kv_bytes_per_token(model: ModelSpec, kv_dtype: "str | KVDtype") -> int:
     return model.kv_bytes_per_token(get_kv_dtype(kv_dtype).bytes_per_element)
 
 
-def kv_cache_bytes(model: ModelSpec, *, context_tokens: int, batch: int, kv_dtype: "str | KVDtype",
-                   state_bytes_per_element: float = 4.0) -> int:
+@overload
+def kv_cache_bytes(model: ModelSpec, *, context_tokens: int, batch: int, kv_dtype: str | KVDtype,
+                   state_bytes_per_element: float = 4.0) -> int: ...
+@overload
+def kv_cache_bytes(model: PublishedProfile, *, context_tokens: IntArray, batch: int, kv_dtype: str | KVDtype,
+                   state_bytes_per_element: float = 4.0) -> IntArray: ...
+def kv_cache_bytes(model: ModelSpec, *, context_tokens: int | IntArray, batch: int, kv_dtype: str | KVDtype,
+                   state_bytes_per_element: float = 4.0) -> int | IntArray:
     """KV cache = $B·T·kv_{tok}$ (+ window-capped layers + linear-attention state).
 
     >>> from k3lib.core.models import get_model
@@ -69,8 +79,10 @@ def kv_cache_bytes(model: ModelSpec, *, context_tokens: int, batch: int, kv_dtyp
     32.0
     """
     dt = get_kv_dtype(kv_dtype)
-    if isinstance(model, PublishedProfile):
+    if isinstance(model, PublishedProfile):   # array-aware: the sweep's contexts
         return batch * context_tokens * model.kv_bytes_per_token(dt.bytes_per_element)
+    if not isinstance(context_tokens, int):
+        raise TypeError("an architecture's KV cache takes one context length (an int), not an array")
     return model.kv_cache_bytes(context_tokens=context_tokens, batch=batch, bytes_per_element=dt.bytes_per_element,
                                 state_bytes_per_element=state_bytes_per_element)
 
@@ -106,9 +118,17 @@ CUDA_CONTEXT_BYTES = GiB
 FRAGMENTATION_FRACTION = 0.05
 
 
-def overhead_bytes_per_gpu(*, tp: int, payload_bytes_per_gpu, cuda_context_bytes: int = CUDA_CONTEXT_BYTES,
+@overload
+def overhead_bytes_per_gpu(*, tp: int, payload_bytes_per_gpu: int, cuda_context_bytes: int = CUDA_CONTEXT_BYTES,
                            nccl_bytes: int = NCCL_BYTES_PER_GPU,
-                           fragmentation_fraction: float = FRAGMENTATION_FRACTION):
+                           fragmentation_fraction: float = FRAGMENTATION_FRACTION) -> int: ...
+@overload
+def overhead_bytes_per_gpu(*, tp: int, payload_bytes_per_gpu: IntArray,
+                           cuda_context_bytes: int = CUDA_CONTEXT_BYTES, nccl_bytes: int = NCCL_BYTES_PER_GPU,
+                           fragmentation_fraction: float = FRAGMENTATION_FRACTION) -> IntArray: ...
+def overhead_bytes_per_gpu(*, tp: int, payload_bytes_per_gpu: int | IntArray,
+                           cuda_context_bytes: int = CUDA_CONTEXT_BYTES, nccl_bytes: int = NCCL_BYTES_PER_GPU,
+                           fragmentation_fraction: float = FRAGMENTATION_FRACTION) -> int | IntArray:
     """Runtime overhead on one GPU (array-aware in the payload):
 
     $O = C_{ctx} + [g > 1]·N_{nccl} + \\lfloor f·P \\rfloor$ — CUDA context, the communicator's
@@ -142,8 +162,14 @@ def kv_heads_per_rank(kv_heads: int, tp: int) -> int:
     return max(1, kv_heads // tp)
 
 
-def kv_bytes_per_rank(model: Architecture, *, context_tokens, batch: int, bytes_per_element: float, tp: int,
-                      state_bytes_per_element: float = 4.0):
+@overload
+def kv_bytes_per_rank(model: Architecture, *, context_tokens: int, batch: int, bytes_per_element: float, tp: int,
+                      state_bytes_per_element: float = 4.0) -> int: ...
+@overload
+def kv_bytes_per_rank(model: Architecture, *, context_tokens: IntArray, batch: int, bytes_per_element: float,
+                      tp: int, state_bytes_per_element: float = 4.0) -> IntArray: ...
+def kv_bytes_per_rank(model: Architecture, *, context_tokens: int | IntArray, batch: int, bytes_per_element: float,
+                      tp: int, state_bytes_per_element: float = 4.0) -> int | IntArray:
     """KV cache on one GPU of a TP group holding all of ``model``'s layers (pass one
     pipeline stage as ``model``), array-aware in ``context_tokens``:
 
@@ -318,7 +344,10 @@ def stage_weight_bytes_per_rank(model: Architecture, stage: Architecture, *, bit
     * routed experts ÷TP, or with expert parallelism $\\lceil E/EP \\rceil$ whole experts.
     """
     shares = params_per_rank_by_group(model, stage, tp=tp, first=first, last=last, pp=pp, ep=ep)
-    bit = lambda group: bits.get(group, bits.get("*", 16))  # noqa: E731
+
+    def bit(group: str) -> float:
+        return bits.get(group, bits.get("*", 16))
+
     price = {grp: bit("embedding" if grp == "lm_head" and model.tie_word_embeddings else grp) for grp in shares}
     sharded_bits = sum(sh.split * price[grp] for grp, sh in shares.items() if grp != "routed_experts")
     replicated_bits = sum(sh.whole * price[grp] for grp, sh in shares.items() if grp != "routed_experts")
@@ -437,7 +466,10 @@ def loaded_parts_notes(spec: ModelSpec, engine: str) -> tuple[str, ...]:
     if kinds:
         planner = state_bytes_per_sequence(spec, STATE_DTYPE_BYTES["generic"])
         engine_b = state_bytes_per_sequence(spec, STATE_DTYPE_BYTES[eng])
-        dt = lambda b: "FP32" if b == 4 else "BF16"  # noqa: E731
+
+        def dt(b: float) -> str:
+            return "FP32" if b == 4 else "BF16"
+
         how = "; ".join(f"{k.upper()} recurrent {dt(STATE_DTYPE_BYTES[eng][k][0])}, conv "
                         f"{dt(STATE_DTYPE_BYTES[eng][k][1])}" for k in kinds)
         text = (f"linear-attention state: {name} keeps it as {how}: {engine_b / MiB:,.1f} MiB per sequence "

@@ -10,12 +10,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Mapping, Union
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from k3lib.core.data import data_file, normalise_name
 from k3lib.core.architecture import AttentionGroup, Architecture, MLPSpec
 from k3lib.core.errors import K3InputError, UnknownNameError
 from k3lib.core.units import GB, GiB
+
+if TYPE_CHECKING:
+    from k3lib.core.hardware import MemoryBasis
 
 DEFAULT_MODEL = "kimi-k3"
 
@@ -46,7 +50,7 @@ class PublishedProfile:
     params_active: int | None
     quotes: Mapping[str, str] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
-    memory_basis: str = "marketed"
+    memory_basis: MemoryBasis = "marketed"
 
     kind = "profile"
 
@@ -55,6 +59,8 @@ class PublishedProfile:
             raise K3InputError("unit", f"{self.unit!r} is not GB or GiB")
         if self.kv_bytes_per_token_bf16 <= 0:
             raise K3InputError("kv_bytes_per_token_bf16", "must be > 0")
+        if self.memory_basis not in ("marketed", "usable"):
+            raise K3InputError("memory_basis", f"{self.memory_basis!r} is not known", "marketed, usable")
 
     @property
     def tiers(self) -> tuple[str, ...]:
@@ -75,7 +81,7 @@ class PublishedProfile:
         return int(round(self.kv_bytes_per_token_bf16 * bytes_per_element / 2))
 
 
-ModelSpec = Union[Architecture, PublishedProfile]
+ModelSpec: TypeAlias = Architecture | PublishedProfile
 
 
 def architecture_from_dict(doc: Mapping[str, Any]) -> Architecture:
@@ -95,7 +101,10 @@ def architecture_from_dict(doc: Mapping[str, Any]) -> Architecture:
 def _profile_from_dict(doc: Mapping[str, Any]) -> PublishedProfile:
     unit = doc["unit"]
     scale = GiB if unit == "GiB" else GB
-    to_bytes = lambda v: int(round(float(v) * scale))  # noqa: E731
+
+    def to_bytes(v: float | str) -> int:   # a JSON number (or a numeric string)
+        return int(round(float(v) * scale))
+
     quotes = {"weights." + k: v["quote"] for k, v in doc["weights"].items()}
     for key in ("kv_bytes_per_token_bf16", "activation_bytes_batch1", "overhead_per_gpu",
                 "overhead_total", "max_context_tokens", "params_total", "params_active"):

@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from k3lib.core.architecture import Architecture
 from k3lib.core.checkpoints import resolve_weights
 from k3lib.core.errors import K3InputError
-from k3lib.core.hardware import GPUSpec, get_gpu
+from k3lib.core.hardware import GPUSpec, MemoryBasis, get_gpu
 from k3lib.core.layout import Layout, choose_layout, check_tp, pipeline_stages
 from k3lib.core.memory import (CUDA_CONTEXT_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS, FRAGMENTATION_FRACTION,
                                NCCL_BYTES_PER_GPU, activation_bytes, kv_bytes_per_rank, kv_cache_bytes,
@@ -35,6 +36,9 @@ from k3lib.core.memory import (CUDA_CONTEXT_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS,
 from k3lib.core.models import ModelSpec, PublishedProfile, get_model
 from k3lib.core.precisions import KVDtype, WeightFormat, get_kv_dtype
 from k3lib.core.units import format_bytes, parse_context_tokens, parse_positive_int
+
+if TYPE_CHECKING:
+    from k3lib.core.units import IntArray
 
 COMPONENTS = ("weights", "kv_cache", "activation", "overhead")
 #: Per-GPU components of a stage share, in the order tables and stacked bars show them.
@@ -52,7 +56,7 @@ class Assumptions:
     cuda_context_bytes: int = CUDA_CONTEXT_BYTES
     nccl_bytes: int = NCCL_BYTES_PER_GPU
     fragmentation_fraction: float = FRAGMENTATION_FRACTION
-    memory_basis: str | None = None
+    memory_basis: MemoryBasis | None = None
     state_bytes_per_element: float = 4.0
     prefill_chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS
 
@@ -79,6 +83,12 @@ class Assumptions:
 
 class _Headroom:
     """``available_bytes − total_bytes`` and whether it is ≥ 0 (shared by the result types)."""
+
+    available_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        raise NotImplementedError   # each result type sums its own components
 
     @property
     def headroom_bytes(self) -> int:
@@ -210,7 +220,7 @@ class Plan:
     context_tokens: int
     batch: int
     assumptions: Assumptions
-    memory_basis: str
+    memory_basis: MemoryBasis
     shares: tuple[GPUShare, ...]
     total: Breakdown
     notes: tuple[str, ...] = ()
@@ -301,7 +311,7 @@ class Plan:
                     f"({format_bytes(self.total.headroom_bytes, unit)} over {self.gpus} GPUs)")
         parts = {"weights": pg.weights_bytes, "KV cache": pg.kv_cache_bytes,
                  "activation": pg.activation_bytes, "overhead": pg.overhead_bytes}
-        biggest = max(parts, key=parts.get)
+        biggest = max(parts, key=parts.__getitem__)
         if pg.weights_bytes > pg.available_bytes:
             why = f"the weights alone ({format_bytes(pg.weights_bytes, unit)} {where}) exceed the GPU"
         else:
@@ -345,7 +355,7 @@ class Plan:
         return out
 
 
-def memory_basis_for(model: ModelSpec, assumptions: Assumptions) -> str:
+def memory_basis_for(model: ModelSpec, assumptions: Assumptions) -> MemoryBasis:
     """The one capacity rule: what the engine can use (``usable``: e.g. 79.19 GiB of an
     H100 under vLLM) for every model, except a guide profile that states the marketed
     figure (``marketed``: 80 GiB), unless an assumption overrides it."""
@@ -405,8 +415,17 @@ def stage_weights(spec: Architecture, layout: Layout, fmt: WeightFormat, *, acti
     return tuple(out)
 
 
+@overload
 def stage_totals_bytes(spec: Architecture, layout: Layout, weights: tuple[StageWeights, ...], *,
-                       context_tokens, batch: int, kv_bytes_per_element: float, a: Assumptions):
+                       context_tokens: int, batch: int, kv_bytes_per_element: float,
+                       a: Assumptions) -> list[tuple[int, int, int]]: ...
+@overload
+def stage_totals_bytes(spec: Architecture, layout: Layout, weights: tuple[StageWeights, ...], *,
+                       context_tokens: IntArray, batch: int, kv_bytes_per_element: float,
+                       a: Assumptions) -> list[tuple[IntArray, int, IntArray]]: ...
+def stage_totals_bytes(spec: Architecture, layout: Layout, weights: tuple[StageWeights, ...], *,
+                       context_tokens: int | IntArray, batch: int, kv_bytes_per_element: float,
+                       a: Assumptions) -> Sequence[tuple[int | IntArray, int, int | IntArray]]:
     """Per stage: (KV per GPU, NCCL, runtime) — arrays when ``context_tokens`` is one.
     The same code serves :func:`make_plan` (scalars) and :mod:`k3lib.core.sweep` (arrays)."""
     stages = pipeline_stages(spec, layout.pp)
@@ -429,14 +448,22 @@ def stage_totals_bytes(spec: Architecture, layout: Layout, weights: tuple[StageW
     return out
 
 
-def profile_share_bytes(spec: PublishedProfile, layout: Layout, *, weights_total_bytes: int, kv_total_bytes,
-                        activation_total_bytes: int, a: Assumptions):
+@overload
+def profile_share_bytes(spec: PublishedProfile, layout: Layout, *, weights_total_bytes: int, kv_total_bytes: int,
+                        activation_total_bytes: int, a: Assumptions) -> tuple[int, int, int, int]: ...
+@overload
+def profile_share_bytes(spec: PublishedProfile, layout: Layout, *, weights_total_bytes: int,
+                        kv_total_bytes: IntArray, activation_total_bytes: int,
+                        a: Assumptions) -> tuple[int, IntArray, int, IntArray]: ...
+def profile_share_bytes(spec: PublishedProfile, layout: Layout, *, weights_total_bytes: int,
+                        kv_total_bytes: int | IntArray, activation_total_bytes: int,
+                        a: Assumptions) -> tuple[int, int | IntArray, int, int | IntArray]:
     """The guides' even split for a profile: (weights, KV, activation, overhead) per GPU,
     KV array-aware: $\\lceil W/G \\rceil$, $\\lceil KV/(TP·PP) \\rceil$, $\\lceil A/G \\rceil$, $O_{gpu}$."""
     g = layout.gpus
     w = -(-weights_total_bytes // g)
-    kv = -(-np.asarray(kv_total_bytes, dtype=np.int64) // (layout.tp * layout.pp))
-    kv = int(kv) if np.ndim(kv) == 0 else kv
+    kv_per_gpu = -(-np.asarray(kv_total_bytes, dtype=np.int64) // (layout.tp * layout.pp))
+    kv: int | IntArray = int(kv_per_gpu) if np.ndim(kv_per_gpu) == 0 else kv_per_gpu
     act = -(-activation_total_bytes // g)
     fixed = fixed_overhead(spec, a, gpus=g)
     if fixed is not None:
@@ -535,7 +562,7 @@ def make_plan(*, model: "str | ModelSpec" = "kimi-k3", gpu: "str | GPUSpec" = "h
         w_total = weights_total_bytes or weights_bytes(spec, fmt)
         w, kv, act, oh = profile_share_bytes(spec, layout, weights_total_bytes=w_total, kv_total_bytes=kv_total,
                                              activation_total_bytes=act_total, a=a)
-        shares = (GPUShare(0, 0, layout.gpus, w, 0, 0, kv, act, 0, oh, cap),)
+        shares: tuple[GPUShare, ...] = (GPUShare(0, 0, layout.gpus, w, 0, 0, kv, act, 0, oh, cap),)
         fixed = fixed_overhead(spec, a, gpus=layout.gpus)
         total = Breakdown(w_total, kv_total, act_total, fixed[1] if fixed else oh * layout.gpus, cap * layout.gpus)
         return Plan(spec, hw, layout, weight_id, kvd.id, ctx, n_batch, a, basis, shares, total, tuple(notes),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeVar, cast
 
 from k3lib.core.data import normalise_name, read_csv_rows
 from k3lib.core.errors import K3InputError, UnknownNameError
@@ -42,6 +43,13 @@ class WeightFormat:
         if self.bits_per_weight is None:
             raise K3InputError("weights", "'native' has no single size; ask the model for its native bytes")
         return self.bits_per_weight / 8
+
+    @property
+    def bits(self) -> float:
+        """``bits_per_weight``, for a format that has one (K3InputError for ``native``)."""
+        if self.bits_per_weight is None:
+            raise K3InputError("weights", "'native' has no single size; ask the model for its native bits")
+        return self.bits_per_weight
 
     @property
     def is_native(self) -> bool:
@@ -89,23 +97,26 @@ def kv_dtypes() -> tuple[KVDtype, ...]:
     )
 
 
+_Named = TypeVar("_Named", WeightFormat, KVDtype)
+
+
 @lru_cache(maxsize=None)
-def _index(items: tuple) -> dict:
+def _index(items: tuple[WeightFormat, ...] | tuple[KVDtype, ...]) -> dict[str, WeightFormat | KVDtype]:
     """Normalised id and aliases → item (first row wins)."""
-    out: dict = {}
+    out: dict[str, WeightFormat | KVDtype] = {}
     for item in items:
         for key in (item.id, *item.aliases):
             out.setdefault(normalise_name(key), item)
     return out
 
 
-def _lookup(items, name, field):
+def _lookup(items: tuple[_Named, ...], name: str | _Named, field: str) -> _Named:
     if isinstance(name, (WeightFormat, KVDtype)):
         return name
     found = _index(items).get(normalise_name(name))
     if found is None:
         raise UnknownNameError(field, str(name), [i.id for i in items])
-    return found
+    return cast(_Named, found)   # _index(items) holds only items of the kind given
 
 
 def get_weight_format(name: "str | WeightFormat") -> WeightFormat:

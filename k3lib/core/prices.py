@@ -23,9 +23,13 @@ import statistics
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from k3lib.core.data import DATA_DIR, read_csv_file
 from k3lib.core.errors import K3InputError
+
+if TYPE_CHECKING:
+    from k3lib.core.hardware import GPUSpec
 
 PRICES_CSV = "prices.csv"
 CSV_COLUMNS = ("gpu_id", "provider", "offering", "usd_per_gpu_hour", "date", "source", "verification", "notes")
@@ -111,7 +115,7 @@ def load_prices(path: str | Path | None = None) -> tuple[PriceRow, ...]:
     return _load(str(resolved.resolve()))
 
 
-def prices_for(gpu, provider: str | None = None, *, offerings: tuple[str, ...] = DEFAULT_OFFERINGS) -> list[PriceRow]:
+def prices_for(gpu: GPUSpec | str, provider: str | None = None, *, offerings: tuple[str, ...] = DEFAULT_OFFERINGS) -> list[PriceRow]:
     """The rows for a GPU (a :class:`~k3lib.core.hardware.GPUSpec`, id or alias), optionally one provider's."""
     from k3lib.core.hardware import GPUSpec, get_gpu
 
@@ -124,7 +128,7 @@ def prices_for(gpu, provider: str | None = None, *, offerings: tuple[str, ...] =
             and (wanted is None or r.provider.lower() == wanted)]
 
 
-def price_per_gpu_hour(gpu, provider: str | None = None, *, user_price: float | None = None,
+def price_per_gpu_hour(gpu: GPUSpec | str, provider: str | None = None, *, user_price: float | None = None,
                        offerings: tuple[str, ...] = DEFAULT_OFFERINGS) -> PriceQuote | None:
     """A rental price per GPU-hour for ``gpu``, with its basis.
 

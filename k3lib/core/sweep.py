@@ -12,7 +12,8 @@ with GPUs, precisions and contexts is broadcast. Used by the cheat sheets and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +29,13 @@ from k3lib.core.plan import (Assumptions, activation_total_bytes, memory_basis_f
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
 from k3lib.core.units import parse_context_tokens, parse_positive_int
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    import pandas as pd
+
+    from k3lib.core.precisions import KVDtype
+    from k3lib.core.units import IntArray
+
 
 @dataclass(frozen=True)
 class SweepResult:
@@ -41,26 +49,26 @@ class SweepResult:
     weights: tuple[str, ...]
     kv_dtypes: tuple[str, ...]
     contexts: tuple[int, ...]
-    total_bytes_per_gpu: np.ndarray
-    available_bytes_per_gpu: np.ndarray
-    valid: np.ndarray
-    within_max_context: np.ndarray | None = None
+    total_bytes_per_gpu: IntArray
+    available_bytes_per_gpu: IntArray
+    valid: npt.NDArray[np.bool_]
+    within_max_context: npt.NDArray[np.bool_] | None = None
 
     @property
-    def fits(self) -> np.ndarray:
+    def fits(self) -> npt.NDArray[np.bool_]:
         """Loads (valid, context within the model's maximum) and the fullest GPU fits."""
         ok = self.valid & (self.total_bytes_per_gpu <= self.available_bytes_per_gpu)
         return ok if self.within_max_context is None else ok & self.within_max_context
 
     @property
-    def headroom_bytes_per_gpu(self) -> np.ndarray:
+    def headroom_bytes_per_gpu(self) -> IntArray:
         return self.available_bytes_per_gpu - self.total_bytes_per_gpu
 
     @property
     def size(self) -> int:
         return int(self.total_bytes_per_gpu.size)
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """Long-format DataFrame, one row per plan."""
         import pandas as pd
 
@@ -80,8 +88,8 @@ def _weights_id(weights: str) -> str:
         return str(weights).lower()
 
 
-def _per_gpu_bytes(spec: ModelSpec, hw: GPUSpec, layout, fmts, kvs, ctx: np.ndarray, *, batch: int,
-                   a: Assumptions) -> tuple[np.ndarray, np.ndarray]:
+def _per_gpu_bytes(spec: ModelSpec, hw: GPUSpec, layout: Layout, fmts: Sequence[str], kvs: Sequence[KVDtype],
+                   ctx: IntArray, *, batch: int, a: Assumptions) -> tuple[IntArray, npt.NDArray[np.bool_]]:
     """[P, K, C] fullest-GPU bytes and [P] validity for one layout: the same stage
     arithmetic as :func:`k3lib.core.plan.make_plan`, with the contexts as an array."""
     P, K, C = len(fmts), len(kvs), len(ctx)
@@ -108,15 +116,15 @@ def _per_gpu_bytes(spec: ModelSpec, hw: GPUSpec, layout, fmts, kvs, ctx: np.ndar
         for ki, kv in enumerate(kvs):
             stages = stage_totals_bytes(spec, layout, sw, context_tokens=ctx, batch=batch,
                                         kv_bytes_per_element=kv.bytes_per_element, a=a)
-            best = None
-            for w, (kv_gpu, nccl, rt) in zip(sw, stages):
-                tot = w.sharded + w.replicated + w.routed + w.activation + kv_gpu + nccl + rt
-                best = tot if best is None else np.maximum(best, tot)
+            best = np.zeros(len(ctx), dtype=np.int64)     # every stage's total is ≥ 0
+            for st_w, (kv_gpu, nccl, rt) in zip(sw, stages):
+                tot = st_w.sharded + st_w.replicated + st_w.routed + st_w.activation + kv_gpu + nccl + rt
+                best = np.maximum(best, tot)
             out[pi, ki] = best
     return out, valid
 
 
-def sweep(*, models: Sequence[str], gpus: "Sequence[str | GPUSpec]", counts: Sequence[int], weights: Sequence[str],
+def sweep(*, models: Sequence[str | ModelSpec], gpus: Sequence[str | GPUSpec], counts: Sequence[int], weights: Sequence[str],
           kv_dtypes: Sequence[str], contexts: Sequence[object], batch: int = 1, nodes: int | None = None,
           assumptions: Assumptions | None = None, tp: int | None = None, pp: int | None = None, dp: int = 1,
           ep: int = 1, layout: Layout | None = None) -> SweepResult:
@@ -138,7 +146,7 @@ def sweep(*, models: Sequence[str], gpus: "Sequence[str | GPUSpec]", counts: Seq
     total = np.zeros((M, G, N, P, K, C), dtype=np.int64)
     avail = np.zeros((M, G, 1, 1, 1, 1), dtype=np.int64)
     valid = np.zeros((M, G, N, P, 1, 1), dtype=bool)
-    cache: dict = {}
+    cache: dict[tuple[int, Layout], tuple[IntArray, npt.NDArray[np.bool_]]] = {}
     within = np.array([ctx <= s.max_context_tokens for s in specs]).reshape(M, 1, 1, 1, 1, C)
     for mi, spec in enumerate(specs):
         basis = memory_basis_for(spec, a)

@@ -21,8 +21,19 @@ import math
 import operator
 import re
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from k3lib.core.errors import K3InputError
+
+if TYPE_CHECKING:   # numpy is not imported at run time here
+    from typing import TypeAlias
+
+    import numpy as np
+    import numpy.typing as npt
+
+    #: Byte or token counts as a NumPy array: the vectorized sweep (:mod:`k3lib.core.sweep`) passes
+    #: one through the same functions that compute one plan, which then return arrays too.
+    IntArray: TypeAlias = npt.NDArray[np.int64]
 
 GB = 10**9
 GiB = 2**30
@@ -127,6 +138,7 @@ def parse_context_tokens(value: object, field: str = "context") -> int:
     allowed = f"a whole number of tokens from 1 to {MAX_CONTEXT_TOKENS:,} (16M), e.g. 131072, 128K, 256k, 1M"
     if isinstance(value, bool):
         raise K3InputError(field, f"{value!r} is not a context length", allowed)
+    number: Fraction | None
     if isinstance(value, str):
         text = _clean_text(value, field, "a context length", allowed)
         m = re.fullmatch(_DECIMAL.pattern + r"\s*([kKmM]?)", text, re.ASCII)
@@ -173,12 +185,13 @@ def parse_size_bytes(value: object, field: str = "size") -> int:
     allowed = "a size with a unit up to 10 PB, e.g. 8GB (10^9 bytes), 8GiB (2^30 bytes), or a byte count"
     if isinstance(value, bool):
         raise K3InputError(field, f"{value!r} is not a size", allowed)
+    n: Fraction | None
     if isinstance(value, str):
         text = _clean_text(value, field, "a size", allowed)
         m = re.fullmatch(_DECIMAL.pattern + r"\s*([a-zA-Z]*)", text, re.ASCII)
         if not m or m.group(2).upper() not in _SIZE_SUFFIX and m.group(2) != "":
             raise K3InputError(field, f"{value!r} is not a size", allowed)
-        n = Fraction(m.group(1)) * _SIZE_SUFFIX.get(m.group(2).upper() or "B")
+        n = Fraction(m.group(1)) * _SIZE_SUFFIX[m.group(2).upper() or "B"]
     else:
         n = _exact_number(value)
         if n is None:

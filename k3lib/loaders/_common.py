@@ -8,10 +8,14 @@ import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from k3lib.core.architecture import Architecture
 from k3lib.core.errors import K3InputError
+
+if TYPE_CHECKING:
+    from k3lib.core.plan import Plan
 
 #: groups a tensor can fall in: k3lib's parameter groups plus what an architecture does not count
 TENSOR_GROUPS = ("embedding", "lm_head", "attention", "dense_mlp", "shared_experts", "routed_experts",
@@ -259,7 +263,7 @@ def summarise_tensors(tensors: list[TensorInfo]) -> tuple[dict[str, int], dict[s
     return by_group, by_dtype, dict(sorted(by_layer.items()))
 
 
-def plan_for_loaded(loaded: LoadedModel, *, include_mtp: bool = False, **make_plan_kwargs):
+def plan_for_loaded(loaded: LoadedModel, *, include_mtp: bool = False, **make_plan_kwargs: Any) -> Plan:
     """A :func:`~k3lib.core.plan.make_plan` plan for a loaded model (the loader builds no plan
     of its own: it hands make_plan the exact bytes).
 
@@ -279,7 +283,8 @@ def plan_for_loaded(loaded: LoadedModel, *, include_mtp: bool = False, **make_pl
     arch = loaded.require_architecture()
     weights = make_plan_kwargs.pop("weights", None) or "native"
     native = str(weights).lower() in ("native", "checkpoint", "auto")
-    exact, notes = None, ()
+    exact: int | None = None
+    notes: tuple[str, ...] = ()
     if native and loaded.exact:
         mtp = 0 if include_mtp else loaded.weights_bytes_by_group.get("mtp", 0)
         exact = loaded.weights_bytes - mtp
@@ -305,6 +310,7 @@ def json_depth_exceeds(doc: Any, max_depth: int = MAX_JSON_DEPTH) -> bool:
     stack = [(doc, 1)]
     while stack:
         node, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list):

@@ -113,10 +113,10 @@ def _shards(p: Path) -> tuple[list[Path], dict[str, str] | None, dict[str, Any]]
             raise K3InputError("safetensors", f"{p}: {len(missing)} shard(s) named in the index are missing: "
                                + ", ".join(missing[:5]))
         return [p / f for f in files], {str(k): str(v) for k, v in wm.items()}, doc.get("metadata") or {}
-    files = sorted(p.glob("*.safetensors"))
-    if not files:
+    shard_files = sorted(p.glob("*.safetensors"))
+    if not shard_files:
         raise K3InputError("safetensors", f"{p}: no *.safetensors files and no model.safetensors.index.json")
-    return files, None, {}
+    return shard_files, None, {}
 
 
 def load_safetensors(path: "str | os.PathLike[str]", *, config: "str | os.PathLike[str] | None" = None,
@@ -131,13 +131,14 @@ def load_safetensors(path: "str | os.PathLike[str]", *, config: "str | os.PathLi
     shards, weight_map, index_meta = _shards(p)
     tensors: list[TensorInfo] = []
     seen: dict[str, str] = {}
-    cfg = None
+    cfg: dict[str, Any] | None = None
     cfg_path = Path(config) if config else (p / "config.json" if p.is_dir() else p.parent / "config.json")
     if config or cfg_path.is_file():
         cfg, cfg_path = read_config_json(cfg_path)
     n_layers = None
     if cfg is not None:
-        tc = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+        text_config = cfg.get("text_config")
+        tc: dict[str, Any] = text_config if isinstance(text_config, dict) else cfg
         n_layers = tc.get("num_hidden_layers") if isinstance(tc.get("num_hidden_layers"), int) else None
     for shard in shards:
         header, _meta = read_safetensors_header(shard)
