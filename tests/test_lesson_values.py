@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from k3lib.core.hardware import get_gpu
+from k3lib.core.plan import make_plan
 from k3lib.studies import checklist, offload, parallel
 from k3lib.views import tables
 
@@ -18,13 +19,29 @@ GiB = 2**30
 # ------------------------------------------------------------------ 00 VRAM anatomy
 
 
-def test_00_worked_example_and_five_versus_six():
-    worked = tables.worked_example_table(tables.guide_000_plan(gpus=6))
-    assert worked.set_index("param").loc["total", "value"] == 415.0            # 325 + 32 + 10 + 48
-    five_vs_six = tables.gpu_count_table(gpus=(5, 6))
-    assert list(five_vs_six["headroom_GiB"]) == [-15.0, 65.0]                 # 400 − 415, 480 − 415
-    per_gpu_rule = tables.gpu_count_table(gpus=(4, 5, 6, 7, 8), assumptions=None)
-    assert list(per_gpu_rule["total_GiB"]) == [399.0, 407.0, 415.0, 423.0, 431.0]  # 367 + 8·G
+def test_00_contrast_per_gpu_figures():
+    from k3lib.views import anatomy
+
+    plans = {m: make_plan(model=m, weights=w, kv_dtype=kv, context=c, gpu="h200-sxm", gpus=n)
+             for m, w, kv, c, n in (("llama-3.1-70b", "bf16", "bf16", "128K", 2), ("qwen3-next-80b", "fp8", "bf16", "256K", 1))}
+    t = anatomy.anatomy_table(plans).set_index("model")
+    # Llama: 2·L·K·H·b·T split over TP=2 by KV head: 2·80·(8/2)·128·2 B × 131,072 / 2^30
+    assert t.loc["llama-3.1-70b", "KV cache (GiB)"] == 2 * 80 * 4 * 128 * 2 * 131_072 / GiB == 20.0
+    # Qwen3-Next: 12 GQA layers 2·12·2·256·2 B × 262,144 + 36 DeltaNet states (32·128·128 + 3·8,192)·4 B
+    qwen = (2 * 12 * 2 * 256 * 2 * 262_144 + 36 * (32 * 128 * 128 + 3 * 8192) * 4) / GiB
+    assert t.loc["qwen3-next-80b", "KV cache (GiB)"] == pytest.approx(qwen, abs=0.005)   # 6.07 GiB
+
+
+def test_00_min_gpus_by_context_and_batch():
+    from k3lib.views import anatomy
+
+    t = anatomy.min_gpus_table(model="kimi-k3", weights="native", kv_dtype="fp8", gpu="h200-sxm")
+    one_seq = (24 * 576 * 262_144 + 69 * (96 * 128 * 128 + 110_592) * 4) / GiB     # 3.81 GiB at 256K
+    assert list(t["KV cache, one copy (GiB)"]) == [round(one_seq, 2), round(one_seq + 24 * 576 * 786_432 / GiB, 2),
+                                                   round(64 * one_seq, 2)]
+    # 1,452.8 GiB of weights > 8 × 140.4 GiB: never one node; whole 8-GPU nodes after that
+    assert list(t["fewest h200-sxm"])[:2] == [16, 16]
+    assert list(t["fewest h200-sxm"])[2] > 16 and list(t["fewest h200-sxm"])[2] % 8 == 0
 
 
 # ------------------------------------------------------------------ 01 weights
@@ -71,7 +88,30 @@ def test_02_kv_context_mixes_savings_and_reference():
     assert reference.loc[0, "total_GiB_1M"] == 908.0                             # 594 + 256 + 10 + 48
 
 
-# ------------------------------------------------------------------ 03 tensor parallel (guide arithmetic)
+# ------------------------------------------------------------------ 03 tensor parallel (real models)
+
+
+def test_03_dense_model_halves_until_k_heads_and_buffers_stay_flat():
+    from k3lib.core.layout import Layout
+
+    t = parallel.compare_layouts([(f"TP={n}", Layout(tp=n, nodes=1)) for n in (1, 2, 4, 8)], model="llama-3.1-70b",
+                                 gpu="h200", weights="bf16", kv_dtype="bf16", context="128K")
+    # KV: 327,680 B/token × 131,072 / TP → 40, 20, 10, 5 GiB (TP ≤ K = 8)
+    assert t["KV cache (GiB)"].tolist() == [40.0, 20.0, 10.0, 5.0]
+    # NCCL: 0 at TP = 1, then 2.15 GiB whatever the group (vLLM 0.19: 2.1–2.2 GiB at TP 2 and 4)
+    assert t["NCCL buffers (GiB)"].tolist() == [0.0, 2.15, 2.15, 2.15]
+    assert t["fits"].tolist() == [False, True, True, True]                    # 131.4 GiB of BF16 weights > 140.4 − rest
+
+
+def test_03_k3_latent_is_whole_on_every_tp_rank():
+    # 24 × 576 × 2 B × 1,048,576 = 27 GiB of latent on every GPU at TP = 16; PP = 2 halves it per stage
+    tp16 = parallel.distribute(model="kimi-k3", gpu="h200", tp=16, nodes=2, context="1M")
+    pp2 = parallel.distribute(model="kimi-k3", gpu="h200", tp=8, pp=2, nodes=2, context="1M")
+    assert 27.0 <= tp16.peak.kv_cache_bytes / GiB < 27.1
+    assert pp2.peak.kv_cache_bytes < 0.6 * tp16.peak.kv_cache_bytes
+
+
+# ------------------------------------------------------------------ guide 000's per-GPU cases (audited in 07)
 
 
 def test_03_guide000_implied_case1_tiers_case2():

@@ -31,23 +31,22 @@ _plain_output = cell_output
 def _row(table_text: str, name: str) -> list[float]:
     """The numbers on the row of a printed DataFrame whose label is ``name``."""
     for line in table_text.splitlines():
-        if line.startswith(name + " "):
-            return [float(x) for x in line[len(name):].split() if x not in ("True", "False")]
+        if line.strip().startswith(name + " "):
+            rest = line.strip()[len(name):].replace(",", "")
+            return [float(x) for x in rest.split() if x not in ("True", "False")]
     raise AssertionError(f"no row {name!r} in\n{table_text}")
 
 
 def test_papermill_h200_x4_changes_the_figures(tmp_path):
-    nb = _run(tmp_path, "00-vram-anatomy", gpu="h200", gpus=4)
+    nb = _run(tmp_path, "00-vram-anatomy", model="kimi-k3@guide-000", weights="q4", gpu="h200", gpus=4)
     assert any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells)
     table = _plain_output(nb, "tables.plan_table(plan)")
     assert _row(table, "available") == [4 * 141.0, 141.0]
     assert _row(table, "overhead") == [4 * 8.0, 8.0]
     assert _row(table, "total") == [325 + 32 + 10 + 32.0, (325 + 32 + 10 + 32) / 4]  # 399, 99.75
     assert _row(table, "headroom") == [564 - 399.0, 141 - 99.75]
-    reason = _plain_output(nb, "plan = notebook.validate(")
+    reason = _plain_output(nb, "plan = notebook.validate(", "text/html")   # the verdict line
     assert "of 141.0 GiB" in reason and "over 4 GPUs" in reason
-    # the guide's fixed worked example does not move with the parameters
-    assert _row(_plain_output(nb, "five_vs_six = "), "1")[:5] == [6, 480.0, 48.0, 415.0, 65.0]
 
 
 def test_papermill_bad_gpu_stops_at_validate_with_one_line(tmp_path):
@@ -104,7 +103,7 @@ def test_parameters_cell_then_validate(committed):
         assert m, f"{stem}: parameter line {line!r} is not `name: type = literal  # help`"
         names.append(m.group(1))
     assert names == ["model", "weights", "kv_dtype", "context", "batch", "gpu", "gpus"]
-    assert 'model: str = "kimi-k3@guide-000"' in params[0]
+    assert 'model: str = "kimi-k3"' in params[0]                 # the lessons teach on the real K3
     nxt = code[tagged[0] + 1].source
     assert "plan = notebook.validate(" in nxt
     # papermill --help-notebook reads every parameter, with its type and help
