@@ -92,8 +92,20 @@ def test_03_communicator_buffers_flat_in_formula_heading_and_exercise():
     assert t.iloc[0, 1] == t.iloc[1, 1] == NCCL_BYTES_PER_GPU / 2**30
     text = _sources("03-tensor-parallel", "markdown")
     assert "(TP-1)·N_{peer}" not in text and "7.5 GiB" not in text and "grow with TP" not in text
-    assert "[TP > 1]·N_{nccl}" in text
-    assert f"{NCCL_BYTES_PER_GPU / 2**30:.2f} GiB per GPU at TP=8 and at TP=16" in text
+    assert "[TP > 1]·N_{nccl}" in text and "flat once a GPU has peers" in text
+    # the story is told from the table the per-GPU bars draw (compare_layouts → components), and
+    # exercise 03-2's answer is that table's TP=8 figure, equal to its TP=2 figure
+    from k3lib.core.layout import Layout
+    from k3lib.studies.parallel import compare_layouts
+
+    tp = compare_layouts([(f"TP={t}", Layout(tp=t, nodes=1)) for t in (1, 2, 8)], model="llama-3.1-70b",
+                         gpu="h200", weights="bf16", kv_dtype="bf16", context="128K")
+    nccl = dict(zip(tp["layout"], tp["NCCL buffers (GiB)"]))
+    assert nccl == {"TP=1": 0.0, "TP=2": 2.15, "TP=8": 2.15}
+    assert 'llama_tp[["layout", "NCCL buffers (GiB)"]]' in _sources("03-tensor-parallel", "code")
+    import exercises
+
+    assert exercises.answers("03-tensor-parallel")["03-2"] == (nccl["TP=8"], "GiB")
 
 
 # ---- 01: the 1,508.7 GB file is unsloth's UD-Q4_K_XL

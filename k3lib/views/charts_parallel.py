@@ -6,6 +6,7 @@ Each function takes plain data (a DataFrame from :mod:`k3lib.studies.parallel` o
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 # Imported for its guard: k3lib.views.charts keeps jsonschema from importing the slow optional
@@ -29,8 +30,71 @@ def _alt():
     return alt
 
 
+#: label and title size of the lesson charts, in pixels (readable in a notebook cell)
+FONT_PX = 12
+#: width of a lesson chart's plotting area, in pixels: most of a JupyterLab cell
+CELL_WIDTH_PX = 600
+
+
+def readable(chart, *, width: int = CELL_WIDTH_PX):
+    """``chart`` sized to the cell with labels of :data:`FONT_PX` px and the legend below."""
+    return (chart.properties(width=width)
+            .configure_axis(labelFontSize=FONT_PX, titleFontSize=FONT_PX, labelLimit=360)
+            .configure_legend(labelFontSize=FONT_PX, titleFontSize=FONT_PX, orient="bottom", labelLimit=0)
+            .configure_title(fontSize=FONT_PX + 1))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Verdict lines shown as coloured text above a chart (green: FITS, red: does not), never
+    only in a chart title that may clip. Its plain text (``repr``) is the lines themselves."""
+
+    lines: tuple[str, ...]
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return "".join(
+            f'<p style="color:{"#1a7f37" if ok else "#cf222e"};font-weight:600;margin:0.2em 0">'
+            f"{html.escape(text)}</p>" for text, ok in ((t, verdict_ok(t)) for t in self.lines))
+
+    def __repr__(self) -> str:
+        return "\n".join(self.lines)
+
+
+def verdict_ok(text: str) -> bool:
+    """True for a verdict that loads: it starts with ``FITS`` (a plan's or an offload plan's
+    :meth:`verdict`) or ``LOADS``; False for ``DOES NOT FIT`` and anything else."""
+    return text.startswith(("FITS", "LOADS"))
+
+
+def verdict_line(*texts: str) -> Verdict:
+    """One coloured line per verdict text, for display above a chart.
+
+    >>> verdict_line("FITS — 16× H200", "DOES NOT FIT — 8× H100")
+    FITS — 16× H200
+    DOES NOT FIT — 8× H100
+    """
+    return Verdict(tuple(str(t) for t in texts))
+
+
+def layouts_long(table, *, unit: str = "GiB"):
+    """:func:`k3lib.studies.parallel.compare_layouts`'s table in :func:`per_gpu_stacked_bar`'s
+    long format: one bar per layout (its fullest GPU), stacked by component, with the
+    capacity given as ``available`` = fullest GPU + headroom."""
+    import pandas as pd
+
+    comps = [c for c in COMPONENT_COLOURS if f"{c} ({unit})" in table.columns and (table[f"{c} ({unit})"] > 0).any()]
+    rows = []
+    for _, r in table.iterrows():
+        cap = r[f"fullest GPU ({unit})"] + r[f"headroom ({unit})"]
+        rows += [{"GPU": r["layout"], "component": c, "order": i, unit: r[f"{c} ({unit})"], "available": cap}
+                 for i, c in enumerate(comps)]
+    return pd.DataFrame(rows)
+
+
 def per_gpu_stacked_bar(df, *, unit: str = "GiB", title: str = "", width: int = 420):
-    """One horizontal bar per GPU (or pipeline stage), stacked by component, with a rule
+    """One horizontal bar per GPU (or pipeline stage), stacked by component, with a tick
     at the GPU's capacity. ``df`` is :func:`k3lib.studies.parallel.per_gpu_long`'s format:
     ``GPU``, ``component``, ``order``, ``{unit}``, ``available``."""
     alt = _alt()
@@ -45,8 +109,10 @@ def per_gpu_stacked_bar(df, *, unit: str = "GiB", title: str = "", width: int = 
         order=alt.Order("order:Q"),
         tooltip=["GPU:N", "component:N", alt.Tooltip(f"{unit}:Q", format=",.2f")],
     )
-    cap = alt.Chart(df).mark_rule(color="black", strokeDash=[4, 3]).encode(
-        x="max(available):Q", y=alt.Y("GPU:N", sort=None))
+    # the capacity: a black tick across each bar at the GPU's usable memory
+    cap = alt.Chart(df).mark_tick(color="black", thickness=3, size=26).encode(
+        x="max(available):Q", y=alt.Y("GPU:N", sort=None),
+        tooltip=[alt.Tooltip("max(available):Q", title=f"usable per GPU ({unit})", format=",.1f")])
     return (bars + cap).properties(title=title, width=width)
 
 

@@ -94,7 +94,9 @@ def _redraw(out, figure: Callable[..., Any], values: dict[str, Any]) -> str | No
     with out:
         out.clear_output(wait=True)
         try:
-            display(figure(**values))
+            shown = figure(**values)
+            for part in shown if isinstance(shown, tuple) else (shown,):
+                display(part)
             return None
         except K3InputError as exc:
             message = str(exc)
@@ -102,6 +104,38 @@ def _redraw(out, figure: Callable[..., Any], values: dict[str, Any]) -> str | No
             message = f"cannot draw this configuration: {type(exc).__name__}: {exc}"
         print(message)
         return message
+
+
+def verdict_first(chart, *, draw_when_not_loading: bool = True) -> tuple:
+    """A chart whose title is a verdict → (the verdict as a coloured line, the chart untitled):
+    the verdict is read above the chart, never clipped in its title. With
+    ``draw_when_not_loading`` False, a plan that does not load shows its verdict only."""
+    from k3lib.views.charts_parallel import verdict_line, verdict_ok
+
+    text = str(chart.title)
+    if not verdict_ok(text) and not draw_when_not_loading:
+        return (verdict_line(text),)
+    return verdict_line(text), chart.properties(title="")
+
+
+def layout_view(**values: Any) -> tuple:
+    """:func:`k3lib.views.explorers.layout_figure` with its verdict as a coloured line above the bar
+    (an overfull bar is drawn: it shows by how much the fullest GPU is over)."""
+    from k3lib.views.charts_parallel import readable
+    from k3lib.views.explorers import layout_figure
+
+    verdict, chart = verdict_first(layout_figure(**values))
+    return verdict, readable(chart)
+
+
+def offload_view(**values: Any) -> tuple:
+    """:func:`k3lib.views.explorers.offload_figure` with its verdict as a coloured line; the
+    time-per-token bar only for a plan that loads (a plan that cannot load has no speed)."""
+    from k3lib.views.charts_parallel import readable
+    from k3lib.views.explorers import offload_figure
+
+    parts = verdict_first(offload_figure(**values), draw_when_not_loading=False)
+    return parts if len(parts) == 1 else (parts[0], readable(parts[1]))
 
 
 def _explorer(controls: dict[str, Any], figure: Callable[..., Any]):
@@ -123,8 +157,6 @@ def layout_explorer(**initial: Any):
     of :func:`k3lib.views.explorers.layout_figure`. GPUs follow from nodes × GPUs per node;
     TP, PP and EP offer only the values :func:`layout_choices` allows."""
     import ipywidgets as w
-
-    from k3lib.views.explorers import layout_figure
 
     v = {"model": "kimi-k3", "gpu": "h200-sxm", "nodes": 2, "tp": 8, "pp": 2, "ep": 1,
          "weights": "native", "kv_dtype": "bf16", "context": "256K"} | initial
@@ -164,7 +196,7 @@ def layout_explorer(**initial: Any):
             return
         finally:
             busy[0] = False
-        box.last_message = _redraw(out, layout_figure, values)
+        box.last_message = _redraw(out, layout_view, values)
 
     box = w.VBox()
     for ctl in controls.values():
@@ -182,8 +214,6 @@ def offload_explorer(**initial: Any):
     host nor bandwidth, guide 004's 70 GB/s, labelled as assumed in the title)."""
     import ipywidgets as w
 
-    from k3lib.views.explorers import offload_figure
-
     from k3lib.core.hosts import load_hosts
 
     v = {"gpu": "rtx-4090-48gb", "ram": "1536GiB", "ram_bandwidth": None, "host": None,
@@ -199,4 +229,4 @@ def offload_explorer(**initial: Any):
         "expert_layers_on_gpu": w.IntSlider(min=0, max=92, value=v["expert_layers_on_gpu"], style=WIDE,
                                             description="expert layers on GPU", continuous_update=False),
     }
-    return _explorer(controls, offload_figure)
+    return _explorer(controls, offload_view)

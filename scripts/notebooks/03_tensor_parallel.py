@@ -1,6 +1,9 @@
 """Generate notebooks/03-tensor-parallel.ipynb (then execute it and keep checked outputs).
 
 Usage:  .venv/bin/python scripts/notebooks/03_tensor_parallel.py
+
+Every number in the prose and the folded answers is computed here by calling k3lib (f-strings),
+never typed in; tests/test_exercises_03.py derives each answer again by hand.
 """
 from __future__ import annotations
 
@@ -8,10 +11,42 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from nbtool import build, code, md, nav, parameters  # noqa: E402
+from nbtool import build, code, exercise, md, nav, objectives, parameters  # noqa: E402
+
+from k3lib.core.hardware import get_gpu  # noqa: E402
+from k3lib.core.layout import Layout  # noqa: E402
+from k3lib.core.memory import NCCL_BYTES_PER_GPU  # noqa: E402
+from k3lib.core.models import get_model  # noqa: E402
+from k3lib.studies import parallel  # noqa: E402
 
 STEM = "03-tensor-parallel"
 CHECK = "# NBVAL_CHECK_OUTPUT"
+GiB = 2**30
+
+# ---- worked numbers, from the functions the lesson calls
+K3 = get_model("kimi-k3")
+H200_GIB = get_gpu("h200").memory_bytes("usable") / GiB
+k3_256k = parallel.distribute(model="kimi-k3", gpu="h200", tp=8, pp=2, nodes=2, weights="native", kv_dtype="bf16",
+                              context="256K")
+k3_peak = k3_256k.peak.components()
+K3_EXPERTS_GIB = k3_peak["routed experts"] / GiB
+K3_REPL_GIB = k3_peak["weights replicated"] / GiB
+K3_FULLEST_GIB = k3_256k.peak.total_bytes / GiB
+LLAMA_TP = parallel.compare_layouts([(f"TP={t}", Layout(tp=t, nodes=1)) for t in (1, 2, 4, 8)], model="llama-3.1-70b",
+                                    gpu="h200", weights="bf16", kv_dtype="bf16", context="128K")
+NCCL = dict(zip(LLAMA_TP["layout"], LLAMA_TP["NCCL buffers (GiB)"]))
+KV_TP = parallel.kv_per_gpu_vs_tp(["llama-3.1-70b"], tps=[8, 16], context="128K")
+LLAMA_KV = dict(zip(KV_TP["TP"], KV_TP["KV per GPU (GiB)"]))
+K3_LATENT_1M_GIB = K3.kv_bytes_per_token(2) * 1_048_576 / GiB
+k3_1m_tp16 = parallel.distribute(model="kimi-k3", gpu="h200", tp=16, nodes=2, weights="native", kv_dtype="bf16",
+                                 context="1M")
+k3_1m_pp2 = parallel.distribute(model="kimi-k3", gpu="h200", tp=8, pp=2, nodes=2, weights="native", kv_dtype="bf16",
+                                context="1M")
+K3_NODES = parallel.min_gpus(model="kimi-k3", gpu="h200", weights="native", kv_dtype="bf16", context="256K").nodes
+one_node = parallel.distribute(model="kimi-k3", gpu="h200", tp=8, nodes=1, weights="native", kv_dtype="bf16",
+                               context="256K")
+ONE_NODE_WEIGHTS_GIB = (one_node.peak.components()["weights sharded"] + one_node.peak.components()["weights replicated"]
+                        + one_node.peak.components()["routed experts"]) / GiB
 
 cells = [
     md(f"""
@@ -21,29 +56,37 @@ cells = [
 
 {nav(STEM)}
 """),
-    md("""
-Guide 000 says each GPU holds "1/TP_size of every layer's parameters, plus … the KV cache shard for its attention head range".
-That is only true for some of the memory.
-Some weights are copied to every GPU, some KV caches do not split at all, and every GPU with peers keeps the same communication buffers however wide the split.
-This notebook takes the split apart, regenerates the guide's per-GPU cases, and plans two nodes for 1M tokens of context.
+    objectives([
+        "Write what one GPU holds under tensor parallelism (TP) and pipeline parallelism (PP): which weights split, which are copied, and which cache does not split.",
+        "Explain why a GQA cache stops shrinking at $TP = K$ KV heads and an MLA latent never shrinks with TP.",
+        "State the communicator-buffer rule: one flat charge per GPU once it has peers, the same at TP=2 and TP=16.",
+        "Find the fullest GPU of a layout and decide whether it fits, for the real Kimi K3, a dense and a hybrid model.",
+    ], minutes=35),
+    md(f"""
+One GPU rarely holds a large model.
+Tensor parallelism cuts every layer's matrices into $TP$ slices, one per GPU of a node; pipeline parallelism gives each of $PP$ stages a run of whole layers, usually one stage per node.
+But not every byte splits: some weights are copied to every GPU, some caches cannot be cut by head, and every GPU with peers keeps communication buffers.
+This lesson takes the split apart on three real models: **Kimi K3** (MoE, MLA + linear attention), **Llama 3.1 70B** (dense, GQA with 8 KV heads) and **Qwen3-Next 80B** (a hybrid: Gated DeltaNet layers with a few GQA layers).
 
 Notation: $TP$ tensor-parallel size, $PP$ pipeline stages, $DP$ attention copies, $EP$ expert-parallel size, $G = TP·DP·PP$ GPUs.
 $K$ is the number of KV heads, $T$ the context in tokens, $B$ the batch.
-Sizes in this notebook are GiB ($2^{30}$ bytes), as guide 000's own formulas imply.
+Sizes are GiB ($2^{{30}}$ bytes).
+Guide 000's per-GPU cases (8× and 5× H100) are audited in [07 · What the guides claim](07-guide-audit.ipynb); this lesson works on the real architectures.
 """),
     code("""
 from k3lib.views import charts_parallel as charts
 from k3lib.views import notebook
+from k3lib.views.table_format import shown  # tables for a reader: no index, separators, units in headers
 from k3lib.studies import parallel
-from k3lib.core.plan import make_plan
+from k3lib.core.layout import Layout
 
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
 """),
     md("""
 ## Parameters
 
-Defaults: the real K3 on two 8× H200 nodes.
-Change them here, or from the command line: `papermill -k python3 -p gpu b200 -p gpus 8 -p nodes 1 -p pp 1 notebooks/03-tensor-parallel.ipynb reports/03-b200.ipynb`.
+Defaults: the real K3 on two 8× H200 nodes (vLLM's recipe: TP=8 inside each node, PP=2 across).
+Change them here, or from the command line: `papermill -k python3 -p model llama-3.1-70b -p gpus 8 -p nodes 1 -p pp 1 -p weights bf16 notebooks/03-tensor-parallel.ipynb reports/03-llama.ipynb`.
 """),
     parameters("""
 model: str = "kimi-k3"  # built-in model id (see `k3plan models`)
@@ -60,295 +103,200 @@ batch: int = 1  # concurrent sequences
     code("""
 plan = notebook.validate(model=model, weights=weights, kv_dtype=kv_dtype, context=context, batch=batch,
                          gpu=gpu, gpus=gpus, nodes=nodes, tp=tp, pp=pp)
-plan.reason
+charts.verdict_line(plan.verdict())
 """),
-    md("""
-`plan` is the even split of the earlier notebooks: every component ÷ $G$.
-The rest of this notebook replaces it with what an engine (vLLM) actually puts on each GPU.
+    md(f"""
+`plan` is the layout the parameters name, with what an engine (vLLM) puts on each GPU.
 
 ## 1. What one GPU holds
 
-The even split divides everything by $G$.
-The engine does not.
 Per GPU of pipeline stage $s$:
 
-$$m_{gpu} = \\frac{W^{shard}_s}{TP} + W^{rep}_s + \\frac{X_s}{TP\\ \\text{or}\\ EP} + KV_{rank,s} + \\frac{A}{TP} + [TP > 1]·N_{nccl} + O_{rt}$$
+$$m_{{gpu,s}} = \\frac{{W^{{shard}}_s}}{{TP}} + W^{{rep}}_s + \\frac{{X_s}}{{TP\\ \\text{{or}}\\ EP}} + KV_{{rank,s}} + \\frac{{A}}{{TP}} + [TP > 1]·N_{{nccl}} + O_{{rt}} \\;\\le\\; C_{{gpu}}$$
 
-* $W^{shard}$: attention projections, dense MLP, shared experts, embedding and LM head (vocabulary-parallel in vLLM) — split by TP.
-* $W^{rep}$: norms, MoE routers, MLA's down-projections — **copied to every TP rank**.
+* $W^{{shard}}$: attention projections, dense MLP, shared experts, embedding and LM head (vocabulary-parallel in vLLM) — split by TP.
+* $W^{{rep}}$: norms, MoE routers, MLA's down-projections — **copied to every TP rank**.
 * $X$: routed experts — split by TP, or whole experts spread over $EP$ GPUs.
-* $KV_{rank}$: GQA splits by KV head only up to $K$; an MLA latent does not split at all; linear-attention state splits by head.
+* $KV_{{rank}}$: GQA splits by KV head only up to $K$; an MLA latent does not split at all; linear-attention state splits by head (section 3).
 * $A/TP$: activation buffers; every pipeline stage holds its own.
-* $[TP > 1]·N_{nccl}$: communicator (NCCL) buffers, $N_{nccl}$ = 2.15 GiB per GPU as soon as it has peers, the same at TP=2 and TP=16 (section 6).
-* $O_{rt}$: CUDA context and fragmentation.
+* $[TP > 1]·N_{{nccl}}$: communicator (NCCL) buffers, $N_{{nccl}}$ = {NCCL_BYTES_PER_GPU / GiB:.2f} GiB per GPU once it has peers (section 4).
+* $O_{{rt}}$: CUDA context and fragmentation.
 
 Pipeline stages hold whole layers, so an uneven cut makes one stage fuller: **the fullest GPU sets the need**.
+
+Worked on K3 at 256K on 2 × 8 H200 (TP=8 × PP=2): each GPU of the fuller stage holds {K3_EXPERTS_GIB:.2f} GiB of routed experts (1/8 of its stage's experts in MXFP4), {K3_REPL_GIB:.2f} GiB of replicated weights, and {K3_FULLEST_GIB:.1f} GiB in all, against {H200_GIB:.1f} GiB usable.
+The diagram draws each stage's GPU as one bar; the black tick is what one GPU can use.
+"""),
+    code(f"""
+{CHECK}
+shown(parallel.per_gpu_table(plan))
 """),
     code("""
-split = parallel.from_plan(plan)
-parallel.per_gpu_table(split)
+charts.readable(charts.per_gpu_stacked_bar(parallel.per_gpu_long(plan)))
+"""),
+    md("""
+**Takeaway:** the routed experts dominate a MoE GPU's memory; replicated weights and the unsplit MLA cache are the parts more GPUs do not shrink.
+
+## 2. A dense model from TP=1 to TP=8
+
+Llama 3.1 70B in BF16 at 128K on one 8-GPU H200 node.
+Each bar is the fullest GPU of one layout: watch what halves with each doubling of TP, and what does not.
+"""),
+    code(f"""
+{CHECK}
+llama_tp = parallel.compare_layouts([(f"TP={{t}}", Layout(tp=t, nodes=1)) for t in (1, 2, 4, 8)], model="llama-3.1-70b",
+                                    gpu="h200", weights="bf16", kv_dtype="bf16", context="128K")
+shown(llama_tp)
 """),
     code("""
-charts.per_gpu_stacked_bar(parallel.per_gpu_long(split), title=split.verdict())
+charts.readable(charts.per_gpu_stacked_bar(charts.layouts_long(llama_tp)))
+"""),
+    md(f"""
+The weights and the cache halve with each doubling ($8 ≤ K = 8$ KV heads, so the cache still splits).
+The red sliver appears at TP=2 and then stays the same width: that is section 4.
+
+**Takeaway:** for a dense GQA model up to $TP = K$, almost everything divides by TP; at TP=1 it does not fit on a {H200_GIB:.1f} GiB H200, at TP=2 it does.
+
+## 3. The KV cache does not always split
+
+For GQA with $K$ KV heads, each TP rank holds $K/TP$ heads — until $TP > K$, when each rank still needs one whole head.
+An MLA latent (one vector per token per layer, shared by all heads) is needed whole on every rank.
+A linear-attention state (KDA, Gated DeltaNet) is per head and splits:
+
+$$KV_{{rank}} = \\frac{{B·T·kv_{{tok}}}}{{\\min(TP, K)}} \\quad\\text{{(GQA)}}, \\qquad KV_{{rank}} = B·T·L_{{mla}}·(r_{{kv}} + d_{{rope}})·b \\quad\\text{{(MLA, every rank)}}$$
+
+K3's 24 MLA layers cache $r_{{kv}} + d_{{rope}} = 512 + 64 = 576$ elements per token, {K3.kv_bytes_per_token(2):,} B at BF16: at 1M tokens that is {K3_LATENT_1M_GIB:.0f} GiB on **every** GPU of a TP group.
 """),
     md("""
-**Takeaway:** the routed experts dominate a MoE GPU's memory; replicated weights and the unsplit MLA cache are the parts that more GPUs do not shrink.
-"""),
-    md("""
-## 2. Guide 000, case 1: 8× H100, BF16 weights, 512K
-
-The guide says this "exceeds capacity by ~17 GB per GPU" and offers three fixes at ~88.8, ~78.8 and ~88.8 GB per GPU.
-Its per-GPU table is missing from the text, so we rebuild it from the guide's own inputs.
-Weights are $594/8 = 74.25$ GiB per GPU and the KV cache $128/8 = 16$ GiB.
-Each figure then leaves a remainder for activation + overhead:
-
-$$X = m_{gpu} - \\frac{W}{G} - \\frac{KV}{G}$$
+**Predict, then run.** Llama 3.1 70B has 8 KV heads. At 128K its cache is 40 GiB. How much does one GPU hold at TP=16 (two nodes)? Write your guess, then run the cell.
 """),
     code(f"""
 {CHECK}
-implied = parallel.guide000_implied_table()
-implied
-"""),
-    md("""
-The four case-1 figures all leave about 6.5 GiB per GPU.
-Which reading of the guide's activation (8–15 GB in total at batch 1) and overhead (5–10 GB per GPU, "at least 8") gives that?
-"""),
-    code(f"""
-{CHECK}
-case1 = parallel.guide000_case1_table()
-case1
-"""),
-    md("""
-* The guide's stated defaults (activation 10, overhead "at least 8" per GPU) give 99.5: 19.5 over, not ~17.
-* Its worked example's reading (activation 10, overhead 6 per GPU) gives 97.5 — "~17 over" — but fixes of 89.5 / 79.55 / 89.5, each 0.7 above the guide.
-* 6.5 GiB per GPU reproduces all four (96.75 → "~17 over", 88.75, 78.8, 88.75).
-  Inside the guide's own ranges that needs activation 8–12 GiB with overhead 5.5–5 GiB per GPU, e.g. 12 + 5.
-* The fix-2 weights, 56.3 GiB per GPU, reproduce nothing: it is where the Q8 figure in the profile comes from (56.3 × 8 = 450.4), and a bits-per-weight rule gives 39.45.
-"""),
-    code(f"""
-{CHECK}
-tiers = parallel.guide000_tier_check()
-tiers
-"""),
-    md("""
-**Takeaway:** the ~17 GB overrun and all three fixes are reproduced with 6.5 GiB per GPU of activation + overhead; no figure the guide states gives that, and its Q8 weight figure does not follow from bits per weight.
-"""),
-    md("""
-## 3. Guide 000, case 2: 5× H100, Q4, 128K
-
-"On an 80 GB card, this leaves ~2.8 GB of headroom."
-The guide does not name the KV dtype; its "sweet spot" is Q4 with FP8 KV, so FP8 is the first reading.
-"""),
-    code(f"""
-{CHECK}
-case2 = parallel.guide000_case2_table()
-case2
-"""),
-    md("""
-With FP8 KV, the headroom is 2.8 GiB when activation + overhead is 9 GiB per GPU: e.g. activation 10 in total (2 per GPU) and overhead 7 per GPU.
-That reading gives 98.5 for case 1, not ~97.
-Is there one pair — activation $A$ in total, overhead $O$ per GPU — that fits both cases?
-
-$$\\frac{A}{8} + O = 6.5, \\qquad \\frac{A}{5} + O = 9.0$$
-"""),
-    code(f"""
-{CHECK}
-activation_gib, overhead_gib = parallel.solve_activation_overhead([(8, 6.5), (5, 9.0)])
-round(activation_gib, 2), round(overhead_gib, 2)
-"""),
-    md("""
-**Takeaway:** one pair fits both cases — 33⅓ GiB of activation and 2⅓ GiB of overhead per GPU — but it is the guide's batch-4 activation with an overhead far below its own "at least 8 GB per GPU"; with BF16 KV nothing fits case 2 (5.8 GiB left, below every stated overhead).
-"""),
-    md("""
-## 4. The lost table: optimal GPU counts by precision
-
-The guide's "Optimal GPU Counts by Precision" table is missing; its text keeps the rule: "These numbers assume 8 GB per GPU for overhead and reserve. For production reliability, add one more GPU to each row."
-Regenerated from guide 000's profile at 256K (activation 10 GiB, overhead 8 GiB per GPU, 80 GiB cards), counting GPUs one at a time as the guide does:
-"""),
-    code(f"""
-{CHECK}
-counts = parallel.gpu_count_table(model="kimi-k3@guide-000", gpu="h100", context="256K", whole_nodes=False,
-                                  rows=[("bf16", "bf16"), ("bf16", "fp8"), ("q8", "fp8"), ("q4", "fp8"),
-                                        ("q4", "int4"), ("q2", "int4")])
-counts
-"""),
-    md("""
-This agrees with most of the guide's prose: Q4 + FP8 KV needs 6 (its worked example: 5 is 15 over), Q2 fits on 4.
-At 512K the same rule is one GPU above the guide's BF16 figures:
-"""),
-    code(f"""
-{CHECK}
-counts_512k = parallel.gpu_count_table(model="kimi-k3@guide-000", gpu="h100", context="512K", whole_nodes=False,
-                                       rows=[("bf16", "bf16"), ("bf16", "fp8")])
-counts_512k
-"""),
-    md("""
-The FAQ's "at least 10× H100" for BF16 at 512K is 11 by the guide's own 8-per-GPU rule, and FP8 KV's "drop from 10 GPUs to 8" is 11 → 10: the 64 GiB it saves is less than one 80 GiB card.
-The real K3 architecture (2.78T parameters, 92 MoE layers of 896 experts) is far bigger than the guide's 594 GiB.
-Beyond one node GPUs come in whole nodes of 8:
-"""),
-    code(f"""
-{CHECK}
-real_counts = parallel.gpu_count_table(model="kimi-k3", gpu=["h100", "h200"], context="256K",
-                                       rows=[("native", "bf16"), ("native", "fp8"), ("fp8-block", "fp8"),
-                                             ("ud-q4_k_xl", "fp8"), ("ud-q2_k_xl", "fp8")])
-real_counts
-"""),
-    md("""
-The real K3's rows use only checkpoints that exist: the native one and RedHat's FP8-BLOCK (what vLLM loads), and unsloth's UD-Q4_K_XL and UD-Q2_K_XL GGUF files (llama.cpp; their published sizes, 1,508.7 and 861.3 GB).
-Counts are whole 8-GPU nodes with TP=8 inside each node, and "production" is the next node.
-
-**Takeaway:** by the guide's own numbers (GPUs as one pool), 4–10 H100s; by the real architecture, three 8× H100 nodes or two 8× H200 nodes for the native MXFP4 checkpoint.
-"""),
-    md("""
-## 5. What changes for an MLA model, and for few KV heads
-
-For GQA with $K$ KV heads, each TP rank holds $K/TP$ heads — until $TP > K$, when each rank still needs one whole head:
-
-$$KV_{rank} = \\frac{B·T·kv_{tok}}{\\min(TP, K)} \\quad\\text{(GQA)}, \\qquad KV_{rank} = B·T·L_{mla}·(r_{kv} + d_{rope})·b \\quad\\text{(MLA, every rank)}$$
-
-K3's 24 MLA layers cache one 576-element latent per token, shared by all 96 heads.
-Every TP rank needs all of it, so **"each GPU holds the KV for its head range" does not hold for MLA**.
-(K3's 69 KDA layers keep a fixed state per sequence that does split by head.)
-"""),
-    code(f"""
-{CHECK}
-kv_tp = parallel.kv_per_gpu_vs_tp(["kimi-k3", "deepseek-v3", "llama-3.1-70b"], tps=[1, 2, 4, 8, 16], context="128K")
-kv_tp.round(3)
+kv_tp = parallel.kv_per_gpu_vs_tp(["kimi-k3", "llama-3.1-70b", "qwen3-next-80b"], tps=[1, 2, 4, 8, 16], context="128K")
+shown(kv_tp)
 """),
     code("""
-charts.kv_vs_tp_chart(kv_tp)
+charts.readable(charts.kv_vs_tp_chart(kv_tp))
 """),
-    md("""
-Llama 3.1 70B has 8 KV heads: at TP=16 each KV head lives on two GPUs, so the cache splits 8 ways, not 16 — twice the guide's rule.
-DeepSeek-V3's latent (61 layers × 576) does not shrink at all: at TP=8 each GPU holds 8× what the rule says.
+    md(f"""
+Llama 3.1 70B stops at {LLAMA_KV[16]:.0f} GiB per GPU from TP=8 on: at TP=16 each KV head lives on two GPUs.
+K3 barely moves: its cache is the MLA latent, copied to every rank; only the small KDA state splits.
+Qwen3-Next's 12 full-attention layers have only 2 KV heads, so its cache stops shrinking at TP=2; its Gated DeltaNet state keeps splitting.
 
 **Takeaway:** past $TP = K$ for GQA, and at any TP for MLA, more GPUs do not shrink the KV cache per GPU.
-"""),
-    md("""
-## 6. Communicator buffers (flat once a GPU has peers), and expert parallelism
 
-Once a GPU talks to peers, NCCL and the GEMM libraries keep buffers outside the tensors: measured by vLLM 0.19 on H100 at 2.1–2.2 GiB per GPU at TP=2 and TP=4 (and 0.25 GiB at TP=1), they do not grow with the group.
-k3lib charges $[TP > 1]·N_{nccl}$ with $N_{nccl}$ = 2.15 GiB.
-The guide: "At TP=8, NCCL all-reduce can consume 2–5 GB per GPU" — 2.15 GiB (2.3 GB) sits at the low end of that range.
+## 4. Communicator buffers: flat once a GPU has peers
+
+Once a GPU talks to peers, NCCL and the GEMM libraries keep buffers outside the tensors.
+Measured by vLLM 0.19 on H100 they are 2.1–2.2 GiB per GPU at TP=2 and at TP=4 (and 0.25 GiB at TP=1): they do not grow with the group.
+k3lib charges
+
+$$N_{{gpu}} = [TP > 1]·N_{{nccl}}, \\qquad N_{{nccl}} = {NCCL_BYTES_PER_GPU / GiB:.2f}\\ \\text{{GiB}}$$
+
+the same at TP=2 and TP=16.
+Read from the same table as section 2 — the column the per-GPU bars draw in red:
 """),
     code(f"""
 {CHECK}
-nccl = parallel.nccl_table()
-nccl
+shown(llama_tp[["layout", "NCCL buffers (GiB)"]])
 """),
-    md("""
-Expert parallelism (EP) spreads whole experts over the GPUs of a stage instead of slicing each one.
-For K3's 896 experts over 8 GPUs that is 112 whole experts each — the same bytes as slicing by TP=8.
-Attention data parallelism (DP) instead copies the attention to every GPU, and each copy serves $B/DP$ sequences.
-Here K3 native on 16× H200 at 256K with 8 sequences:
+    md(f"""
+Guide 000 (“Kimi K3 VRAM Requirements: How Much Memory You Actually Need to Run K3”, a public article) writes: “At TP=8, NCCL all-reduce can consume 2–5 GB per GPU”.
+{NCCL_BYTES_PER_GPU / GiB:.2f} GiB ({NCCL_BYTES_PER_GPU / 1e9:.1f} GB) sits at the low end of that range; [07](07-guide-audit.ipynb) audits the guide's figure.
+
+**Takeaway:** communicator buffers are a per-GPU constant, not a multiple of the peers: {NCCL["TP=2"]:.2f} GiB at TP=2 and {NCCL["TP=8"]:.2f} GiB at TP=8.
+
+## 5. K3: pipeline, wider TP, experts and attention copies
+
+**Predict, then run.** K3 on the same 16 H200s at 256K with 8 sequences: does TP=16 across both nodes (PP=1) hold *less* memory per GPU than TP=8 × PP=2?
+Expert parallelism (EP) spreads whole experts over the GPUs instead of slicing each one; attention data parallelism (DP) copies the attention to every GPU, each copy serving $B/DP$ sequences.
 """),
     code(f"""
 {CHECK}
 ep = parallel.compare_layouts(
-    [("TP=8 × PP=2", parallel.Layout(tp=8, pp=2, nodes=2)),
-     ("TP=8 × PP=2, EP=8", parallel.Layout(tp=8, pp=2, ep=8, nodes=2)),
-     ("TP=16 across 2 nodes", parallel.Layout(tp=16, nodes=2)),
-     ("DP=8 × PP=2, EP=8", parallel.Layout(tp=1, dp=8, pp=2, ep=8, nodes=2))],
+    [("TP=8 × PP=2", Layout(tp=8, pp=2, nodes=2)),
+     ("TP=8 × PP=2, EP=8", Layout(tp=8, pp=2, ep=8, nodes=2)),
+     ("TP=16 across 2 nodes", Layout(tp=16, nodes=2)),
+     ("DP=8 × PP=2, EP=8", Layout(tp=1, dp=8, pp=2, ep=8, nodes=2))],
     model="kimi-k3", gpu="h200", weights="native", kv_dtype="bf16", context="256K", batch=8)
-ep
-"""),
-    md("""
-EP keeps exactly the bytes of TP=8: 84.19 GiB of experts per GPU.
-TP=16 across both nodes halves the sharded weights but not the MLA latent, which is now copied to 16 GPUs instead of 8 — 54 GiB of KV per GPU — and every GPU now holds all 92 layers' replicated weights (routers, MLA down-projections, the latent-MoE projections: 10.7 GiB); its NCCL buffers stay at 2.15 GiB.
-DP attention cuts the KV per GPU to 3.6 GiB but copies the attention weights to every GPU (49 GiB).
-
-**Takeaway:** EP moves no bytes off a GPU compared with TP — it changes the communication; for an MLA model, wider TP multiplies the KV cache, and DP attention trades it for copies of the attention weights.
-"""),
-    md("""
-## 7. Two nodes for BF16 at 1M tokens
-
-Guide 000's upper bound: "~908 GB (BF16, 1M)" $= 594 + 256 + 10 + 48$.
-On two 8× H100 nodes (TP=8 within a node, PP=2 across), with the worked example's activation 10 and overhead 6 per GPU:
-"""),
-    code(f"""
-{CHECK}
-guide_1m = make_plan(model="kimi-k3@guide-000", gpu="h100", gpus=16, nodes=2, weights="bf16", kv_dtype="bf16",
-                     context="1M", assumptions=parallel.guide000_assumption_sets()[1][1])
-parallel.per_gpu_table(guide_1m)
-"""),
-    md("""
-With 48 GiB of overhead (8 × 6), the guide's total is 908 GiB; on 16 GPUs the same 6 GiB each is 96, so 956 GiB in all, 59.75 per GPU: it fits.
-The real K3 at 1M on two 8× H200 nodes, native MXFP4 experts:
-"""),
-    code(f"""
-{CHECK}
-real_1m = parallel.distribute(model="kimi-k3", gpu="h200", tp=8, pp=2, nodes=2, weights="native",
-                              kv_dtype="bf16", context="1M")
-t = parallel.per_gpu_table(real_1m)
-t
+shown(ep)
 """),
     code("""
-charts.per_gpu_stacked_bar(parallel.per_gpu_long(real_1m), title=real_1m.verdict())
+charts.readable(charts.per_gpu_stacked_bar(charts.layouts_long(ep)))
 """),
     md("""
-93 layers cut in two gives stages of 47 and 46 (vLLM gives the extra layer to the stage before the last); the first stage holds the embedding, the last the same-sized LM head, so the 47-layer stage is the fullest.
-The 27 GiB MLA latent at 1M is split only by the pipeline: 13.5 GiB on every GPU, where the guide's rule would put 1.7.
-BF16 for every weight is another model size altogether:
+EP keeps exactly the bytes of TP=8: 896 experts over 8 GPUs is 112 whole experts each.
+TP=16 halves the sharded weights but copies the MLA latent to 16 GPUs, and every GPU now holds all layers' replicated weights (routers, MLA down-projections).
+DP attention cuts the KV per GPU but copies the attention weights to every GPU.
+
+At 1M tokens the same two layouts:
 """),
     code(f"""
 {CHECK}
-bf16_all = parallel.min_gpus(model="kimi-k3", gpu="h200", weights="bf16", kv_dtype="bf16", context="1M")
-bf16_all.verdict()
+long_context = parallel.compare_layouts([("TP=8 × PP=2", Layout(tp=8, pp=2, nodes=2)),
+                                         ("TP=16 across 2 nodes", Layout(tp=16, nodes=2))],
+                                        model="kimi-k3", gpu="h200", weights="native", kv_dtype="bf16", context="1M")
+shown(long_context)
 """),
-    md("""
-**Takeaway:** the guide's 908 GiB fits on two 8× H100 nodes; the real K3 at 1M needs two 8× H200 nodes in its native format, and six (48 GPUs) if every weight were BF16.
-"""),
-    md("""
-## 8. Explore
+    md(f"""
+TP=16 puts the whole {K3_LATENT_1M_GIB:.0f} GiB latent on every GPU ({k3_1m_tp16.peak.kv_cache_bytes / GiB:.1f} GiB of KV with the KDA state), PP=2 only its stage's layers ({k3_1m_pp2.peak.kv_cache_bytes / GiB:.1f} GiB).
 
-Pick a model, GPU, count and layout; the bar shows each pipeline stage's GPU and the title says whether the fullest one fits.
-The callback is `k3lib.views.explorers.layout_figure`, a plain function you can call yourself.
+**Takeaway:** EP moves no bytes off a GPU compared with TP — it changes the communication; for an MLA model wider TP multiplies the KV cache, and pipeline stages are what divide it.
+
+## 6. Explore
+
+Pick a model, GPU, whole nodes and a layout; the bar shows each pipeline stage's GPU and the coloured line says whether the fullest one fits.
+The menus offer only layouts that exist: GPUs are whole nodes, TP divides a node and the model's heads, PP divides the rest.
+The callback is `k3lib.views.widgets_parallel.layout_view`, a plain function you can call yourself.
+Widgets need a live kernel; in a static export this cell shows nothing.
 """),
     code("""
 from k3lib.views.widgets_parallel import layout_explorer
 layout_explorer()
 """),
-    md("""
+    md(f"""
 ## Summary
 
 * Under TP, each GPU holds $1/TP$ of the sharded weights **plus** everything replicated: norms, routers and MLA's down-projections.
-* A GQA cache splits only up to its $K$ KV heads; an MLA latent is copied to every TP rank.
-* NCCL buffers appear once a GPU has peers and stay flat: 2.15 GiB per GPU at any TP > 1 (measured 2.1–2.2 GiB).
-* Pipeline stages hold whole layers, so the fullest stage sets the need.
-* Guide 000's per-GPU cases need 6.5 GiB (case 1) and 9 GiB (case 2, FP8 KV) per GPU of activation + overhead; no single stated figure gives both.
-* Its lost GPU-count table comes back as 10 / 9 / 7 / 6 / 5 / 4 H100s counted as one pool; the real architecture needs 24 H100s (3 nodes) or 16 H200s (2 nodes) natively, TP=8 inside each node.
+* A GQA cache splits only up to its $K$ KV heads; an MLA latent is copied to every TP rank; linear-attention state splits by head.
+* Communicator buffers appear once a GPU has peers and stay flat: {NCCL_BYTES_PER_GPU / GiB:.2f} GiB per GPU at any TP > 1.
+* Pipeline stages hold whole layers, so the fullest stage sets the need — and they are what divides K3's latent.
+* K3 in its native format needs {K3_NODES} 8-GPU H200 nodes at 256K (TP=8 × PP={K3_NODES}).
 
 ## Exercises
-
-1. Llama 3.1 70B in BF16 at 128K: how much KV cache does one GPU hold at TP=8 and at TP=16?
-<details><summary>Answer</summary>
-
-$327{,}680 · 131{,}072 / 8 = 5$ GiB at both: at TP=16 the 8 KV heads are each held twice.
-`parallel.kv_per_gpu_vs_tp(["llama-3.1-70b"], tps=[8, 16], context="128K")`.
-</details>
-
-2. K3 at 1M on 16× H200: does TP=16 across both nodes (PP=1) need less KV per GPU than TP=8 × PP=2?
-<details><summary>Answer</summary>
-
-No — more. The latent is replicated over TP, so TP=16 keeps all 24 MLA layers' latent (27 GiB) on every GPU, while PP=2 halves it to 13.5.
-`parallel.distribute(model="kimi-k3", gpu="h200", tp=16, nodes=2, context="1M").peak.kv_cache_bytes / 2**30`.
-</details>
-
-3. Which TP sizes can K3 use, and why is TP=5 refused?
-<details><summary>Answer</summary>
-
-Those that divide its 96 attention heads: 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 96.
-`parallel.check_tp(get_model("kimi-k3"), 5)` raises an error naming `tp` and these sizes.
-</details>
-
-4. Guide 000 says NCCL overhead "is per GPU, not per node — adding more GPUs does not reduce it". What does the model say it does as TP grows from 8 to 16?
-<details><summary>Answer</summary>
-
-Nothing: $[TP > 1]·N_{nccl}$ is 2.15 GiB per GPU at TP=8 and at TP=16 (and at TP=2); only TP=1 has none.
-The guide is right that more GPUs do not reduce it, and they do not add to it either (`parallel.nccl_table()`).
-</details>
 """),
+    *exercise(
+        "03-1",
+        "Llama 3.1 70B in BF16 at 128K (80 layers, 8 KV heads of 128 dimensions): how much KV cache does one GPU hold at TP=16 over two nodes?",
+        f"""
+{LLAMA_KV[16]:.0f} GiB, the same as at TP=8 ({LLAMA_KV[8]:.0f} GiB).
+The cache is $2·80·8·128·2$ = 327,680 B per token, 40 GiB at 131,072 tokens; it splits over at most $K = 8$ ranks, so at TP=16 each KV head is held twice.
+`parallel.kv_per_gpu_vs_tp(["llama-3.1-70b"], tps=[8, 16], context="128K")`.
+""", value=LLAMA_KV[16], unit="GiB"),
+    *exercise(
+        "03-2",
+        "Llama 3.1 70B on one H200 node: how much communicator (NCCL) buffer memory does one GPU hold at TP=8, compared with TP=2?",
+        f"""
+{NCCL["TP=8"]:.2f} GiB per GPU at TP=8 — the same as at TP=2 ({NCCL["TP=2"]:.2f} GiB); only TP=1 has none.
+The charge is $[TP > 1]·N_{{nccl}}$: a GPU with peers keeps one set of buffers whatever the number of peers (vLLM 0.19 measured 2.1–2.2 GiB at TP=2 and 4).
+`llama_tp[["layout", "NCCL buffers (GiB)"]]` in section 4.
+""", value=NCCL["TP=8"], unit="GiB"),
+    *exercise(
+        "03-3",
+        "K3 at 1M tokens (BF16 cache) on 16 H200s as TP=16 across both nodes: how much of the MLA latent does each GPU hold?",
+        f"""
+All of it: {K3_LATENT_1M_GIB:.0f} GiB.
+$24·(512 + 64)·2$ = {K3.kv_bytes_per_token(2):,} B per token × 1,048,576 tokens, copied to every TP rank.
+TP=8 × PP=2 halves it, because each stage caches only its own layers ({k3_1m_pp2.peak.kv_cache_bytes / GiB:.1f} GiB with the KDA state on the fuller stage).
+""", value=K3_LATENT_1M_GIB, unit="GiB"),
+    *exercise(
+        "03-4",
+        "How many 8-GPU H200 nodes does K3 need in its native format at 256K, and why is one node not enough whatever the layout?",
+        f"""
+{K3_NODES} nodes ({K3_NODES * 8} GPUs, TP=8 × PP={K3_NODES}).
+On one node each GPU would hold {ONE_NODE_WEIGHTS_GIB:.1f} GiB of weights alone, more than an H200's {H200_GIB:.1f} GiB usable: the 8 GPUs together hold {8 * H200_GIB:,.1f} GiB, less than the model's weights.
+`parallel.min_gpus(model="kimi-k3", gpu="h200", weights="native", kv_dtype="bf16", context="256K")`.
+""", value=K3_NODES, unit="nodes"),
 ]
 
 if __name__ == "__main__":
