@@ -23,29 +23,10 @@ from typing import Any
 from k3lib.core.memory import kv_heads_per_rank
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GiB, MiB
+from k3lib.engines.logcheck_gguf import check_gguf
+from k3lib.engines.logcheck_rows import (COMPUTE_TOLERANCE_PCT, KV_TOLERANCE_PCT, WEIGHTS_TOLERANCE_PCT,  # noqa: F401
+                                         CheckRow, check_row, figures_named)
 from k3lib.engines.logparse import ENGINES_READ, Logged, detect_engine, parse_log
-
-#: tolerances of the engine rules (issue 16): KV 0.5 %, weights 3 %
-KV_TOLERANCE_PCT = 0.5
-WEIGHTS_TOLERANCE_PCT = 3.0
-#: the compute buffer is modelled, not reproduced: the widest band measured on the real-llama.cpp tier
-#: (llamacpp_compute_buffer_bytes; data/measured/llamacpp-0c1e570-cpu.csv)
-COMPUTE_TOLERANCE_PCT = 20.0
-
-
-
-@dataclass(frozen=True)
-class CheckRow:
-    """Logged vs predicted for one component."""
-
-    component: str
-    logged: float
-    predicted: float
-    unit: str
-    error_pct: float
-    tolerance_pct: float
-    within: bool
-    rule: str
 
 
 @dataclass(frozen=True)
@@ -65,15 +46,6 @@ class LogCheck:
 
 
 # ----------------------------------------------------------------------------- predicting
-
-def _row(component: str, logged: float, predicted: float, unit: str, tol: float, rule: str,
-         allowed: "tuple[float, float] | None" = None) -> CheckRow:
-    """Logged vs predicted; reproduced when within ``tol`` % or, with ``allowed`` = (lo, hi), when the
-    logged figure lies in what the engine's rounded prints leave open (lo ≤ logged ≤ hi)."""
-    err = 100.0 * (predicted - logged) / logged if logged else (0.0 if not predicted else 100.0)
-    within = abs(err) <= tol or (allowed is not None and allowed[0] <= logged <= allowed[1])
-    return CheckRow(component, logged, predicted, unit, round(err, 3), tol, within, rule)
-
 
 def _resolve(name: str | None, given: Any):
     """An architecture from ``given`` (id, path or LoadedModel) or the log's model name; None if unknown."""
@@ -102,10 +74,6 @@ def _resolve(name: str | None, given: Any):
         except K3InputError:
             continue
     return None
-
-
-def _fig(figs: list[Logged], q: str) -> list[Logged]:
-    return [f for f in figs if f.quantity == q]
 
 
 def _vllm_version_of(cfg, figs, notes) -> tuple[str, str | None]:
@@ -146,28 +114,28 @@ def _check_vllm(cfg, figs, arch, rows, missing, notes):
     kv = cfg.get("kv_cache_dtype", "auto")
     kv = "auto" if kv in ("auto", "bfloat16", "float16") else kv
     w_pred = vllm_weights_bytes_per_rank(arch, tp=tp)["total"]
-    for f in _fig(figs, "weights"):
-        rows.append(_row("weights per rank", f.value, w_pred, "B", WEIGHTS_TOLERANCE_PCT,
+    for f in figures_named(figs, "weights"):
+        rows.append(check_row("weights per rank", f.value, w_pred, "B", WEIGHTS_TOLERANCE_PCT,
                          f"vLLM weights rule (vocab padded to 64, sharded ÷ TP={tp}, replicated parts whole)"))
-    hyb = _fig(figs, "hybrid attention block") + _fig(figs, "state page padding")
+    hyb = figures_named(figs, "hybrid attention block") + figures_named(figs, "state page padding")
     if hyb:
         hl = vllm_kv_layout(arch, tp=tp, kv_dtype=kv, vllm_version=version, engine=rules.engine)
         for f in hyb:
             block = f.quantity == "hybrid attention block"
-            rows.append(_row(f.quantity, f.value, hl.block_tokens if block else round(hl.state_padding_pct, 2),
+            rows.append(check_row(f.quantity, f.value, hl.block_tokens if block else round(hl.state_padding_pct, 2),
                              "tokens" if block else "%", KV_TOLERANCE_PCT if block else 1.0,
                              f"{rules.label} HybridAttentionMambaModelConfig: a × ⌈{hl.state_bytes:,} B recurrent state "
                              f"÷ (a × {hl.page_bytes // hl.block_tokens:,} B per token)⌉, a = "
                              f"{rules.mla_hybrid_alignment if any(k == 'mla' for k, _ in hl.groups) else 16}"
                              + ("" if block else "; padding = page ÷ state − 1, printed to 2 decimals")))
-    avail = _fig(figs, "available KV memory")
+    avail = figures_named(figs, "available KV memory")
     total, util = cfg.get("total_gpu_memory_bytes"), cfg.get("gpu_memory_utilization")
     for f in avail[-1:]:
         if not (total and util):
             missing.append("available KV memory: needs the GPU's total memory and gpu_memory_utilization, which "
                            "the log does not print")
             continue
-        w_logged = cfg.get("weights_printed_bytes") or next((x.value for x in _fig(figs, "weights")), None)
+        w_logged = cfg.get("weights_printed_bytes") or next((x.value for x in figures_named(figs, "weights")), None)
         act, nt, printed = cfg.get("activation_bytes"), cfg.get("non_torch_memory_bytes"), 2
         if act is None and cfg.get("peak_torch_memory_bytes") and w_logged:
             act = cfg["peak_torch_memory_bytes"] - w_logged        # 0.6.4 prints torch's peak with the weights
@@ -177,7 +145,7 @@ def _check_vllm(cfg, figs, arch, rows, missing, notes):
                                                 max_model_len=cfg.get("max_model_len"))
             how = ("V0: T·(3·I/TP + 3·D)·b over the profiled batch, or the logits of 256 sequences"
                    if rules.engine == "V0" else "V1: constants fitted to the 0.19 H100 sweep")
-            rows.append(_row("activation peak", act, a_pred, "B", WEIGHTS_TOLERANCE_PCT,
+            rows.append(check_row("activation peak", act, a_pred, "B", WEIGHTS_TOLERANCE_PCT,
                              f"{rules.label} profiling run, an estimate ({how}); the log's figure is used in the "
                              "budget row below"))
         src = "activation and non-torch as the log prints them"
@@ -192,21 +160,21 @@ def _check_vllm(cfg, figs, arch, rows, missing, notes):
                                        activation_bytes=act, non_torch_bytes=nt, vllm_version=version,
                                        engine=rules.engine)
         slack = printed * 0.005 * GiB
-        rows.append(_row("available KV memory", f.value, pred, "B", KV_TOLERANCE_PCT,
+        rows.append(check_row("available KV memory", f.value, pred, "B", KV_TOLERANCE_PCT,
                          f"{rules.label} budget rule '{rules.budget}': {util:g} × total − weights (predicted) − "
                          f"activation − non-torch, {src}; each printed GiB is rounded to 0.01",
                          allowed=(pred - slack, pred + slack)))
     if not avail:
-        if _fig(figs, "KV cache tokens") or _fig(figs, "KV cache blocks"):
+        if figures_named(figs, "KV cache tokens") or figures_named(figs, "KV cache blocks"):
             missing.append("KV tokens/blocks: the log prints no available KV memory")
         return
     a = avail[-1].value
     lay = vllm_kv_layout(arch, tp=tp, kv_dtype=kv, vllm_version=version, engine=rules.engine)
     lo_b, hi_b = int(a - 0.005 * GiB), int(a + 0.005 * GiB)
-    for f in _fig(figs, "KV cache tokens"):
+    for f in figures_named(figs, "KV cache tokens"):
         pred = lay.tokens(int(a))
         lo, hi = lay.tokens(lo_b), lay.tokens(hi_b)
-        rows.append(_row("KV cache tokens", f.value, pred, "tokens", KV_TOLERANCE_PCT,
+        rows.append(check_row("KV cache tokens", f.value, pred, "tokens", KV_TOLERANCE_PCT,
                          f"{rules.label}: ⌊available ÷ ({lay.page_bytes:,} B page × {lay.group_size} layers)⌋ ÷ "
                          f"{lay.num_groups} group(s) × {lay.block_tokens}; the printed GiB (2 decimals) allows "
                          f"{lo:,}–{hi:,}", allowed=(lo, hi)))
@@ -216,19 +184,19 @@ def _check_vllm(cfg, figs, arch, rows, missing, notes):
                          f"rank's blocks (0.10.2 unify_kv_cache_configs, 0.19.0 get_kv_cache_configs); the printed "
                          f"tokens fit a rank with about {need:.2f} GiB, so the excerpt's two lines may come from "
                          "different ranks")
-    for f in _fig(figs, "KV cache blocks"):
+    for f in figures_named(figs, "KV cache blocks"):
         pred = lay.num_blocks(int(a))
         blo, bhi = lay.num_blocks(lo_b), lay.num_blocks(hi_b)
-        rows.append(_row("KV cache blocks", f.value, pred, "blocks", KV_TOLERANCE_PCT,
+        rows.append(check_row("KV cache blocks", f.value, pred, "blocks", KV_TOLERANCE_PCT,
                          f"{rules.label}: ⌊available ÷ ({lay.page_bytes:,} B × {lay.group_size} layers)⌋ (V0 prints "
                          f"blocks); the printed GiB allows {blo:,}–{bhi:,}", allowed=(blo, bhi)))
     L = cfg.get("max_model_len")
-    for f in _fig(figs, "maximum concurrency")[-1:]:
+    for f in figures_named(figs, "maximum concurrency")[-1:]:
         pred = lay.max_concurrency(int(a), max_model_len=L)
         lo, hi = lay.max_concurrency(lo_b, max_model_len=L), lay.max_concurrency(hi_b, max_model_len=L)
         rule = ("blocks × block ÷ max_model_len" if lay.concurrency_rule == "tokens/len"
                 else "blocks ÷ Σ over groups of the blocks one max_model_len request needs")
-        rows.append(_row("maximum concurrency", f.value, pred, "x", KV_TOLERANCE_PCT,
+        rows.append(check_row("maximum concurrency", f.value, pred, "x", KV_TOLERANCE_PCT,
                          f"{rules.label}: {rule} (L = {L:,}); printed to 2 decimals, the printed GiB allows "
                          f"{lo:.3f}–{hi:.3f}", allowed=(round(lo, 2) - 0.005, round(hi, 2) + 0.005)))
 
@@ -254,12 +222,12 @@ def _check_sglang(cfg, figs, arch, rows, missing, notes):
     rule = (f"SGLang srt/mem_cache/memory_pool.py: #tokens ({tokens:,}) × layers × max(1, KV heads ÷ TP={tp}) × head "
             f"dim × {kv_b:g} B" if tokens else "")
     for q, cell in (("K", k_cell), ("V", v_cell)):
-        for f in _fig(figs, q):
-            rows.append(_row(f"{q} pool", f.value, tokens * cell, "B", KV_TOLERANCE_PCT, rule))
-    for f in _fig(figs, "weights"):
+        for f in figures_named(figs, q):
+            rows.append(check_row(f"{q} pool", f.value, tokens * cell, "B", KV_TOLERANCE_PCT, rule))
+    for f in figures_named(figs, "weights"):
         from k3lib.engines.vllm import vllm_weights_bytes_per_rank
         w = vllm_weights_bytes_per_rank(arch, tp=tp)["total"]
-        rows.append(_row("weights per rank", f.value, w, "B", WEIGHTS_TOLERANCE_PCT,
+        rows.append(check_row("weights per rank", f.value, w, "B", WEIGHTS_TOLERANCE_PCT,
                          "weights sharded ÷ TP like vLLM (SGLang's mem usage also holds the CUDA context)"))
     _check_sglang_pool(cfg, figs, arch, tp, kv_b, rows, missing)
 
@@ -269,9 +237,9 @@ def _check_sglang_pool(cfg, figs, arch, tp, kv_b, rows, missing):
     from k3lib.engines.sglang import sglang_cell_bytes, sglang_kv_budget_bytes
 
     after, frac = cfg.get("avail_after_load_bytes"), cfg.get("mem_fraction_static")
-    usage = next((f.value for f in _fig(figs, "weights")), None)
+    usage = next((f.value for f in figures_named(figs, "weights")), None)
     before = cfg.get("avail_before_load_bytes") or (after + usage if after is not None and usage is not None else None)
-    budget_logged = _fig(figs, "KV budget")
+    budget_logged = figures_named(figs, "KV budget")
     pred_budget, n_printed = None, 3 if cfg.get("avail_before_load_bytes") else 4
     rule = ("SGLang 0.5.5 model_runner.py profile_max_num_token: free after loading − free before loading × "
             f"(1 − mem_fraction_static {frac}); free before = 'Load weight begin' avail mem, or 'Load weight end' "
@@ -281,10 +249,10 @@ def _check_sglang_pool(cfg, figs, arch, tp, kv_b, rows, missing):
                                              mem_fraction_static=frac)
         for f in budget_logged[:1]:
             slack = n_printed * 0.005 * GiB
-            rows.append(_row("KV budget (rest memory)", f.value, pred_budget, "B", KV_TOLERANCE_PCT, rule,
+            rows.append(check_row("KV budget (rest memory)", f.value, pred_budget, "B", KV_TOLERANCE_PCT, rule,
                              allowed=(pred_budget - slack, pred_budget + slack)))
     cell = sglang_cell_bytes(arch, tp=tp, kv_dtype=kv_b) if arch is not None else 0
-    for f in _fig(figs, "pool tokens"):
+    for f in figures_named(figs, "pool tokens"):
         budget = budget_logged[0].value if budget_logged else pred_budget
         if budget is None or not cell:
             missing.append(f"pool tokens = {f.value:,.0f}: needs the free memory after loading (Load weight end), "
@@ -293,10 +261,10 @@ def _check_sglang_pool(cfg, figs, arch, tp, kv_b, rows, missing):
         slack = (0.005 if budget_logged else n_printed * 0.005) * GiB
         pred = int(budget) // cell
         lo, hi = int(budget - slack) // cell, int(budget + slack) // cell
-        rows.append(_row("pool tokens", f.value, pred, "tokens", KV_TOLERANCE_PCT,
+        rows.append(check_row("pool tokens", f.value, pred, "tokens", KV_TOLERANCE_PCT,
                          f"⌊KV budget ÷ {cell:,} B per token slot⌋ ({'printed' if budget_logged else 'predicted'} "
                          f"budget; its rounding allows {lo:,}–{hi:,})", allowed=(lo, hi)))
-    for f in _fig(figs, "free after pool"):
+    for f in figures_named(figs, "free after pool"):
         missing.append(f"free after pool = {f.value / GiB:,.2f} GiB: what is left after the pool (activations, "
                        "CUDA graphs) is not predicted")
 
@@ -318,9 +286,7 @@ def check_log(text: str, *, engine: str | None = None, model: Any = None, **over
     rows: list[CheckRow] = []
     missing: list[str] = []
     notes: list[str] = []
-    from k3lib.engines.logcheck_gguf import _check_gguf      # it imports this module's row helpers
-
-    {"ollama": _check_gguf, "llama.cpp": _check_gguf, "vllm": _check_vllm, "sglang": _check_sglang}[eng](
+    {"ollama": check_gguf, "llama.cpp": check_gguf, "vllm": _check_vllm, "sglang": _check_sglang}[eng](
         cfg, figs, arch, rows, missing, notes)
     cfg_out = {k: v for k, v in cfg.items() if k != "layer_dims"}
     if "layer_dims" in cfg:

@@ -7,8 +7,8 @@ import re
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import MiB
-from k3lib.engines.logcheck import (COMPUTE_TOLERANCE_PCT, KV_TOLERANCE_PCT, WEIGHTS_TOLERANCE_PCT, _fig,
-                                    _row)
+from k3lib.engines.logcheck_rows import (COMPUTE_TOLERANCE_PCT, KV_TOLERANCE_PCT, WEIGHTS_TOLERANCE_PCT,
+                                         check_row, figures_named)
 
 
 def _main_compute(figs):
@@ -19,16 +19,16 @@ def _main_compute(figs):
     return (dev or comp or [None])[0]
 
 
-def _check_gguf(cfg, figs, arch, rows, missing, notes):
+def check_gguf(cfg, figs, arch, rows, missing, notes):
     from k3lib.engines.llamacpp import _llamacpp_row_bytes
 
     bufs = [f for f in figs if f.quantity.startswith("KV buffer (")]
     prev = 0
-    for f in _fig(figs, "KV total"):              # each cache's buffer lines come just before its size line
+    for f in figures_named(figs, "KV total"):              # each cache's buffer lines come just before its size line
         mine = [b for b in bufs if prev < b.line < f.line]
         prev = f.line
         if mine:
-            rows.append(_row("KV buffers summed over devices", f.value, sum(b.value for b in mine), "B",
+            rows.append(check_row("KV buffers summed over devices", f.value, sum(b.value for b in mine), "B",
                              KV_TOLERANCE_PCT, "llama.cpp allocates each layer's K and V on the device of its "
                              "layer (-ngl / partial offload), so the per-device KV buffers add up to the total"))
     for f in figs:
@@ -43,13 +43,13 @@ def _check_gguf(cfg, figs, arch, rows, missing, notes):
             except K3InputError as exc:
                 missing.append(f"{f.quantity}: {exc}")
                 continue
-            rows.append(_row(f.quantity, f.value, pred, "B", COMPUTE_TOLERANCE_PCT,
+            rows.append(check_row(f.quantity, f.value, pred, "B", COMPUTE_TOLERANCE_PCT,
                              "a model of llama.cpp's worst-case graph (mask per cache, scores without flash attention, "
                              "logits + widest FFN + 3·hidden): an approximation, measured per family in tests/llamacpp"))
         elif f.quantity.startswith(("compute buffer", "output buffer", "input buffer", "model buffer")):
             missing.append(f"{f.quantity} = {f.value / MiB:,.2f} MiB: not predicted from a log (the host side of the "
                            "compute graph, and the GGUF's tensor types, are not in it)")
-    for f in _fig(figs, "model size"):
+    for f in figures_named(figs, "model size"):
         if arch is None or not cfg.get("ftype"):
             missing.append("model size: needs the model and its file type (model ftype line, --model)")
             continue
@@ -59,7 +59,7 @@ def _check_gguf(cfg, figs, arch, rows, missing, notes):
         except K3InputError as exc:
             missing.append(f"model size: {exc}")
             continue
-        rows.append(_row("model size (tensor data)", f.value, pred, "B", WEIGHTS_TOLERANCE_PCT,
+        rows.append(check_row("model size (tensor data)", f.value, pred, "B", WEIGHTS_TOLERANCE_PCT,
                          f"llama.cpp src/llama-quant.cpp llama_tensor_get_type (commit 007dbbf): per-tensor types of "
                          f"a {cfg['ftype']} file from {arch.id}'s shapes"))
     cells = cfg.get("cells") or cfg.get("n_ctx")
@@ -110,10 +110,10 @@ def _check_gguf(cfg, figs, arch, rows, missing, notes):
     rule = (f"llama.cpp src/llama-kv-cache.cpp: cells ({cells:,}) × Σ layers row bytes of {{}} ({{}}), rows from "
             f"{source}")
     for q, pred, t in (("K", k_pred, tk), ("V", v_pred, tv)):
-        for f in _fig(figs, q):
-            rows.append(_row(f"{q} cache", f.value, pred, "B", KV_TOLERANCE_PCT, rule.format(q, t)))
-    for f in _fig(figs, "KV total"):
-        rows.append(_row("KV total", f.value, k_pred + v_pred, "B", KV_TOLERANCE_PCT, "K + V"))
+        for f in figures_named(figs, q):
+            rows.append(check_row(f"{q} cache", f.value, pred, "B", KV_TOLERANCE_PCT, rule.format(q, t)))
+    for f in figures_named(figs, "KV total"):
+        rows.append(check_row("KV total", f.value, k_pred + v_pred, "B", KV_TOLERANCE_PCT, "K + V"))
 
 
 def _check_gguf_caches(cfg, figs, arch, rows, missing, tk, tv):
@@ -139,20 +139,20 @@ def _check_gguf_caches(cfg, figs, arch, rows, missing, tk, tv):
     def row(component, logged, predicted, unit, tol, rule):
         # llama.cpp prints MiB to 2 decimals: a figure within half of its last digit is reproduced
         res = 0.005 * MiB + 1
-        return _row(component, logged, predicted, unit, tol, rule, allowed=(predicted - res, predicted + res))
+        return check_row(component, logged, predicted, unit, tol, rule, allowed=(predicted - res, predicted + res))
 
     rule = (f"llama.cpp src/llama-kv-cache.cpp (rules {rules}): {{}} cells × Σ {arch.id}'s layers of that cache "
             f"× row bytes of {{}} ({{}})")
-    for (label, n_cells, k, v), fk, fv, ft in zip(caches, _fig(figs, "K"), _fig(figs, "V"), _fig(figs, "KV total")):
+    for (label, n_cells, k, v), fk, fv, ft in zip(caches, figures_named(figs, "K"), figures_named(figs, "V"), figures_named(figs, "KV total")):
         rows.append(row(f"{label}K cache", fk.value, k, "B", KV_TOLERANCE_PCT, rule.format(f"{n_cells:,}", "K", tk)))
         if fv.value or v:
             rows.append(row(f"{label}V cache", fv.value, v, "B", KV_TOLERANCE_PCT,
                              rule.format(f"{n_cells:,}", "V", tv)))
         rows.append(row(f"{label}KV total", ft.value, k + v, "B", KV_TOLERANCE_PCT, "K + V"))
-    if len(_fig(figs, "K")) != len(caches):
-        missing.append(f"the log has {len(_fig(figs, 'K'))} KV cache lines; {arch.id} has {len(caches)} caches")
+    if len(figures_named(figs, "K")) != len(caches):
+        missing.append(f"the log has {len(figures_named(figs, 'K'))} KV cache lines; {arch.id} has {len(caches)} caches")
     for q, pred in (("R", mem["r"]), ("S", mem["s"])):
-        for f in _fig(figs, q):
+        for f in figures_named(figs, q):
             rows.append(row(f"recurrent {q} ({'conv history' if q == 'R' else 'state'})", f.value, pred, "B",
                              KV_TOLERANCE_PCT, f"llama.cpp src/llama-memory-recurrent.cpp: {mem['rs_rows']} rows "
                              f"(sequences × (1 + n_rs_seq)) × F32 per recurrent layer"))
