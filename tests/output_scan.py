@@ -102,7 +102,7 @@ def format_problems(text: str, mime: str = "text/plain", *, result: bool = False
     return found
 
 
-def shown_output(output: dict) -> "tuple[str, str] | None":
+def shown_output(output: dict) -> tuple[str, str] | None:
     """``(mime, text)`` of what JupyterLab renders for one nbformat output, or None when it shows
     a widget, a chart or an image (or nothing textual)."""
     kind = output.get("output_type")

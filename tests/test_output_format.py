@@ -11,9 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from nbrun import run_notebook  # noqa: E402
-from output_scan import format_problems, notebook_problems, shown_output  # noqa: E402
+from nbrun import run_notebook
+from output_scan import format_problems, notebook_problems, shown_output
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))

@@ -27,7 +27,7 @@ def _label(fmt_or_dtype: str) -> str:
             "native": "native"}.get(fmt_or_dtype, fmt_or_dtype)
 
 
-def shown(data: "object", *, decimals: int = 2, columns: "tuple[str, ...] | None" = None) -> "object":
+def shown(data: object, *, decimals: int = 2, columns: tuple[str, ...] | None = None) -> object:
     """A table for a reader (a DataFrame of strings, default index dropped): integers with
     thousands separators, floats to at most ``decimals`` places (never ``e+``), a missing value
     as "—" (never ``NaN``/``<NA>``). ``data`` is a DataFrame or a mapping ``{item: value}``
@@ -133,7 +133,7 @@ class ReaderTable:
     :func:`reader_header`, and **no index**, in JupyterLab (HTML) and as text alike.
     ``frame`` is the formatted DataFrame (all strings) for tests and further use."""
 
-    def __init__(self, frame: "object") -> None:
+    def __init__(self, frame: object) -> None:
         self.frame = frame
 
     def _repr_html_(self) -> str:
@@ -146,8 +146,8 @@ class ReaderTable:
         return repr(self)
 
 
-def reader_table(data: "object", *, decimals: int = 2, headers: bool = True,
-                 columns: "tuple[str, ...] | None" = None) -> ReaderTable:
+def reader_table(data: object, *, decimals: int = 2, headers: bool = True,
+                 columns: tuple[str, ...] | None = None) -> ReaderTable:
     """What a reader should see of ``data`` (a DataFrame, or a mapping ``{item: value}`` shown as
     ``item | value`` rows named by ``columns``): the index hidden (a named, non-default index
     becomes the first column), integers with thousands separators, floats to ``decimals`` places
@@ -164,12 +164,18 @@ def reader_table(data: "object", *, decimals: int = 2, headers: bool = True,
     False
     >>> reader_table(pd.DataFrame({"total_GiB": [1452.8]}, index=["weights"])).frame.columns.tolist()
     ['', 'total (GiB)']
+    >>> cols = pd.MultiIndex.from_tuples([("guide-000", "real K3"), ("all", "real K3")])
+    >>> reader_table(pd.DataFrame([[64, 102]], columns=cols, index=pd.Index(["contradicted"], name="verdict"))).frame.columns.tolist()
+    ['verdict', 'guide-000 · real K3', 'all · real K3']
     """
     import pandas as pd
 
     if not isinstance(data, pd.DataFrame):
         data = pd.DataFrame(list(dict(data).items()), columns=list(columns or ("item", "value")))
     df = data
+    if isinstance(df.columns, pd.MultiIndex):  # ("guide-000", "real K3") → "guide-000 · real K3"
+        df = df.copy()
+        df.columns = [" · ".join(str(p) for p in c if str(p) != "") for c in df.columns]
     if not isinstance(df.index, pd.RangeIndex) and not all(str(i) == "" for i in df.index):
         names = [n if n is not None else "" for n in df.index.names]
         df = df.rename_axis(names).reset_index()  # row labels ("KV cache", "256K") become a column
