@@ -262,3 +262,42 @@ def test_ktransformers_gpu_prefill_leaves_out_the_cpu_experts_flops():
     f_llama = prefill_terms(llama, input_tokens=512).flops
     linear = 2 * base.model.params_active * 512
     assert f_llama - f_kt == pytest.approx(linear * share, rel=1e-9)
+
+
+def test_decode_step_adds_each_further_sequence_at_the_decode_compute_efficiency():
+    """t = max(t_mem, F1/(η_c F)) + (b − 1)·F1/(η_cd F), by hand on a made-up step."""
+    from k3lib.serving.roofline import Efficiency, StepTerms
+    step = StepTerms(bytes_read=10e9, flops=8 * 2e9, comm_s=0.0, layers=10, passes=1, handoff_s=0.0,
+                     memory_bw_bytes_per_s=1e12, peak_flops=100e12, decode_batch=8)
+    eff = Efficiency(0.5, 0.4, 1e-5, communication=False, eta_decode_compute=0.05)
+    t_mem = 10e9 / (0.5 * 1e12)                      # 20 ms
+    f1 = 2e9                                         # FLOPs of one sequence
+    expect = max(t_mem, f1 / (0.4 * 100e12)) + 7 * f1 / (0.05 * 100e12) + 10 * 1e-5
+    assert step.seconds(eff) == pytest.approx(expect)
+    one = StepTerms(10e9, 2e9, 0.0, 10, 1, 0.0, 1e12, 100e12, decode_batch=1)
+    # a single stream does not depend on η_cd
+    assert one.seconds(eff) == pytest.approx(one.seconds(Efficiency(0.5, 0.4, 1e-5, communication=False,
+                                                                    eta_decode_compute=0.9)))
+
+
+def test_identical_sequences_touch_one_tokens_experts():
+    """llama-batched-bench feeds the same token to every sequence: B sequences read k of E experts."""
+    from k3lib.serving.calibration import SpeedRow, row_identical_sequences
+    from k3lib.serving.experts import fraction_of_experts_touched
+    inp = inputs_from_plan(plan_for_engine(model="gpt-oss-120b", engine="llama.cpp", gpu="dgx-spark", gpus=1,
+                                           weights="mxfp4", context=2048, with_limits=False))
+    st = inp.stages[0]
+    same = decode_terms(inp, concurrency=32, context_tokens=0, identical_sequences=True)
+    mixed = decode_terms(inp, concurrency=32, context_tokens=0)
+    m = inp.model.mlp
+    k_over_e = m.experts_per_token / m.n_routed_experts                       # 4 / 128
+    assert same.bytes_read - st.dense_bytes == pytest.approx(st.routed_bytes * k_over_e, rel=1e-6)
+    assert mixed.bytes_read - st.dense_bytes == pytest.approx(
+        st.routed_bytes * (1 - (1 - k_over_e) ** 32), rel=1e-6)                # 1 − (1 − k/E)^B
+    assert fraction_of_experts_touched(n_experts=128, experts_per_token=4, tokens=1) == pytest.approx(k_over_e)
+    row = SpeedRow("x", "llama.cpp", "", "gpt-oss-120b", "mxfp4", "bf16", "dgx-spark", 1, 0, 0, 1, "", 32, 512, 32,
+                   "output_tokens_per_s_total", 1.0, "tokens/s", "fit", "", "", "")
+    assert row_identical_sequences(row)
+    import dataclasses
+    assert not row_identical_sequences(dataclasses.replace(row, quantity="decode_tokens_per_s_per_sequence"))
+    assert not row_identical_sequences(dataclasses.replace(row, engine="vllm"))

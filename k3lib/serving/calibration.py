@@ -12,11 +12,13 @@ ktransformers → llama.cpp); a row whose model, weights or hardware cannot be p
 skipped and counted (:attr:`Calibration.skipped`).
 
 **Fit.** For each row, :func:`k3lib.serving.concurrency.predict` over a grid of candidates
-(:data:`GRID_ETA_BW` × :data:`GRID_ETA_COMPUTE` × :data:`GRID_LAYER_OVERHEAD_S`), and per group
+(:data:`GRID_ETA_BW` × :data:`GRID_ETA_COMPUTE` × :data:`GRID_LAYER_OVERHEAD_S` ×
+:data:`GRID_ETA_DECODE_COMPUTE`), and per group
 the candidate that minimizes
 
 $$\\sum_{rows} ρ\\left(\\ln \\frac{\\hat y}{y}\\right) + λ·\\left[(\\ln η_{bw} - \\ln η_{bw}^{p})^2
-  + (\\ln η_c - \\ln η_c^{p})^2 + (\\ln(τ + τ_0) - \\ln(τ^{p} + τ_0))^2\\right]$$
+  + (\\ln η_c - \\ln η_c^{p})^2 + (\\ln(τ + τ_0) - \\ln(τ^{p} + τ_0))^2
+  + (\\ln η_{cd} - \\ln η_{cd}^{p})^2\\right]$$
 
 with $ρ$ Huber's loss (:func:`huber`: squared within ±30 %, linear beyond), $λ$ =
 :data:`SHRINK` and the parent $p$: the ceiling ($η = 1$, $τ = 0$) for the pooled
@@ -124,6 +126,8 @@ GRID_ETA_COMPUTE = np.geomspace(0.02, 1.0, 31)
 #: the many small kernels of a layer (norms, RoPE, routing, MoE permute/gather, sampling spread over
 #: layers), plus for Python-scheduled engines the host-side step overhead divided by layers.
 GRID_LAYER_OVERHEAD_S = np.array([0, 1, 2, 4, 8, 16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048]) * 1e-6
+#: $η_{cd}$ candidates (the decode step's share of peak FLOP/s): 1 % to 100 %, a factor ≈ 1.6 apart
+GRID_ETA_DECODE_COMPUTE = np.geomspace(0.01, 1.0, 11)
 #: weight of the pull toward the parent fit for a well-populated group (a row 30 % off weighs
 #: ln(1.3)² = 0.069)
 SHRINK = 0.05
@@ -323,6 +327,16 @@ def row_arrivals(row: SpeedRow) -> tuple[str, int | None]:
     return "steady", None
 
 
+def row_identical_sequences(row: SpeedRow) -> bool:
+    """Whether the row's sequences hold identical tokens: the llama.cpp family's
+    ``output_tokens_per_s_total`` is ``llama-batched-bench``'s S_TG
+    (:data:`k3lib.serving.concurrency.DECODE_PHASE_TOTAL_ENGINES`), and that tool feeds token 0 at
+    every position of every sequence, so its B sequences route alike (one token's experts per step)."""
+    from k3lib.serving.concurrency import DECODE_PHASE_TOTAL_ENGINES
+
+    return row.quantity == "output_tokens_per_s_total" and serving_engine(row.engine) in DECODE_PHASE_TOTAL_ENGINES
+
+
 def row_capacity(row: SpeedRow) -> int | None:
     """The most requests of the row's lengths the row's plan admits (:func:`max_concurrency` of
     its engine's KV capacity and ``max_num_seqs``), as :func:`k3lib.serving.serving_estimate`
@@ -348,19 +362,27 @@ def predict_row(row: SpeedRow, eff: Efficiency):
         return None
     arrivals, prompts = row_arrivals(row)
     return predict(inp, row.quantity, eff, concurrency=row.concurrency, input_tokens=row.input_tokens,
-                   output_tokens=row.output_tokens, arrivals=arrivals, prompts=prompts, capacity=row_capacity(row))
+                   output_tokens=row.output_tokens, arrivals=arrivals, prompts=prompts, capacity=row_capacity(row),
+                   identical_sequences=row_identical_sequences(row))
 
 
-_GRID = Efficiency(GRID_ETA_BW[:, None, None], GRID_ETA_COMPUTE[None, :, None], GRID_LAYER_OVERHEAD_S[None, None, :])
+_GRID = Efficiency(GRID_ETA_BW[:, None, None, None], GRID_ETA_COMPUTE[None, :, None, None],
+                   GRID_LAYER_OVERHEAD_S[None, None, :, None],
+                   eta_decode_compute=GRID_ETA_DECODE_COMPUTE[None, None, None, :])
+_GRID_SHAPE = (len(GRID_ETA_BW), len(GRID_ETA_COMPUTE), len(GRID_LAYER_OVERHEAD_S), len(GRID_ETA_DECODE_COMPUTE))
 
 
 def _log_ratio_grid(row: SpeedRow) -> np.ndarray | None:
+    """$\\ln(\\hat y/y)$ over the 4-D grid of candidates, float32; a row whose figure does not
+    depend on $η_{cd}$ (its decode compute never binds) keeps one slice on that axis (it
+    broadcasts), so only batched decode rows hold the whole grid."""
     pred = predict_row(row, _GRID)
     if pred is None:
         return None
-    pred = np.broadcast_to(np.asarray(pred, dtype=float), (len(GRID_ETA_BW), len(GRID_ETA_COMPUTE),
-                                                           len(GRID_LAYER_OVERHEAD_S)))
-    return np.log(pred) - math.log(row.value)
+    pred = np.broadcast_to(np.asarray(pred, dtype=float), _GRID_SHAPE)
+    if np.array_equal(pred[..., 0], pred[..., -1]):
+        pred = pred[..., :1]
+    return (np.log(pred) - math.log(row.value)).astype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -373,10 +395,17 @@ class FittedConstants:
     layer_overhead_s: float
     fit_rows: int
     rms_log_error: float
+    eta_decode_compute: float = 1.0
 
     @property
     def efficiency(self) -> Efficiency:
-        return Efficiency(self.eta_bw, self.eta_compute, self.layer_overhead_s)
+        return Efficiency(self.eta_bw, self.eta_compute, self.layer_overhead_s,
+                          eta_decode_compute=self.eta_decode_compute)
+
+    @property
+    def parent(self) -> tuple[float, float, float, float]:
+        """(η_bw, η_c, τ, η_cd): the prior this fit gives its children."""
+        return self.eta_bw, self.eta_compute, self.layer_overhead_s, self.eta_decode_compute
 
 
 @dataclass(frozen=True)
@@ -479,15 +508,21 @@ def huber(x: np.ndarray, delta: float = PRIOR_SIGMA_ROW) -> np.ndarray:
     return np.where(a <= delta, x * x, 2 * delta * a - delta * delta)
 
 
-def _fit_group(name: str, grids: list[np.ndarray], parent: tuple[float, float, float], weight: float) -> FittedConstants:
-    eb, ec, tau = np.log(GRID_ETA_BW)[:, None, None], np.log(GRID_ETA_COMPUTE)[None, :, None], \
-        np.log(GRID_LAYER_OVERHEAD_S + TAU0_S)[None, None, :]
-    loss = sum(huber(g) for g in grids) + weight * ((eb - math.log(parent[0])) ** 2 + (ec - math.log(parent[1])) ** 2
-                                                   + (tau - math.log(parent[2] + TAU0_S)) ** 2)
-    i, j, k = np.unravel_index(int(np.argmin(loss)), loss.shape)
-    rms = math.sqrt(float(np.mean([g[i, j, k] ** 2 for g in grids]))) if grids else 0.0
+def _fit_group(name: str, grids: list[np.ndarray], parent: tuple[float, float, float, float],
+               weight: float) -> FittedConstants:
+    eb = np.log(GRID_ETA_BW)[:, None, None, None]
+    ec = np.log(GRID_ETA_COMPUTE)[None, :, None, None]
+    tau = np.log(GRID_LAYER_OVERHEAD_S + TAU0_S)[None, None, :, None]
+    ecd = np.log(GRID_ETA_DECODE_COMPUTE)[None, None, None, :]
+    loss = np.zeros(_GRID_SHAPE) + weight * ((eb - math.log(parent[0])) ** 2 + (ec - math.log(parent[1])) ** 2
+                                             + (tau - math.log(parent[2] + TAU0_S)) ** 2
+                                             + (ecd - math.log(parent[3])) ** 2)
+    for g in grids:
+        loss += huber(g)
+    i, j, k, m = np.unravel_index(int(np.argmin(loss)), loss.shape)
+    rms = math.sqrt(float(np.mean([g[i, j, k, min(m, g.shape[3] - 1)] ** 2 for g in grids]))) if grids else 0.0
     return FittedConstants(name, float(GRID_ETA_BW[i]), float(GRID_ETA_COMPUTE[j]), float(GRID_LAYER_OVERHEAD_S[k]),
-                           len(grids), rms)
+                           len(grids), rms, float(GRID_ETA_DECODE_COMPUTE[m]))
 
 
 def _summary(engine: str, cls: str, quantity: str, ratios: list[float]) -> HoldoutError:
@@ -509,26 +544,23 @@ def fit_calibration(rows: tuple[SpeedRow, ...], source: str = "") -> Calibration
         fit.append((r, inp.hardware_class, g))
     constants: dict = {}
     if fit:
-        top = _fit_group("all", [g for _, _, g in fit], (1.0, 1.0, 0.0), SHRINK / 5)
+        top = _fit_group("all", [g for _, _, g in fit], (1.0, 1.0, 0.0, 1.0), SHRINK / 5)
         constants[("*", "*")] = top
         engine_fit: dict = {}
         for eng in sorted({serving_engine(r.engine) for r, _, _ in fit}):
             eg = [g for r, _, g in fit if serving_engine(r.engine) == eng]
-            engine_fit[eng] = _fit_group(f"{eng} (all classes)", eg,
-                                         (top.eta_bw, top.eta_compute, top.layer_overhead_s), _prior_weight(len(eg)))
+            engine_fit[eng] = _fit_group(f"{eng} (all classes)", eg, top.parent, _prior_weight(len(eg)))
             constants[(eng, "*")] = engine_fit[eng]
         for cls in sorted({c for _, c, _ in fit}):
             cg = [g for _, c, g in fit if c == cls]
-            cfit = _fit_group(cls, cg, (top.eta_bw, top.eta_compute, top.layer_overhead_s), _prior_weight(len(cg)))
+            cfit = _fit_group(cls, cg, top.parent, _prior_weight(len(cg)))
             constants[("*", cls)] = cfit
             for eng in sorted({serving_engine(r.engine) for r, c, _ in fit if c == cls}):
                 eg = [g for r, c, g in fit if c == cls and serving_engine(r.engine) == eng]
                 # parent: the same engine over every class when it has more rows than this group
                 # (τ and the kernels' efficiencies belong to the engine's code path), else the class
                 par = engine_fit[eng] if engine_fit[eng].fit_rows > len(eg) else cfit
-                constants[(eng, cls)] = _fit_group(f"{eng} × {cls}", eg,
-                                                   (par.eta_bw, par.eta_compute, par.layer_overhead_s),
-                                                   _prior_weight(len(eg)))
+                constants[(eng, cls)] = _fit_group(f"{eng} × {cls}", eg, par.parent, _prior_weight(len(eg)))
     ratios: dict[tuple[str, str, str], list[float]] = {}
     for r, inp in _plannable(rows, "holdout", skipped):
         eng = serving_engine(r.engine)

@@ -144,14 +144,15 @@ def queue_wait_s(*, asked: float, capacity: float, time_in_system_s):
 
 def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, concurrency: float = 1,
             input_tokens: int = 1024, output_tokens: int = 256, arrivals: str = "steady",
-            capacity: int | None = None, prompts: int | None = None):
+            capacity: int | None = None, prompts: int | None = None, identical_sequences: bool = False):
     """One quantity of :data:`QUANTITIES` at ``concurrency`` (array-aware in ``eff``):
     ``decode_tokens_per_s_per_sequence`` $= 1/TPOT$; ``prefill_tokens_per_s`` $= I/t_p$ (one
     prompt); ``output_tokens_per_s_total``, ``ttft_s``, ``tpot_s`` as in the module docstring.
     None when the device has no compute figure and the quantity needs one (prefill).
 
     ``arrivals``: one of :data:`ARRIVALS`; ``prompts`` the requests of the whole run (needed by
-    ``first_burst``).
+    ``first_burst``). ``identical_sequences``: every sequence holds the same tokens (a synthetic
+    benchmark; see :func:`k3lib.serving.roofline.decode_terms`).
 
     ``capacity``: the most requests the engine admits (:func:`max_concurrency` of the plan);
     when ``concurrency`` exceeds it the engine serves ``capacity`` and the rest wait: every
@@ -159,7 +160,7 @@ def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, con
     _check(concurrency, input_tokens, output_tokens)
     if capacity is not None and capacity >= 1 and concurrency > capacity:
         kw = dict(concurrency=capacity, input_tokens=input_tokens, output_tokens=output_tokens, arrivals=arrivals,
-                  prompts=prompts)
+                  prompts=prompts, identical_sequences=identical_sequences)
         if quantity != "ttft_s":
             return predict(inp, quantity, eff, **kw)
         ttft = predict(inp, "ttft_s", eff, **kw)
@@ -176,7 +177,8 @@ def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, con
     if quantity == "prefill_tokens_per_s":
         i = max(1, input_tokens)
         return i / prefill_terms(inp, input_tokens=i).seconds(eff)
-    t_d = decode_terms(inp, concurrency=concurrency, context_tokens=input_tokens + output_tokens / 2).seconds(eff)
+    t_d = decode_terms(inp, concurrency=concurrency, context_tokens=input_tokens + output_tokens / 2,
+                       identical_sequences=identical_sequences).seconds(eff)
     t_p = prefill_terms(inp, input_tokens=input_tokens).seconds(eff) if input_tokens > 0 else 0.0
     o = max(1, output_tokens)
     tpot = t_d + (c_r - 1) * t_p / o

@@ -110,6 +110,7 @@ class ServingEstimate:
                 "output_tokens": self.output_tokens,
                 "constants": None if c is None else {"group": c.group, "eta_bw": c.eta_bw,
                                                      "eta_compute": c.eta_compute,
+                                                     "eta_decode_compute": c.eta_decode_compute,
                                                      "layer_overhead_s": c.layer_overhead_s, "fit_rows": c.fit_rows},
                 "notes": list(self.notes)}
 
@@ -283,8 +284,9 @@ def offload_serving_estimate(*, model: Any, engine: str = "llama.cpp", gpu: Any 
     def decode_s(eff, c):
         p = plan if c == plan.batch else dataclasses.replace(plan, batch=int(c))
         t = offload_decode_seconds(p, gpu_eff=eff, host_eff=host_eff)
-        if flops:
-            t = np.maximum(t, c * 2 * plan.model.params_active / (eff.eta_compute * flops))
+        if flops:   # the decode step's compute as StepTerms.seconds states it (one sequence under the stream)
+            f1 = 2 * plan.model.params_active / flops
+            t = np.maximum(t, f1 / eff.eta_compute) + (c - 1) * f1 / eff.decode_compute
         return t
 
     def predictor(q, eff, *, concurrency, input_tokens, output_tokens):
@@ -351,7 +353,8 @@ def render_text(estimate: ServingEstimate) -> str:
     c = estimate.constants
     if c is not None:
         lines.append(f"fitted constants ({c.group}, {c.fit_rows} fit rows): η_bw {c.eta_bw:.2f}, "
-                     f"η_compute {c.eta_compute:.3f}, τ {c.layer_overhead_s * 1e6:.0f} µs per layer per pass")
+                     f"η_compute {c.eta_compute:.3f} (prefill), {c.eta_decode_compute:.3f} (decode), "
+                     f"τ {c.layer_overhead_s * 1e6:.0f} µs per layer per pass")
     lines.append("expected error: median held-aside |predicted/measured − 1| of that engine × class × quantity "
                  "(data/measured/speed.csv); a ceiling has none")
     for n in estimate.notes:

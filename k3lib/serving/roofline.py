@@ -5,7 +5,8 @@ over the FLOPs of the prompt, both plus communication and a fixed per-layer cost
 a pipeline stage, for $b$ sequences at context $T$:
 
 $$t_{stage} = \\max\\left(\\frac{W_{dense} + R·(1-(1-k/E)^b) + KV_{rank}(T, b)}{η_{bw}·BW},
-             \\frac{b·(2·P_{active} + A(T))/(TP·PP)}{η_c·F}\\right) + t_{TP} + t_{EP} + L_{stage}·τ$$
+             \\frac{F_1}{η_c·F}\\right) + (b - 1)\\frac{F_1}{η_{cd}·F} + t_{TP} + t_{EP} + L_{stage}·τ,
+  \\qquad F_1 = (2·P_{active} + A(T))/(TP·PP)$$
 
 * $W_{dense}$: the non-expert weights the GPU holds (read once per step; the token
   embedding is a lookup of $b$ rows and is left out, a tied embedding is read as the LM head);
@@ -15,7 +16,10 @@ $$t_{stage} = \\max\\left(\\frac{W_{dense} + R·(1-(1-k/E)^b) + KV_{rank}(T, b)}
   GQA heads split by TP, MLA latent replicated, sliding windows capped, linear-attention state);
 * $P_{active}$ the parameters a token touches (:attr:`Architecture.params_active`), $A(T)$ the
   attention FLOPs of one token at context $T$ (:func:`attention_flops_per_token`);
-* $t_{TP}$, $t_{EP}$: :mod:`k3lib.serving.comm`; $τ$ the per-layer launch cost; $η_{bw}$, $η_c$, $τ$
+* $F_1$ one sequence's FLOPs: its matrix-vector products hide under the weight stream, each
+  further sequence adds its share of the step's skinny matrix products at $η_{cd}$, the decode
+  step's achieved share of peak FLOP/s (:meth:`StepTerms.seconds`);
+* $t_{TP}$, $t_{EP}$: :mod:`k3lib.serving.comm`; $τ$ the per-layer launch cost; $η_{bw}$, $η_c$, $η_{cd}$, $τ$
   are fitted per engine × hardware class (:mod:`k3lib.serving.calibration`); the **ceiling**
   (:data:`CEILING`) is $η = 1$, $τ = 0$ and no communication.
 
@@ -86,14 +90,22 @@ def serving_engine(engine: str) -> str:
 @dataclass(frozen=True)
 class Efficiency:
     """Achieved fractions of the hardware: $η_{bw}$ of the memory bandwidth, $η_c$ of the peak
-    FLOP/s, and $τ$ seconds of fixed cost per layer per pass (kernel launches, scheduling).
-    ``communication``: whether the collectives' time is added (off for the ceiling). Fields may
-    be numpy arrays (a grid of candidates in the fit)."""
+    FLOP/s in prefill, $τ$ seconds of fixed cost per layer per pass (kernel launches, scheduling),
+    and $η_{cd}$ of the peak FLOP/s in a decode step. A decode step multiplies matrices only $b$
+    rows tall (one per sequence), which kernels run far below the peak a prefill's thousands of
+    rows reach; $η_{cd}$ = None takes $η_c$. ``communication``: whether the collectives' time is
+    added (off for the ceiling). Fields may be numpy arrays (a grid of candidates in the fit)."""
 
     eta_bw: Any = 1.0
     eta_compute: Any = 1.0
     layer_overhead_s: Any = 0.0
     communication: bool = True
+    eta_decode_compute: Any = None
+
+    @property
+    def decode_compute(self) -> Any:
+        """$η_{cd}$, or $η_c$ when it is not set."""
+        return self.eta_compute if self.eta_decode_compute is None else self.eta_decode_compute
 
 
 #: the theoretical ceiling: all of the bandwidth and compute, no overheads, no communication
@@ -290,22 +302,41 @@ class StepTerms:
     host_read_s: float = 0.0
     #: seconds per pass that do not scale with η: host weights crossing PCIe (llama.cpp prefill)
     fixed_s: float = 0.0
+    #: sequences of a decode step (0: not a decode step); see :meth:`seconds`
+    decode_batch: int = 0
 
     def memory_seconds(self, eff: Efficiency = CEILING):
         """bytes ÷ (η_bw · BW) per pass, plus the host tier's read at the same η."""
         return (self.bytes_read / self.memory_bw_bytes_per_s + self.host_read_s) / eff.eta_bw
 
-    def compute_seconds(self, eff: Efficiency = CEILING):
-        """FLOPs ÷ (η_c · F) per pass (0 when the device has no compute figure)."""
+    def compute_seconds(self, eff: Efficiency = CEILING, *, eta: Any = None, flops: Any = None):
+        """FLOPs ÷ (η_c · F) per pass (0 when the device has no compute figure); ``eta`` and
+        ``flops`` override η_c and the pass's FLOPs."""
+        eta = eff.eta_compute if eta is None else eta
+        flops = self.flops if flops is None else flops
         if not self.peak_flops:
-            return 0.0 * eff.eta_compute
-        return self.flops / (eff.eta_compute * self.peak_flops)
+            return 0.0 * eta
+        return flops / (eta * self.peak_flops)
 
     def seconds(self, eff: Efficiency = CEILING):
-        """$passes·(\\max(t_{mem}, t_{compute}) + t_{comm} + L·τ) + t_{hand-off}$ (array-aware in ``eff``)."""
+        """$passes·(t_{step} + t_{comm} + L·τ) + t_{hand-off}$ (array-aware in ``eff``), with
+        $t_{step} = \\max(t_{mem}, t_{compute})$ for a prefill chunk and, for a decode step of $b$
+        sequences of $F_1$ FLOPs each,
+
+        $$t_{step} = \\max\\left(t_{mem}, \\frac{F_1}{η_c F}\\right) + (b - 1)·\\frac{F_1}{η_{cd} F}$$
+
+        — one sequence's matrix-vector products hide under the weight stream, and each further
+        sequence adds its share of the step's skinny matrix products at $η_{cd}$
+        (:attr:`Efficiency.decode_compute`), so single-stream decode does not depend on $η_{cd}$."""
         comm = (self.comm_s + self.handoff_s / max(self.passes, 1)) if eff.communication else 0.0
-        per = np.maximum(self.memory_seconds(eff), self.compute_seconds(eff)) + comm + \
-            self.layers * eff.layer_overhead_s + self.fixed_s
+        mem = self.memory_seconds(eff)
+        if self.decode_batch:
+            f1 = self.flops / self.decode_batch
+            step = np.maximum(mem, self.compute_seconds(eff, flops=f1)) + \
+                (self.decode_batch - 1) * self.compute_seconds(eff, eta=eff.decode_compute, flops=f1)
+        else:
+            step = np.maximum(mem, self.compute_seconds(eff))
+        per = step + comm + self.layers * eff.layer_overhead_s + self.fixed_s
         out = self.passes * per
         return float(out) if np.ndim(out) == 0 else out
 
@@ -318,8 +349,14 @@ def _stage_active_params(inp: ServingInputs, st: StageBytes) -> float:
     return inp.model.params_active * st.layers / inp.model.num_layers
 
 
-def decode_terms(inp: ServingInputs, *, concurrency: float, context_tokens: float) -> StepTerms:
+def decode_terms(inp: ServingInputs, *, concurrency: float, context_tokens: float,
+                 identical_sequences: bool = False) -> StepTerms:
     """The decode step of ``concurrency`` sequences at ``context_tokens`` (see the module docstring).
+    ``identical_sequences``: every sequence holds the same tokens, so all of them route to the
+    same $k$ experts and the step reads the experts of one token — llama.cpp's
+    ``llama-batched-bench`` feeds token 0 at every position of every sequence
+    (ggml-org/llama.cpp tools/batched-bench/batched-bench.cpp @ 0a1f01792b77:
+    ``common_batch_add(batch, 0, pp + i, { j }, true)``).
 
     Llama 3.1 8B BF16 on one H100, one sequence at context 0: the bytes are the weights less
     the embedding (16.06 GB − 1.05 GB) and the ceiling is that ÷ 3.35 TB/s:
@@ -341,7 +378,8 @@ def decode_terms(inp: ServingInputs, *, concurrency: float, context_tokens: floa
                            state_bytes_per_element=inp.state_bytes_per_element)
     routed = routed_bytes_read_per_step(routed_bytes_per_gpu=st.routed_bytes, n_experts=m_.n_routed_experts,
                                         experts_per_token=m_.experts_per_token or 1,
-                                        tokens=b * (inp.dp if inp.ep > 1 else 1)) if st.routed_bytes else 0.0
+                                        tokens=1 if identical_sequences else b * (inp.dp if inp.ep > 1 else 1)) \
+        if st.routed_bytes else 0.0
     flops = b * (2 * _stage_active_params(inp, st) + attention_flops_per_token(st.stage, context_tokens)) / inp.tp
     comm = tp_comm_seconds(tokens=b, hidden_size=inp.model.hidden_size, layers=st.layers, tp=inp.tp,
                            link_bytes_per_s=inp.link.bytes_per_s)
@@ -350,7 +388,7 @@ def decode_terms(inp: ServingInputs, *, concurrency: float, context_tokens: floa
     hand = pp_handoff_seconds(tokens=b, hidden_size=inp.model.hidden_size, pp=inp.pp,
                               link_bytes_per_s=inp.pp_link.bytes_per_s)
     return StepTerms(st.dense_bytes + routed + kv, flops, comm, st.layers, inp.pp, hand,
-                     inp.memory_bw_bytes_per_s, inp.peak_flops, host_read_s=_host_read_s(inp, b))
+                     inp.memory_bw_bytes_per_s, inp.peak_flops, host_read_s=_host_read_s(inp, 1 if identical_sequences else b), decode_batch=b)
 
 
 def _host_touched_bytes(inp: ServingInputs, tokens: float) -> float:
