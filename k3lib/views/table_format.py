@@ -90,14 +90,15 @@ def reader_header(name: object) -> str:
     return text.replace("_", " ")
 
 
-def reader_number(x: object, decimals: int = 2) -> object:
+def reader_number(x: object, decimals: int = 2, *, whole: bool = True) -> object:
     """One cell as a reader reads it (strings and other objects unchanged).
 
     * missing (``None``, ``NaN``, ``<NA>``) → "—"; a bool → "yes"/"no";
     * an integer → thousands separators (``262,144``);
     * a float → ``decimals`` places, separators above 999, no decimals when it is a whole number
-      of 1,000 or more, and enough places for two significant digits when it is smaller than
-      ``decimals`` would show (never ``e+``/``e-``); a tuple or list → its items joined by ", ".
+      of 1,000 or more (``whole=False`` keeps them, for a column of fractions), and enough places
+      for two significant digits when it is smaller than ``decimals`` would show (never
+      ``e+``/``e-``); a tuple or list → its items joined by ", ".
 
     >>> [reader_number(v) for v in (262144, 262144.0, 1506.3249, 0.000123, float("nan"), True, ("a", 2))]
     ['262,144', '262,144', '1,506.32', '0.00012', '—', 'yes', 'a, 2']
@@ -106,7 +107,7 @@ def reader_number(x: object, decimals: int = 2) -> object:
     import numbers
 
     if isinstance(x, (tuple, list)):
-        return ", ".join(str(reader_number(v, decimals)) for v in x)
+        return ", ".join(str(reader_number(v, decimals, whole=whole)) for v in x)
     if x is None or (isinstance(x, numbers.Real) and not isinstance(x, numbers.Integral) and math.isnan(float(x))):
         return "—"
     if type(x).__name__ in ("NAType", "NaTType"):
@@ -119,7 +120,7 @@ def reader_number(x: object, decimals: int = 2) -> object:
         x = float(x)
         if math.isinf(x):
             return "∞" if x > 0 else "−∞"
-        if x.is_integer() and abs(x) >= 1000:
+        if x.is_integer() and (abs(x) >= 1000 and whole or decimals == 0):
             return f"{x:,.0f}"
         places = decimals
         if x != 0 and abs(x) < 0.5 * 10 ** -decimals:
@@ -179,7 +180,14 @@ def reader_table(data: object, *, decimals: int = 2, headers: bool = True,
     if not isinstance(df.index, pd.RangeIndex) and not all(str(i) == "" for i in df.index):
         names = [n if n is not None else "" for n in df.index.names]
         df = df.rename_axis(names).reset_index()  # row labels ("KV cache", "256K") become a column
-    df = df.astype(object).apply(lambda col: col.map(lambda x: reader_number(x, decimals)))
+    def column(col: "pd.Series") -> "pd.Series":
+        # one number of places per column: none when every float in it is whole (token counts,
+        # GPU counts stored as floats), else ``decimals`` for all, so 1,346.00 sits over 1,343.50
+        floats = [x for x in col if isinstance(x, float) and x == x and abs(x) != float("inf")]
+        places = 0 if floats and all(x.is_integer() for x in floats) else decimals
+        return col.map(lambda x: reader_number(x, places, whole=False))
+
+    df = df.astype(object).apply(column)
     df = df.reset_index(drop=True)
     if headers:
         df.columns = [reader_header(c) for c in df.columns]
