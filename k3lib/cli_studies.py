@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from k3lib.cli import (add_engine_args, add_layout_args, add_model_source_args, engine_settings_from_args,
-                       model_from_args, UNITS)
+from k3lib.cli_args import (add_engine_args, add_layout_args, add_model_source_args, engine_settings_from_args,
+                            model_from_args, UNITS)
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GiB, parse_size_bytes
 
