@@ -47,17 +47,19 @@ def test_00_min_gpus_by_context_and_batch():
 # ------------------------------------------------------------------ 01 weights
 
 
-def test_01_ladder_comparison_and_budget():
-    ladder = tables.precision_ladder_table("kimi-k3@guide-000")
-    assert list(ladder["saved_vs_bf16_pct"]) == [0.0, 24.2, 45.3, 62.1]       # 1 − 450.4/594, 1 − 325/594, 1 − 225/594
-    guides = tables.guide_weights_comparison()
-    assert guides.set_index("source").loc["guide 004: FP16 row", "ratio_to_guide_000"] == 8.59  # 5,476.2 GB / (594 × 2^30 B)
-    budget = tables.precision_budget_table()
-    # fewest G with W + KV + 10 ≤ 72·G, the guide's one pool of GPUs …
-    assert list(budget["gpus_one_pool"]) == [10, 8, 7, 6, 5, 4]
-    # … deployed as one node of up to 8, then whole 8-GPU nodes: BF16's 10 becomes 16
-    assert list(budget["gpus"]) == [16, 8, 7, 6, 5, 4]
-    assert list(budget["total_GiB"]) == [796.0, 588.4, 548.4, 415.0, 391.0, 283.0]  # W + KV + 10 + 8·G
+def test_01_formats_tensors_and_ladder():
+    from k3lib.views import weights_view
+
+    bits = weights_view.format_bits_table(("bf16", "q8_0", "q4_k_m", "mxfp4")).set_index("format")
+    assert bits["bits per weight"].tolist() == [16, 8 * 34 / 32, 8 * 144 / 256, 8 * 17 / 32]   # block bytes × 8 / weights
+    k3 = weights_view.tensor_formats_table("kimi-k3").set_index("tensors")
+    assert k3.loc["routed experts", "format"] == "mxfp4" and k3.loc["attention", "format"] == "bf16"
+    routed = 92 * 896 * 3 * 3584 * 3072                                         # MoE layers × E × 3 matrices
+    assert k3.loc["routed experts", "weights (GiB)"] == round(routed * 4.25 / 8 / GiB, 2)   # 1,347.12
+    ladder = tables.precision_ladder_comparison(["llama-3.1-70b"], precisions=("bf16", "q8_0", "q4_k_m"))
+    P = 70_553_706_496                                                          # Llama 3.1 70B, from its config
+    assert ladder["weights_GiB"].tolist() == [round(P * b / 8 / GiB, 2) for b in (16, 8.5, 4.5)]
+    assert ladder["saved_vs_bf16_pct"].tolist() == [0.0, 46.9, 71.9]           # 1 − 8.5/16, 1 − 4.5/16
 
 
 # ------------------------------------------------------------------ 02 KV cache

@@ -1,5 +1,7 @@
 """Generate notebooks/01-weights.ipynb, then execute it and keep only the checked outputs.
 
+Every number in the prose and the exercises' answers is computed here by k3lib (f-strings), never typed.
+
 Usage:  .venv/bin/python scripts/notebooks/01_weights.py
 """
 from __future__ import annotations
@@ -9,197 +11,220 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nbtool import build, code, md, nav, parameters  # noqa: E402
+from nbtool import build, code, exercise, md, nav, objectives, parameters  # noqa: E402
+
+from k3lib.core.memory import weights_bytes, weights_bytes_by_group  # noqa: E402
+from k3lib.core.models import get_model  # noqa: E402
+from k3lib.views.citations import AUDIT_LINK, guide_quote  # noqa: E402
 
 STEM = "01-weights"
+GiB = 2**30
+
+K3, LLAMA, QWEN = get_model("kimi-k3"), get_model("llama-3.1-70b"), get_model("qwen3-next-80b")
+W_K3 = weights_bytes(K3, "native") / GiB
+W_K3_BF16 = weights_bytes(K3, "bf16") / GiB
+ROUTED_P = K3.param_groups()["routed_experts"]
+ROUTED_MXFP4 = weights_bytes_by_group(K3, "native")["routed_experts"] / GiB
+ROUTED_Q4K = ROUTED_P * 4.5 / 8 / GiB
+W_LLAMA_Q4 = weights_bytes(LLAMA, "q4_k_m") / GiB
+W_LLAMA_BF16 = weights_bytes(LLAMA, "bf16") / GiB
+USABLE_H200 = 150_753_352_090 / GiB
 
 cells = [
     md(f"""
 # 01 · Weights
 
-**The question:** how much memory do K3's weights take at each precision, and why do two guides disagree by almost 10×?
+**The question:** how many bytes do a model's weights take, and why does K3, with {K3.params_total / 1e12:.2f} trillion parameters, fit in {W_K3:,.0f} GiB rather than {W_K3_BF16:,.0f}?
 
 {nav(STEM)}
 
 Weights are the floor of the budget: they do not shrink with a shorter context or a smaller batch.
-We work the formula, check guide 000's precision ladder against its own numbers, see why a MoE model keeps every expert in memory, and regenerate the guide's lost "precision-by-precision VRAM budget" table.
+Their size is parameters × bits, summed over the model's tensors, and a checkpoint does not store every tensor the same way.
 Notation as in [00](00-vram-anatomy.ipynb): $P$ parameters, $b_w$ bits per weight, GiB = 2^30 bytes, GB = 10^9 bytes.
 """),
+    objectives([
+        "Compute $W = P·b_w/8$ with block scales counted in $b_w$ (MXFP4: 4.25 bits, Q4_K: 4.5).",
+        "Read which tensors of a checkpoint are quantized and which stay BF16, and what each costs.",
+        "Say why an MoE model keeps every expert in memory although a token uses few.",
+        "Size the weights of K3, a dense model and a hybrid model at any precision.",
+    ], minutes=25),
     code("""
-from k3lib.views import charts, notebook, tables
+from k3lib.views import anatomy, charts, notebook, tables, weights_view
+from k3lib.views.table_format import reader_table
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
 """),
     md("""
 ## Parameters
 
-Defaults are guide 000's configuration; `papermill -k python3 -p model kimi-k3 -p weights native ...` runs it for the real architecture.
+Defaults: the real K3 at its native precision; `papermill -k python3 -p model llama-3.1-70b -p weights bf16 -p gpus 2 ...` runs the lesson's plan for another model.
 """),
     parameters("""
-model: str = "kimi-k3@guide-000"  # model id (`k3plan models`); kimi-k3 is the real architecture
-weights: str = "q4"  # weight precision: bf16, q8, q4, q2 for the guide profile; native for kimi-k3
+model: str = "kimi-k3"  # model id (`k3plan models`): kimi-k3, llama-3.1-70b, qwen3-next-80b, …
+weights: str = "native"  # weight precision: native (the checkpoint's own), bf16, fp8, q8_0, q4_k_m, …
 kv_dtype: str = "fp8"  # KV-cache dtype: bf16, fp8, int4
 context: str = "256K"  # context length T in tokens, K meaning 1,024: 128K, 256K, 1M
 batch: int = 1  # sequences served at once, B
-gpu: str = "h100-sxm"  # GPU id or alias (`k3plan gpus`): h100, h200, mi300x
-gpus: int = 6  # number of GPUs, G
+gpu: str = "h200-sxm"  # GPU id or alias (`k3plan gpus`): h100, h200, mi300x
+gpus: int = 16  # number of GPUs, G (one node up to 8, then whole nodes)
 """),
     code("""
 # NBVAL_CHECK_OUTPUT
 plan = notebook.validate(model=model, weights=weights, kv_dtype=kv_dtype, context=context, batch=batch, gpu=gpu, gpus=gpus)
-plan.reason
+anatomy.verdict_line(plan)
 """),
     md(r"""
-## Parameters × bits
+## Bytes per parameter
 
-Every weight is stored in $b_w$ bits, block scales included (GGUF Q8_0 keeps 32 weights in 34 bytes: 8.5 bits).
+A format stores weights in blocks: a few bits per value and a scale per block, so the bits per weight include the scale.
+MXFP4 keeps 32 four-bit values and one 8-bit scale in 17 bytes; GGUF's Q4_K keeps 256 values in 144 bytes:
 
-$$W = \frac{P · b_w}{8} \text{ bytes}$$
+$$b_w = \frac{8 · \text{block bytes}}{\text{weights per block}}, \qquad \text{MXFP4: } \frac{8·17}{32} = 4.25, \qquad \text{Q4\_K: } \frac{8·144}{256} = 4.5$$
 
-Worked for the model and precision in the parameters cell:
+and the weights take
+
+$$W = \sum_g \frac{P_g · b_g}{8} \text{ bytes}$$
+
+over the model's tensor groups $g$, each at its own format.
 """),
     code("""
 # NBVAL_CHECK_OUTPUT
-tables.weights_worked_table(model, weights)
-"""),
-    md("""
-And for the real K3 as Moonshot ships it: MXFP4 routed experts (4.25 bits with their scales), BF16 everywhere else.
+formats = weights_view.format_bits_table()
+reader_table(formats)
 """),
     code("""
-# NBVAL_CHECK_OUTPUT
-tables.weights_worked_table("kimi-k3", "native")
+weights_view.bits_chart(formats)
 """),
     md("""
-**Takeaway:** the real K3 checkpoint is 2,779.5 billion parameters at 4.49 bits on average: 1,452.8 GiB (1.56 TB).
-"""),
-    md(r"""
-## The precision ladder
+**Takeaway:** a billion parameters is 1.86 GiB in BF16, 0.49 GiB in MXFP4; the scale bits are why "4-bit" is 4.25 or 4.5.
 
-Guide 000 says each step down cuts the weights by 20–30 %, that Q4 is about 45 % below BF16 and Q2 about 62 %.
-Check it against the guide's own four figures (594, 450.4, 325 and 225, read as GiB):
+## Which tensors are stored how
 
-$$\text{saved vs BF16} = 1 - \frac{W_{p}}{W_{BF16}}, \qquad \text{saved vs previous} = 1 - \frac{W_{p}}{W_{p-1}}$$
+A checkpoint quantizes where it pays.
+K3 ships its routed experts in MXFP4 and everything else (attention, shared experts, embeddings, routers) in BF16:
 """),
     code("""
 # NBVAL_CHECK_OUTPUT
-ladder = tables.precision_ladder_table("kimi-k3@guide-000")
-ladder
+k3_tensors = weights_view.tensor_formats_table("kimi-k3", "native")
+reader_table(k3_tensors)
+"""),
+    md(f"""
+The routed experts are {100 * ROUTED_P / K3.params_total:.1f} % of the parameters, so quantizing them alone takes K3 from {W_K3_BF16:,.1f} GiB in BF16 to {W_K3:,.1f} GiB.
+The same picture for a dense model (Llama 3.1 70B, all BF16: its MLP is most of it) and a hybrid (Qwen3-Next 80B, BF16: nearly all routed experts):
+"""),
+    code("""
+import pandas as pd
+three = pd.concat([weights_view.tensor_formats_table("kimi-k3", "native"),
+                   weights_view.tensor_formats_table("llama-3.1-70b", "bf16"),
+                   weights_view.tensor_formats_table("qwen3-next-80b", "bf16")])
+weights_view.tensors_chart(three)
 """),
     md("""
-The percentages hold (the last step, 30.8 %, is just over 30 %).
-But bits alone say something else: 8.5 bits is 47 % below 16, and 4.5 bits 72 %.
-The guide's "BF16" figure implies 1.82 bits per parameter of its own 2.8T, so its ladder cannot be bits × parameters.
-The real architecture, where every step is bits × parameters:
+Worked for K3 as shipped, and for the two others in BF16, $W = P·b_w/8$ with $b_w$ the parameter-weighted mean:
 """),
     code("""
 # NBVAL_CHECK_OUTPUT
-tables.precision_ladder_table("kimi-k3")
+reader_table(tables.weights_worked_table("kimi-k3", "native"))
 """),
     code("""
-charts.precision_ladder_chart(tables.precision_ladder_comparison(["kimi-k3@guide-000", "kimi-k3"]))
+# NBVAL_CHECK_OUTPUT
+reader_table(pd.concat([tables.weights_worked_table("llama-3.1-70b", "bf16").assign(model="llama-3.1-70b"),
+                        tables.weights_worked_table("qwen3-next-80b", "bf16").assign(model="qwen3-next-80b")],
+                       ignore_index=True))
 """),
-    md("""
-**Takeaway:** guide 000's percentages match its own figures, but the figures are not parameters × bits; for the real K3 each halving of bits roughly halves the weights.
+    md(f"""
+**Takeaway:** K3 as shipped is {K3.params_total / 1e9:,.1f} billion parameters at {weights_bytes(K3, 'native') * 8 / K3.params_total:.2f} bits on average: {W_K3:,.1f} GiB.
+
+## The precision ladder on real models
+
+Every step down the ladder is parameters × fewer bits, so a model's weights scale with its format's bits:
+"""),
+    code("""
+# NBVAL_CHECK_OUTPUT
+ladder = tables.precision_ladder_comparison(["kimi-k3", "llama-3.1-70b", "qwen3-next-80b"], precisions=("bf16", "q8_0", "q4_k_m", "q2_k"))
+reader_table(ladder)
+"""),
+    code("""
+charts.precision_ladder_chart(ladder)
 """),
     md(r"""
 ## MoE: total vs active parameters
 
-A mixture-of-experts layer routes each token to $k$ of its $E$ experts.
-The parameters a token touches are the active ones:
+A mixture-of-experts layer routes each token to $k$ of its $E$ experts, so a token touches only the active parameters:
 
 $$P_{active} = P - P_{embedding} - P_{routed}\left(1 - \frac{k}{E}\right)$$
 
 Active parameters set the compute and the bytes read per token.
-Memory is another matter: the router picks different experts for every token and every layer, so over a batch or a long sequence nearly all of them are used, and all must stay resident.
+Memory is another matter: the router picks different experts for every token and every layer, so over a batch or a long answer nearly all of them are used, and all must stay resident.
 """),
     code("""
 # NBVAL_CHECK_OUTPUT
-tables.moe_table()
+reader_table(tables.moe_table())
 """),
-    md("""
-`if_only_active_GiB` is what the weights would take if only the $k$ experts of one token had to be in memory.
-No server can do that: the next token needs other experts, and loading them from host memory is what offload mode (notebook 04) pays for.
-Where K3's parameters sit:
+    md(f"""
+`if only active` is what the weights would take if only one token's $k$ experts had to be in memory; no server can do that (fetching experts from host memory is what offload, lesson [04](04-offload.ipynb), pays for).
+
+**Takeaway:** active parameters ({K3.params_active / 1e9:,.0f}B for K3) set the speed, total parameters ({K3.params_total / 1e9:,.0f}B) set the memory.
+
+## What a guide says
+
+{guide_quote("g000-weights-bf16")}
+
+At 2 bytes per parameter the real K3's BF16 weights are {W_K3_BF16:,.0f} GiB, and as shipped {W_K3:,.1f} GiB; where the guide's figure comes from is worked out in {AUDIT_LINK}.
+
+## Predict, then run
+
+Llama 3.1 70B in BF16 is {W_LLAMA_BF16:,.1f} GiB.
+**Predict** its size in Q4_K_M (4.5 bits), and whether K3 with all of its tensors in Q4_K_M would be smaller or larger than as shipped (MXFP4 experts, BF16 elsewhere):
 """),
     code("""
 # NBVAL_CHECK_OUTPUT
-tables.param_groups_table("kimi-k3")
+reader_table(tables.precision_ladder_comparison(["llama-3.1-70b", "kimi-k3"], precisions=("bf16", "native", "q4_k_m")))
 """),
-    md("""
-**Takeaway:** 98 % of K3's parameters are routed experts; active parameters (104B) set the speed, total parameters (2,779.5B) set the memory.
-"""),
-    md("""
-## Two guides, almost 10× apart
+    md(f"""
+Llama shrinks by 1 − 4.5/16 = 72 %, to {W_LLAMA_Q4:,.1f} GiB.
+K3 all in Q4_K_M is {weights_bytes(K3, 'q4_k_m') / GiB:,.1f} GiB, {'smaller' if weights_bytes(K3, 'q4_k_m') < weights_bytes(K3, 'native') else 'larger'} than the native {W_K3:,.1f}: its experts grow from 4.25 to 4.5 bits (+{ROUTED_Q4K - ROUTED_MXFP4:,.1f} GiB), while its other tensors shrink from 16 to 4.5 bits (−{(K3.params_total - ROUTED_P) * 11.5 / 8 / GiB:,.1f} GiB).
+The ones left in BF16 are few, so the native mix is already about as small as 4-bit gets.
 
-Guide 000 says the BF16 weights are ~594 GB.
-Guide 004 lists 5,476.2 GB at FP16.
-Put in one unit (GB, since guide 004's figures are decimal file sizes), with what each assumes:
-"""),
-    code("""
-# NBVAL_CHECK_OUTPUT
-guides = tables.guide_weights_comparison()
-guides
-"""),
-    md("""
-Guide 004 counts every parameter at 2 bytes: that is what BF16 means, and the real config agrees (5,559 GB).
-Guide 000's 594 is 1.82 bits per parameter; its explanation, that the "effective unique parameter count after MoE expert sharing is roughly one-tenth", does not describe a MoE model: experts are not shared, each is its own weights.
-What a server actually loads is neither: the native checkpoint, MXFP4 experts and BF16 elsewhere, is 1,560 GB.
-
-**Takeaway:** guide 004's FP16 figure is about parameters × 2 bytes; guide 000's 594 GB is no precision at all; the real native K3 is 1.56 TB.
-"""),
-    md("""
-## The lost precision-by-precision budget table
-
-Guide 000 announces a table of "the exact per-configuration budget" whose text is lost.
-Its note survives: KV cache BF16 for the first two rows, FP8 for the next two, INT4 for the last two, all at 256K.
-
-**Assumptions** (the table itself is lost, so these are ours, stated):
-
-* Six rows from the guide's four published weight tiers, no invented figure: a staircase that moves one knob per row: BF16 + BF16 KV, Q8 + BF16 KV, Q8 + FP8 KV, Q4 + FP8 KV, Q4 + INT4 KV, Q2 + INT4 KV.
-* Activation 10 GiB (the guide's worked example) and overhead 8 GiB per GPU (its "subtract at least 8 GB per GPU").
-* Each row on the fewest H100 80 GB that hold it.
-"""),
-    code("""
-# NBVAL_CHECK_OUTPUT
-budget = tables.precision_budget_table()
-budget
-"""),
-    code("""
-charts.budget_stacked_bar(tables.precision_budget_plans(), per="gpu")
-"""),
-    md("""
-The Q4 + FP8 row lands on the worked example's 415 GiB on 6 H100 (with 8 GiB × 6 = 48 GiB of overhead), and at 128K it would fit on 5: the guide's "5–6 H100" sweet spot.
-
-**Takeaway:** with the guide's own rules, Q4 + FP8 KV at 256K needs 6 H100 80 GB and Q2 + INT4 needs 4; BF16 weights need 10 in the guide's one pool of GPUs, 16 as two whole 8-GPU nodes.
-"""),
-    md("""
 ## Explore
 
-The budget explorer at the end of [00](00-vram-anatomy.ipynb#Explore) takes every precision above: set `weights` there and watch the weights bar.
-For your own hardware and layout, [05](05-decision-checklist.ipynb) picks the precision for you.
+Pick a model and a format: the table shows each tensor group's format, bits and bytes, and the line the total.
+"""),
+    code("""
+weights_view.weights_explorer(model=model if model in weights_view.architectures() else "kimi-k3", weights="native")
 """),
     md(r"""
 ## Summary
 
-* Weights take $W = P·b_w/8$ bytes, with block scales counted in $b_w$.
-* Guide 000's ladder (−24 %, −45 %, −62 % vs BF16) matches its own figures, but they imply 1.82 bits per parameter at "BF16"; for the real K3 every halving of bits roughly halves the weights.
-* A MoE model keeps all experts resident: K3 touches 104B parameters per token and holds 2,779.5B.
-* Guide 004's 5,476.2 GB is about parameters × 2 bytes; guide 000's 594 GB (637.8 GB) is 8.6× smaller and matches no precision; the native checkpoint is 1,560 GB.
-* Regenerated with stated assumptions, guide 000's budget table puts Q4 + FP8 KV at 256K on 6 H100 80 GB (415 GiB).
-
-## Exercises
-
-1. By bits alone, how much should Q4 (4.5 bits) save against BF16? Compare with the guide's 45 %.
-2. What would K3's weights take if only one token's experts had to be resident, and why can't a server do that?
-3. With guide 000's figures and rules, how many H200 (141 GB) does Q4 + FP8 KV at 256K need?
-
-<details><summary>Answers</summary>
-
-1. 1 − 4.5/16 = 71.9 %, which is what the real architecture shows (`tables.precision_ladder_table("kimi-k3")`); the guide's 45.3 % comes from figures that are not bits × parameters.
-2. 129.7 GiB instead of 1,452.8 GiB (`tables.moe_table()`), but the next token routes to other experts in every layer, so all 896 experts per layer must be in memory, or be fetched from the host at every token.
-3. 325 + 32 + 10 = 367 GiB must fit in $G·(141 - 8)$, so $G$ = 3 (399 GiB): `tables.min_gpus(model="kimi-k3@guide-000", weights="q4", kv_dtype="fp8", context="256K", gpu="h200")`.
-
-</details>
+* Weights take $W = \sum_g P_g·b_g/8$ bytes, block scales counted in $b_g$ (MXFP4 4.25 bits, Q4_K 4.5, Q8_0 8.5).
+* A checkpoint stores tensors differently: K3 keeps its routed experts in MXFP4 and the rest in BF16.
+* A MoE model keeps all experts resident: active parameters set the speed, total parameters the memory.
+* For K3, a dense model and a hybrid alike, each halving of bits roughly halves the weights.
 """),
+    md("## Exercises"),
+    *exercise(
+        "01-1",
+        "K3's routed experts: 92 MoE layers × 896 experts, each three matrices of 3,584 × 3,072. "
+        "How many GiB are they in MXFP4?",
+        f"$92·896·3·3,584·3,072$ = {ROUTED_P:,} parameters × 4.25 bits / 8 = {ROUTED_MXFP4:,.2f} GiB, "
+        f"{100 * ROUTED_MXFP4 / W_K3:.1f} % of the {W_K3:,.1f} GiB checkpoint "
+        "(`reader_table(weights_view.tensor_formats_table(\"kimi-k3\"))`).",
+        value=round(ROUTED_MXFP4, 2), unit="GiB"),
+    *exercise(
+        "01-2",
+        "Had the routed experts been stored in Q4_K (256 weights in 144 bytes) instead of MXFP4 (32 in 17), "
+        "how many GiB more would K3 take?",
+        f"Q4_K is $8·144/256$ = 4.5 bits and MXFP4 $8·17/32$ = 4.25, so the experts grow by "
+        f"{ROUTED_P:,} × 0.25 / 8 bytes = {ROUTED_Q4K - ROUTED_MXFP4:,.2f} GiB, about "
+        f"{(ROUTED_Q4K - ROUTED_MXFP4) / (USABLE_H200):.1f} of an H200.",
+        value=round(ROUTED_Q4K - ROUTED_MXFP4, 2), unit="GiB"),
+    *exercise(
+        "01-3",
+        "Llama 3.1 70B has 70,553,706,496 parameters. How many GiB in Q4_K_M (4.5 bits per weight), "
+        "and how many H200 do its weights need at BF16 and at Q4_K_M, by weights alone?",
+        f"70,553,706,496 × 4.5 / 8 / 2^30 = {W_LLAMA_Q4:,.2f} GiB: one H200 holds it with room for a long cache. "
+        f"At BF16 it is {W_LLAMA_BF16:,.2f} GiB, which also fits one H200's {USABLE_H200:,.1f} GiB by weights "
+        "alone, but leaves too little for the cache at 128K (lesson 00 gives it two).",
+        value=round(W_LLAMA_Q4, 2), unit="GiB"),
 ]
 
 if __name__ == "__main__":
