@@ -26,6 +26,7 @@ heads, $K$ KV heads, $H$ head dim, $T$ tokens, $b$ bytes per element; GiB = 2^30
 """
 from __future__ import annotations
 
+import html
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -487,6 +488,29 @@ def _options(known: Sequence[str], value: object) -> list[str]:
     return list(known) if str(value) in known else [str(value), *known]
 
 
+def gpu_choices(config: object, gpu: object, *, current: object = None, max_gpus: int = 16) -> list[int]:
+    """The GPU counts the explorer offers for ``config`` on ``gpu``: those with a deployable layout
+    (:func:`k3lib.core.search.candidate_gpu_counts`: 1…a node where the model splits by TP, then
+    whole nodes); ``current`` is added when it is not one (its error then shows); a model or GPU
+    that does not load offers 1…``max_gpus``.
+
+    >>> gpu_choices("llama-3.1-70b", "h100-sxm")
+    [1, 2, 4, 6, 8, 16]
+    """
+    from k3lib.core.search import candidate_gpu_counts
+
+    try:
+        counts = list(candidate_gpu_counts(load_model(str(config)).require_architecture(), str(gpu),
+                                           max_gpus=max_gpus))
+    except (K3InputError, KeyError, ValueError, OSError):
+        counts = list(range(1, max_gpus + 1))
+    try:
+        n = int(current)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return counts
+    return counts if n in counts else sorted({*counts, n})
+
+
 def explorer(*, config: str = "llama-3.1-70b", engine: str = "vllm", gpu: str = "h100-sxm", gpus: int = 4,
              context: str = "32K", nodes: int = 0):
     """Dropdowns for the config, engine, GPU and context, a GPU-count slider and a nodes
@@ -508,8 +532,8 @@ def explorer(*, config: str = "llama-3.1-70b", engine: str = "vllm", gpu: str = 
                              style=style, layout=layout),
         "gpu": w.Dropdown(options=_options([g.id for g in list_gpus()], gpu), value=str(gpu), description="GPU",
                           style=style, layout=layout),
-        "gpus": w.IntSlider(value=int(gpus), min=1, max=max(16, int(gpus)), description="GPUs", style=style,
-                            layout=layout),
+        "gpus": w.SelectionSlider(options=gpu_choices(config, gpu, current=gpus), value=int(gpus),
+                                  description="GPUs", style=style, layout=layout),
         "context": w.Dropdown(options=_options(CONTEXT_CHOICES, context), value=str(context), description="context",
                               style=style, layout=layout),
         "nodes": w.Dropdown(options=[("auto", 0), *[(str(k), k) for k in (1, 2, 3, 4, 6, 8)]],
@@ -521,18 +545,37 @@ def explorer(*, config: str = "llama-3.1-70b", engine: str = "vllm", gpu: str = 
     box = w.VBox([w.HBox([c["config"], c["engine"]]), w.HBox([c["gpu"], c["gpus"]]),
                   w.HBox([c["context"], c["nodes"]]), out])
 
+    from IPython.display import HTML
+
+    from k3lib.views.table_format import shown
+
+    busy = [False]
+
     def refresh(_change: object = None) -> None:
+        if busy[0]:
+            return
         result = explorer_update(**{k: ctl.value for k, ctl in controls.items()})
         box.last_update = result
         table, message = result
+        colour = "#1a7f37" if message.startswith("FITS") else "#b00020"
         with out:
             out.clear_output(wait=True)
-            print(message)
+            display(HTML(f"<p style='color:{colour};font-weight:bold'>{html.escape(message)}</p>"))
             if table is not None:
-                display(table)
+                display(shown(table))
 
-    for ctl in controls.values():
-        ctl.observe(refresh, names="value")
+    def reoffer(_change: object = None) -> None:
+        """Only deployable GPU counts for the chosen config and GPU (the nearest one kept)."""
+        g, was = c["gpus"], int(c["gpus"].value)
+        opts = gpu_choices(c["config"].value, c["gpu"].value)
+        busy[0] = True
+        g.options = opts
+        g.value = was if was in opts else min(opts, key=lambda n: abs(n - was))
+        busy[0] = False
+        refresh()
+
+    for name, ctl in controls.items():
+        ctl.observe(reoffer if name in ("config", "gpu") else refresh, names="value")
     box.controls = controls
     refresh()
     return box

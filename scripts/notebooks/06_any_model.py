@@ -9,10 +9,33 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nbtool import build, code, md, nav, parameters  # noqa: E402
+from nbtool import build, code, exercise, md, nav, objectives, parameters
+
+from k3lib.core.hardware import get_gpu
+from k3lib.engines.calibration import calibration_model
+from k3lib.engines.sglang import sglang_mem_fraction_static
+from k3lib.engines.vllm import vllm_kv_tokens_interval
+from k3lib.views import any_model as _am
 
 STEM = "06-any-model"
 CHECK = "# NBVAL_CHECK_OUTPUT"
+
+# ---- the exercises' answers, by k3lib (tests/test_exercises_06.py derives each by hand)
+_qn = _am.kv_comparison_table(["qwen3-next-80b-a3b-instruct"], context="32K").iloc[0]
+EX1_KV, EX1_NAIVE, EX1_STATE_MIB = int(_qn["kv_B_per_token"]), int(_qn["naive_B_per_token"]), _qn["state_MiB_per_seq"]
+
+
+def _per_gpu(gpus: int) -> int:
+    side = _am.engine_side_by_side("llama-3.1-70b", engines=["vllm"], gpu="h100-sxm", gpus=gpus, context="32K")
+    return int(side.loc["KV bytes per token per GPU (B)", "vLLM"])
+
+
+EX2_TP8, EX2_TP16 = _per_gpu(8), _per_gpu(16)
+_h100 = get_gpu("h100-sxm").memory_usable_bytes
+EX3_FRACTION = sglang_mem_fraction_static(gpu_memory_bytes=_h100)
+EX3_KEPT_GIB = _h100 * (1 - EX3_FRACTION) / 2**30
+EX4_LO, EX4_HI = vllm_kv_tokens_interval(calibration_model("meta-llama/Llama-3.1-8B-Instruct"), printed_gib=58.11,
+                                         tp=1, kv_dtype=2.0, dtype_bytes=2)
 
 cells = [
     md(f"""
@@ -27,6 +50,12 @@ Here the model comes from local files: k3lib reads a config's shapes or a GGUF's
 We look at what the file says, compare the KV cache across attention designs, run the same model through four engines' memory rules, and check those rules against 87 figures vLLM printed.
 Notation as in [00](00-vram-anatomy.ipynb): $L$ layers, $D$ hidden size, $V$ vocabulary, $N_q$ query heads, $K$ KV heads, $H$ head dim, $I$ MLP width, $T$ tokens, $b$ bytes per element; GiB = 2^30 bytes.
 """),
+    objectives([
+        "Count a model's parameters and bytes per group from its `config.json`, and read a GGUF's exact bytes per quant type.",
+        "Compute KV bytes per token for GQA, MLA, sliding-window and linear-attention layers, and say why the $2·L·K·(D/N_q)·b$ shortcut misses.",
+        "Explain why vLLM, SGLang, llama.cpp and transformers size different KV caches for the same model on the same GPUs.",
+        "Check an engine's rules against figures it printed: the vLLM sweep, public logs, and your own log with `check-log`.",
+    ], minutes=50),
     code("""
 import tempfile
 
@@ -81,13 +110,13 @@ shown(worked)  # 68,452,352,000: separators, no index
 The model in the parameters cell, as the loader read it:
 """),
     code("""
-any_model.summary_table(model)
+shown(any_model.summary_table(model))
 """),
     md("""
 Group by group, at the checkpoint's native format (a `quantization_config` makes groups FP8 or MXFP4; a vision tower is estimated from `vision_config`):
 """),
     code("""
-any_model.breakdown_table(model)
+shown(any_model.breakdown_table(model))
 """),
     md("""
 **Takeaway:** a config is enough for the parameter count and the per-group bytes; for Llama 3.1 70B the MLP is 80 % of the 131.42 GiB.
@@ -108,13 +137,13 @@ For a demo, k3lib writes a tiny Mixtral-style file into a temporary folder: $D$ 
 {CHECK}
 workdir = tempfile.TemporaryDirectory()
 tiny = any_model.load_model(any_model.write_demo_gguf(workdir.name))
-tiny_summary = any_model.summary_table(tiny).set_index("quantity")
-tiny_summary
+tiny_summary = any_model.summary_table(tiny)
+shown(tiny_summary)
 """),
     code(f"""
 {CHECK}
 types = any_model.dtype_table(tiny)
-types
+shown(types, decimals=4)  # bits per weight: 4.5, 6.5625
 """),
     md("""
 By group, with the routed experts (`ffn_*_exps`) apart: per layer, gate and up are 256·256·8 weights in Q4_K (294,912 B each), down the same count in Q6_K (430,080 B).
@@ -122,7 +151,7 @@ By group, with the routed experts (`ffn_*_exps`) apart: per layer, gate and up a
     code(f"""
 {CHECK}
 groups = any_model.breakdown_table(tiny, unit="KiB")
-groups
+shown(groups)
 """),
     md("""
 **Takeaway:** a GGUF's bytes are exact, not estimated: each quant type has a fixed bits per weight, and in a MoE file the experts are most of the bytes (80 % here).
@@ -144,19 +173,19 @@ Per layer type, at BF16, for one config of each design:
 """),
     code(f"""
 {CHECK}
-by_type = any_model.kv_by_layer_type(context="32K").set_index(["model", "layer_type"])
-by_type
+by_type = any_model.kv_by_layer_type(context="32K")
+shown(by_type)
 """),
     md("""
 Per model, the growing cache per token next to the shortcut's figure:
 """),
     code(f"""
 {CHECK}
-kv = any_model.kv_comparison_table(context="32K").set_index("model")
-kv
+kv = any_model.kv_comparison_table(context="32K")
+shown(kv)
 """),
     code("""
-any_model.kv_naive_chart(kv.reset_index())
+any_model.kv_naive_chart(kv)
 """),
     md("""
 **Takeaway:** the shortcut holds only for plain GQA; it is 25× too high for DeepSeek-V3's MLA, 31× for Kimi Linear, 8× for Gemma 3's sliding layers, and half the truth for Qwen3-235B, whose head dim (128) is not $D/N_q$ (64).
@@ -175,7 +204,7 @@ Under tensor parallelism vLLM and SGLang split the KV heads ($K/TP$ per rank) bu
 The model in the parameters cell, one GPU under each engine's rules:
 """),
     code("""
-any_model.engine_side_by_side(model, gpu=gpu, gpus=gpus, context=context)
+shown(any_model.engine_side_by_side(model, gpu=gpu, gpus=gpus, context=context).reset_index(names="quantity"))
 """),
     code("""
 any_model.engine_chart(any_model.engine_components_long(model, gpu=gpu, gpus=gpus, context=context))
@@ -184,13 +213,13 @@ any_model.engine_chart(any_model.engine_components_long(model, gpu=gpu, gpus=gpu
 Why they differ, rule by rule:
 """),
     code("""
-any_model.engine_rules_table(model, gpu=gpu, gpus=gpus, context=context)
+shown(any_model.engine_rules_table(model, gpu=gpu, gpus=gpus, context=context))
 """),
     md("""
 What each would print at start-up; SGLang divides by 2^30 and prints "GB", so its GB are GiB:
 """),
     code("""
-any_model.printed_lines_table(model, gpu=gpu, gpus=gpus, context=context)
+shown(any_model.printed_lines_table(model, gpu=gpu, gpus=gpus, context=context))
 """),
     md(r"""
 For Llama 3.1 70B on 4 H100s the four engines agree on the cache per GPU, $327{,}680 / 4 = 81{,}920$ B per token, and differ in the budget: vLLM $0.9 × 79.19 = 71.27$ GiB, SGLang $0.823 × 79.19 = 65.17$ GiB (reserved $512 + 12{,}288 + 1{,}024 + 512 = 14{,}336$ MiB).
@@ -207,7 +236,7 @@ For an MLA model the cache itself differs. DeepSeek-V3 on 8 H200s:
 llama_side = any_model.engine_side_by_side("llama-3.1-70b", gpu="h100-sxm", gpus=4, context="32K")
 ds_side = any_model.engine_side_by_side("deepseek-v3", gpu="h200-sxm", gpus=8, context="32K")
 per_token = "KV bytes per token per GPU (B)"
-ds_side
+shown(ds_side.reset_index(names="quantity"))
 """),
     md("""
 **Takeaway:** the weights agree within about 1 GiB per GPU; the engines differ in what they keep back (vLLM 10 %, SGLang 10–18 % by its reserve formula, llama.cpp and transformers nothing) and, for MLA, in what a token costs: 16,592 to 624,640 B per GPU, a 38× range.
@@ -227,19 +256,19 @@ One token row worked by hand, Llama 3.1 8B at TP 1 (a page is 16 tokens × $2·8
     code(f"""
 {CHECK}
 worked_cal = any_model.calibration_worked_table("H108")
-worked_cal
+shown(worked_cal)
 """),
     md("""
 Every row has its error (predicted − measured, in the row's unit); the first twelve of the 87 (`cal` holds them all):
 """),
     code("""
 cal = any_model.calibration_table()
-cal.head(12)
+shown(cal.head(12), decimals=3)
 """),
     code(f"""
 {CHECK}
 cal_summary = any_model.calibration_summary_table(cal)
-cal_summary
+shown(cal_summary)
 """),
     code("""
 any_model.calibration_chart(cal)
@@ -248,7 +277,9 @@ any_model.calibration_chart(cal)
 The rows that miss their tolerance, with the reason (none at present):
 """),
     code("""
-cal[~cal["within"]]
+misses = cal[~cal["within"]]
+print(f"{len(misses)} of {len(cal)} figures miss their tolerance")
+shown(misses, decimals=3) if len(misses) else None
 """),
     md("""
 **Takeaway:** all 87 figures are within tolerance: weights within 0.17 GiB, available memory within 0.39 GiB, and every token count within the interval the printed rounding allows.
@@ -280,7 +311,7 @@ The same as a table, for an SGLang log (Qwen3-235B-A22B-FP8 on 4 GPUs: 94 layers
     code(f"""
 {CHECK}
 sgl_check = cal_views.check_log_table(cal_views.engine_log_path("sglang-qwen3-235b-fp8-tp4.log").read_text())
-sgl_check[["component", "unit", "logged", "predicted", "error_pct", "within"]]
+shown(sgl_check[["component", "unit", "logged", "predicted", "error_pct", "within"]], decimals=3)
 """),
     md("""
 Paste your own log into `check_log(text)` (or save it and run `k3plan check-log my.log`); add `model=` when the log does not name the model.
@@ -294,11 +325,11 @@ A log-consistency check (per-device KV buffers adding up to the total) tests the
     code(f"""
 {CHECK}
 figures = cal_views.figures_reproduced_table()
-figures
+shown(figures)
 """),
     code("""
 log_rows = cal_views.engine_log_rows()
-log_rows[["engine", "log", "component", "kind", "error_pct", "within"]]
+shown(log_rows[["engine", "log", "component", "kind", "error_pct", "within"]], decimals=3)
 """),
     md("""
 **Takeaway:** the KV rows of the llama.cpp and SGLang logs match to 0.05 % or better, and vLLM V0's block counts fall inside the interval its two-decimal GiB allows.
@@ -314,7 +345,7 @@ Every KV, sliding-window and recurrent-state line, every cell count and the mode
 """),
     code(f"""
 {CHECK}
-cal_views.llamacpp_tier_table()
+shown(cal_views.llamacpp_tier_table())
 """),
     md("""
 **Takeaway:** where the rule is a formula of the model's shape (cache rows, cells, padding, state rows), the profile is exact on a real llama.cpp; where the engine plans a graph (the compute buffer), the model says how far it can be off, family by family, and the MLA/KDA families are the ones to leave headroom for.
@@ -333,12 +364,14 @@ from k3lib.engines import estimate_for_engine
 k3_two_nodes = estimate_for_engine("vllm", model="kimi-k3", gpu="h200", gpus=16, pp=2, context="256K", kv_dtype="fp8")
 pd.DataFrame(k3_two_nodes.stages).assign(
     weights_GiB=lambda d: (d["weights_bytes"] / 2**30).round(2),
-    kv_available_GiB=lambda d: (d["kv_available_bytes"] / 2**30).round(2))[["stage", "layers", "weights_GiB", "kv_available_GiB"]]
+    kv_available_GiB=lambda d: (d["kv_available_bytes"] / 2**30).round(2))[["stage", "layers", "weights_GiB", "kv_available_GiB"]].rename(
+    columns={{"weights_GiB": "weights (GiB)", "kv_available_GiB": "KV available (GiB)"}}).pipe(shown)
 """),
     md("""
 ## Explore
 
-Pick a config, an engine, a GPU, a GPU count, the nodes and a context; the table below updates in place.
+Pick a config, an engine, a GPU, a GPU count, the nodes and a context; the verdict (green when it fits, red when not) and the table below update in place.
+The GPU slider offers only the counts with a deployable layout of the chosen config on the chosen GPU (one node where the model splits by TP, then whole nodes).
 The layout follows the rule of notebooks 03 and 05 ($G = TP·PP$, TP inside a node, PP across nodes): real K3 on 16 H200 is TP=8 × PP=2 over 2 nodes and fits, as there.
 Widgets need a live kernel; in a static export this cell shows nothing.
 """),
@@ -354,23 +387,44 @@ any_model.explorer(config=setup.config, engine=engine, gpu=gpu, gpus=gpus, conte
 * Engines differ in their budget (vLLM 0.9 of the GPU, SGLang 0.82–0.90 by its reserve formula, llama.cpp and transformers all of it), and for MLA in the cache itself (latent on every rank, split layers, or expanded heads).
 * The vLLM profile reproduces all 87 figures of the 0.19 H100 sweep within tolerance; `check-log` reads vLLM, SGLang, llama.cpp and Ollama logs and reproduces their KV figures within 0.5 % where the log names the model and context (one vLLM V1 log misses by 1.1 %).
 * With PP > 1 the vLLM and SGLang views are per stage: whole layers, embedding first, LM head last, the smallest stage's KV pool for all.
-
-## Exercises
-
-1. How many KV bytes per token does Qwen3-Next-80B cache at BF16, and what does the shortcut say?
-2. Llama 3.1 70B under vLLM: how many KV bytes per token does each GPU hold at TP 8, and at TP 16?
-3. What `mem_fraction_static` does SGLang choose on one H100 (79.19 GiB), and how much memory does it keep back?
-4. For the Llama 3.1 8B row worked above, how wide is the interval of token counts the printed 58.11 GiB allows, and why?
-
-<details><summary>Answers</summary>
-
-1. 12 full-attention layers of 2 KV heads of 256: $12·2·2·256·2$ = 24,576 B, plus a 75.4 MiB Gated DeltaNet state per sequence. The shortcut counts all 48 layers with head dim $2048/16 = 128$: 49,152 B, twice too much. `any_model.kv_comparison_table(["qwen3-next-80b-a3b-instruct"])`.
-2. At TP 8 each rank holds $8/8 = 1$ KV head: $2·80·1·128·2$ = 40,960 B. At TP 16 there are still 8 KV heads, so each is copied to two ranks and each GPU still holds 40,960 B: the cache per GPU stops shrinking at $TP = K$. `any_model.engine_side_by_side("llama-3.1-70b", engines=["vllm"], gpus=16)`.
-3. Reserved MiB $= 512 + 1.5·8{,}192 + 2·256 + 1{,}024·1/8 = 13{,}440$; $f = (81{,}090.56 - 13{,}440) / 81{,}090.56$ = 0.834, so 13.1 GiB is kept back (16.6 %).
-4. The truth lies in 58.11 ± 0.005 GiB, ±5,368,709 B; a block is 16 × 131,072 B = 2 MiB, so ±2.56 blocks: 475,984 to 476,064 tokens, 80 tokens (5 blocks) wide. vLLM printed 476,016, inside it.
-
-</details>
 """),
+    md("""
+## Exercises
+"""),
+    *exercise(
+        "06-1",
+        "How many KV bytes per token does Qwen3-Next-80B cache at BF16, and what does the shortcut $2·L·K·(D/N_q)·b$ say?",
+        f"""
+12 full-attention layers (one in four of 48) of 2 KV heads of 256: $12·2·2·256·2$ = **{EX1_KV:,} B**, plus a {EX1_STATE_MIB:,.1f} MiB Gated DeltaNet state per sequence.
+The shortcut counts all 48 layers with head dim $2048/16 = 128$: {EX1_NAIVE:,} B, {EX1_NAIVE / EX1_KV:,.0f}× too much.
+`any_model.kv_comparison_table(["qwen3-next-80b-a3b-instruct"])`.
+""",
+        value=EX1_KV, unit="B"),
+    *exercise(
+        "06-2",
+        "Llama 3.1 70B under vLLM: how many KV bytes per token does each GPU hold at TP 8, and at TP 16?",
+        f"""
+At TP 8 each rank holds $8/8 = 1$ KV head: $2·80·1·128·2$ = {EX2_TP8:,} B.
+At TP 16 there are still 8 KV heads, so each is copied to two ranks and each GPU still holds **{EX2_TP16:,} B**: the cache per GPU stops shrinking at $TP = K$.
+`any_model.engine_side_by_side("llama-3.1-70b", engines=["vllm"], gpus=16)`.
+""",
+        value=EX2_TP16, unit="B"),
+    *exercise(
+        "06-3",
+        "What `mem_fraction_static` does SGLang choose on one H100 (79.19 GiB), and how much memory does it keep back?",
+        f"""
+Reserved MiB $= 512 + 1.5·8{{,}}192 + 2·256 + 1{{,}}024·1/8 = 13{{,}}440$; $f = (81{{,}}090.56 - 13{{,}}440) / 81{{,}}090.56$ = **{EX3_FRACTION:.3f}**, so {EX3_KEPT_GIB:,.1f} GiB is kept back ({100 * (1 - EX3_FRACTION):.1f} %).
+`k3lib.engines.sglang.sglang_mem_fraction_static(gpu_memory_bytes=...)`.
+""",
+        value=EX3_FRACTION, unit="fraction"),
+    *exercise(
+        "06-4",
+        "For the Llama 3.1 8B row worked above (vLLM printed 58.11 GiB available and 476,016 tokens), how wide is the interval of token counts the printed 58.11 GiB allows, and why?",
+        f"""
+The truth lies in 58.11 ± 0.005 GiB, ±5,368,709 B; a block is 16 tokens × 131,072 B = 2 MiB, so ±2.56 blocks: {EX4_LO:,} to {EX4_HI:,} tokens, **{EX4_HI - EX4_LO:,} tokens** ({(EX4_HI - EX4_LO) // 16} blocks) wide.
+vLLM printed 476,016, inside it.
+""",
+        value=EX4_HI - EX4_LO, unit="tokens"),
 ]
 
 if __name__ == "__main__":
