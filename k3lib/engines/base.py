@@ -271,6 +271,43 @@ class EngineEstimate:
         return d
 
 
+@dataclass(frozen=True)
+class EstimateInputs:
+    """One estimate's inputs, parsed once by :func:`~k3lib.engines.estimate.estimate_for_engine` and
+    handed to the engine's own estimator (``vllm_estimate``, ``llamacpp_estimate``, …): counts are
+    whole numbers, ``gpu`` a GPUSpec; ``model`` is as the caller gave it (an id, an Architecture or a
+    LoadedModel) and ``arch``/``loaded`` its architecture and file (None for the generic plan, which
+    takes a guide's profile too)."""
+
+    profile: EngineProfile
+    model: Any
+    arch: Any
+    loaded: Any
+    gpu: Any
+    gpus: int
+    tp: int
+    pp: int
+    context_tokens: int
+    batch: int
+    kv_dtype: str
+    weights: str
+    gpu_memory_utilization: float | None
+    dtype_bytes: int | None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def base_dtype_bytes(self) -> int:
+        """Bytes per element of the model's own dtype: ``dtype_bytes`` if given, else the file's, else 2 (BF16)."""
+        return self.dtype_bytes or (self.loaded.dtype_bytes if self.loaded is not None else 2)
+
+    def implied_pp_notes(self) -> list[str]:
+        """The note for an engine that splits the layers over the GPUs itself (llama.cpp, transformers):
+        a PP > 1 asked for is implied, not a separate setting."""
+        if self.pp > 1:
+            return [f"{self.profile.name} splits the layers over all {self.gpus} GPUs itself; PP={self.pp} is implied"]
+        return []
+
+
 def _hardware(gpu: Any):
     from k3lib.core.hardware import GPUSpec, get_gpu
     return gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)
