@@ -66,28 +66,32 @@ def test_01_formats_tensors_and_ladder():
 
 
 def test_02_kv_per_token_worked():
-    llama = tables.kv_worked_table("llama-3.1-70b", kv_dtype="bf16", context="256K")
+    llama = tables.kv_worked_table("llama-3.1-70b", kv_dtype="bf16", context="128K")
     assert llama.set_index("param").loc["kv_tok", "value"] == 2 * 80 * 8 * 128 * 2   # 327,680 B
     k3 = tables.kv_worked_table("kimi-k3", kv_dtype="bf16", context="256K")
     assert k3.set_index("param").loc["kv_tok", "value"] == 24 * (512 + 64) * 2       # 27,648 B
-    per_token = tables.kv_per_token_table()
-    assert per_token.set_index("model").loc["kimi-k3@guide-000", "kv_B_per_token"] == 262_144
+    qwen = tables.kv_worked_table("qwen3-next-80b", kv_dtype="bf16", context="256K").set_index("param")
+    assert qwen.loc["kv_tok", "value"] == 2 * 12 * 2 * 256 * 2                      # 24,576 B: 12 GQA layers only
 
 
-def test_02_kv_context_mixes_savings_and_reference():
-    kv_table = tables.kv_context_table("kimi-k3@guide-000")
-    assert list(kv_table["bf16_GiB"]) == [256.0, 128.0, 64.0, 32.0]            # 262,144 B × T / 2^30
-    assert list(kv_table["fp8_GiB"]) == [128.0, 64.0, 32.0, 16.0]
-    assert list(kv_table["int4_GiB"]) == [64.0, 32.0, 16.0, 8.0]
-    mixes = tables.precision_budget_table(rows=[("q4", "bf16"), ("q4", "fp8"), ("bf16", "fp8"), ("bf16", "bf16")])
-    assert list(mixes["total_GiB"]) == [447.0, 415.0, 764.0, 796.0]            # W + KV + 10 + 8·G, BF16 on 16
-    saved = tables.context_savings_table("kimi-k3@guide-000", current="512K", target="128K")
-    assert saved.loc[0, "saved_GiB"] == 96.0                                     # 262,144 × 393,216 / 2^30
-    saved_gb = tables.context_savings_table("kimi-k3@guide-000", current="512K", target="128K", unit="GB")
-    assert saved_gb.loc[0, "saved_GB"] == 103.08                                 # 262,144 × 393,216 / 10^9
-    reference = tables.reference_table()
-    assert reference.loc[3, "total_GiB_64K"] == 291.0                            # 225 + 8 + 10 + 48
-    assert reference.loc[0, "total_GiB_1M"] == 908.0                             # 594 + 256 + 10 + 48
+def test_02_why_the_cache_growth_and_budget():
+    from k3lib.views import kv_growth
+
+    steps = kv_growth.decode_step_table(["llama-3.1-70b"], contexts=["128K"]).iloc[0]
+    assert steps["cache read per token (GiB)"] == 2 * 80 * 8 * 128 * 2 * 131_072 / GiB == 40.0
+    # without a cache the prefix runs again: T times the FLOPs of one token
+    assert steps["GFLOP per token, without cache"] == pytest.approx(131_072 * steps["GFLOP per token, with cache"],
+                                                                   rel=1e-3)
+    line = kv_growth.timeline_frame(["llama-3.1-70b"], prompt_tokens=8192, output_tokens=8192)
+    prefill = line[line.phase == "prefill"].iloc[0]
+    assert prefill["kv_cache_GiB"] == 327_680 * 8192 / GiB == 2.5                    # the whole prompt at once
+    assert line["kv_cache_GiB"].iloc[-1] == 327_680 * 16_384 / GiB == 5.0            # + one token per decode step
+    budget = kv_growth.sequences_table(budget_bytes=64 * GiB, contexts=["8K", "128K", "256K"], kv_dtype="bf16")
+    n = {(r.model, r.context): r["sequences that fit"] for _, r in budget.iterrows()}
+    assert n[("llama-3.1-70b", "128K")] == 64 * GiB // (327_680 * 131_072) == 1
+    assert ("llama-3.1-70b", "256K") not in n                                        # past its 128K maximum
+    k3_128k = 24 * 576 * 2 * 131_072 + 69 * (96 * 128 * 128 + 110_592) * 4
+    assert n[("kimi-k3", "128K")] == 64 * GiB // k3_128k == 16
 
 
 # ------------------------------------------------------------------ 03 tensor parallel (real models)
@@ -152,7 +156,8 @@ def test_03_guide_counts_and_kv_rule():
     assert kv_tp.query("model == 'DeepSeek-V3' and TP == 8")["ratio to rule"].item() == 8.0
 
 
-# ------------------------------------------------------------------ 04 offload (guide 004)
+# ------------------------------------------------------------------ guide 004's offload figures (audited in 07;
+#                                                                     04's own answers: tests/test_exercises_04.py)
 
 
 def test_04_guide004_memory_devices_and_fit():

@@ -6,12 +6,13 @@ Each function takes plain data (a DataFrame from :mod:`k3lib.studies.parallel` o
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 # Imported for its guard: k3lib.views.charts keeps jsonschema from importing the slow optional
 # ``rfc3987_syntax`` (see notebook.skip_slow_iri_checker), which must happen before Altair loads.
 from k3lib.views import charts as _charts  # noqa: F401
+
 #: One colour per per-GPU component, fixed across charts (weights blues, KV orange, …).
 COMPONENT_COLOURS = {
     "weights sharded": "#1f77b4",
@@ -40,7 +41,8 @@ def readable(chart, *, width: int = CELL_WIDTH_PX):
     """``chart`` sized to the cell with labels of :data:`FONT_PX` px and the legend below."""
     return (chart.properties(width=width)
             .configure_axis(labelFontSize=FONT_PX, titleFontSize=FONT_PX, labelLimit=360)
-            .configure_legend(labelFontSize=FONT_PX, titleFontSize=FONT_PX, orient="bottom", labelLimit=0)
+            .configure_legend(labelFontSize=FONT_PX, titleFontSize=FONT_PX, orient="bottom", labelLimit=0,
+                              columns=4)
             .configure_title(fontSize=FONT_PX + 1))
 
 
@@ -188,3 +190,53 @@ def time_per_token_bar(df, *, title: str = "", width: int = 420):
         tooltip=["where:N", alt.Tooltip("ms per token:Q", format=",.1f"),
                  alt.Tooltip("GB read per token:Q", format=",.2f")],
     ).properties(title=title, width=width, height=60)
+
+
+#: the parts of an offload plan's memory, by where they sit (rows of
+#: :func:`k3lib.studies.offload_model.summary_table`)
+OFFLOAD_PARTS = {"GPU memory": ("non-expert weights on GPU", "experts kept on GPU", "KV cache", "activation",
+                                "GPU runtime overhead"),
+                 "host RAM": ("experts in RAM", "embedding in RAM", "host needs beyond weights")}
+
+
+def offload_memory_long(plan, *, unit: str = "GB"):
+    """What sits in VRAM and what in host RAM for an offload plan, one row per part: ``where``
+    (the tier, with the bandwidth each of its bytes is read at), ``part``, ``{unit}``, and the
+    bytes of that tier read per token (``read per token ({unit})``)."""
+    import pandas as pd
+
+    from k3lib.studies.offload_model import summary_table
+
+    table = summary_table(plan, unit=unit).set_index("param")[f"value ({unit})"]
+    rows = []
+    for (tier, parts), t in zip(OFFLOAD_PARTS.items(), plan.tiers):
+        label = f"{tier}: read at {t.bandwidth_bytes_per_s / 1e9:,.0f} GB/s"
+        rows += [{"where": label, "part": p, unit: float(table[p]),
+                  f"read per token ({unit})": t.read_bytes_per_step / (1e9 if unit == "GB" else 2**30)}
+                 for p in parts if p in table.index and table[p] > 0]
+    return pd.DataFrame(rows)
+
+
+def offload_memory_bar(df, *, unit: str = "GB", width: int = 520):
+    """Two stacked bars — GPU memory and host RAM — of what an offload plan keeps in each
+    (``df`` from :func:`offload_memory_long`); the tooltip gives the bytes each tier reads per token."""
+    alt = _alt()
+    return alt.Chart(df).mark_bar().encode(
+        y=alt.Y("where:N", title=None, sort=None),
+        x=alt.X(f"sum({unit}):Q", title=f"resident memory ({unit})"),
+        color=alt.Color("part:N", title="part", sort=None),
+        tooltip=["where:N", "part:N", alt.Tooltip(f"{unit}:Q", format=",.1f"),
+                 alt.Tooltip(f"read per token ({unit}):Q", format=",.2f")],
+    ).properties(width=width)
+
+
+def ceiling_labelled(verdict: str) -> str:
+    """An offload verdict whose ``decode ≈ … tokens/s`` names its basis: the bandwidth
+    ceiling (bytes read ÷ bandwidth), not a measured or fitted speed.
+
+    >>> ceiling_labelled("FITS — X: VRAM 37.0 GB; decode ≈ 2.37 tokens/s")
+    'FITS — X: VRAM 37.0 GB; decode ≈ 2.37 tokens/s (bandwidth ceiling)'
+    """
+    import re
+
+    return re.sub(r"(decode ≈ [\d,.]+ tokens/s)", r"\1 (bandwidth ceiling)", verdict)

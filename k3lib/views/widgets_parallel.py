@@ -131,11 +131,12 @@ def layout_view(**values: Any) -> tuple:
 def offload_view(**values: Any) -> tuple:
     """:func:`k3lib.views.explorers.offload_figure` with its verdict as a coloured line; the
     time-per-token bar only for a plan that loads (a plan that cannot load has no speed)."""
-    from k3lib.views.charts_parallel import readable
+    from k3lib.views.charts_parallel import ceiling_labelled, readable, verdict_line
     from k3lib.views.explorers import offload_figure
 
     parts = verdict_first(offload_figure(**values), draw_when_not_loading=False)
-    return parts if len(parts) == 1 else (parts[0], readable(parts[1]))
+    line = verdict_line(ceiling_labelled(parts[0].lines[0]))
+    return (line,) if len(parts) == 1 else (line, readable(parts[1]))
 
 
 def _explorer(controls: dict[str, Any], figure: Callable[..., Any]):

@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from nbtool import build, code, exercise, md, nav, objectives, parameters  # noqa: E402
+from nbtool import build, code, exercise, md, nav, objectives, parameters
 
-from k3lib.core.hardware import get_gpu  # noqa: E402
-from k3lib.core.layout import Layout  # noqa: E402
-from k3lib.core.memory import NCCL_BYTES_PER_GPU  # noqa: E402
-from k3lib.core.models import get_model  # noqa: E402
-from k3lib.studies import parallel  # noqa: E402
+from k3lib.core.hardware import get_gpu
+from k3lib.core.layout import Layout
+from k3lib.core.memory import NCCL_BYTES_PER_GPU
+from k3lib.core.models import get_model
+from k3lib.studies import parallel
 
 STEM = "03-tensor-parallel"
 CHECK = "# NBVAL_CHECK_OUTPUT"
@@ -62,7 +62,7 @@ cells = [
         "State the communicator-buffer rule: one flat charge per GPU once it has peers, the same at TP=2 and TP=16.",
         "Find the fullest GPU of a layout and decide whether it fits, for the real Kimi K3, a dense and a hybrid model.",
     ], minutes=35),
-    md(f"""
+    md("""
 One GPU rarely holds a large model.
 Tensor parallelism cuts every layer's matrices into $TP$ slices, one per GPU of a node; pipeline parallelism gives each of $PP$ stages a run of whole layers, usually one stage per node.
 But not every byte splits: some weights are copied to every GPU, some caches cannot be cut by head, and every GPU with peers keeps communication buffers.
@@ -70,7 +70,7 @@ This lesson takes the split apart on three real models: **Kimi K3** (MoE, MLA + 
 
 Notation: $TP$ tensor-parallel size, $PP$ pipeline stages, $DP$ attention copies, $EP$ expert-parallel size, $G = TP·DP·PP$ GPUs.
 $K$ is the number of KV heads, $T$ the context in tokens, $B$ the batch.
-Sizes are GiB ($2^{{30}}$ bytes).
+Sizes are GiB ($2^{30}$ bytes).
 Guide 000's per-GPU cases (8× and 5× H100) are audited in [07 · What the guides claim](07-guide-audit.ipynb); this lesson works on the real architectures.
 """),
     code("""

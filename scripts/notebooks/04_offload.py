@@ -1,6 +1,9 @@
 """Generate notebooks/04-offload.ipynb (then execute it and keep checked outputs).
 
 Usage:  .venv/bin/python scripts/notebooks/04_offload.py
+
+Every number in the prose and the folded answers is computed here by calling k3lib (f-strings),
+never typed in; tests/test_exercises_04.py derives each answer again by hand.
 """
 from __future__ import annotations
 
@@ -8,10 +11,27 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from nbtool import build, code, md, nav, parameters  # noqa: E402
+from nbtool import build, code, exercise, md, nav, objectives, parameters
+
+from k3lib.studies.offload_model import plan_offload
 
 STEM = "04-offload"
 CHECK = "# NBVAL_CHECK_OUTPUT"
+GB = 10**9
+
+# ---- worked numbers, from the functions the lesson calls (the parameters' defaults)
+OFF = plan_offload(gpu="rtx-4090-48gb", ram="1536GiB", ram_bandwidth="70GB/s", context="8K")
+P = OFF.parts
+GPU_T, RAM_T = OFF.tiers
+X_MB = P.expert_bytes / 1e6
+LAYER_GB = P.layer_experts_bytes / GB
+RAM_READ_GB = RAM_T.read_bytes_per_step / GB
+GPU_READ_GB = GPU_T.read_bytes_per_step / GB
+CEIL_TPS = OFF.decode_tokens_per_s
+EPYC = plan_offload(gpu="rtx-4090-48gb", host="epyc-9005", context="8K")
+EPYC_RAM_MS = EPYC.tiers[1].seconds_per_step * 1e3
+EPYC_BW = EPYC.tiers[1].bandwidth_bytes_per_s / GB
+DISTINCT_4 = P.distinct_experts(4)
 
 cells = [
     md(f"""
@@ -21,19 +41,29 @@ cells = [
 
 {nav(STEM)}
 """),
+    objectives([
+        "Split a MoE model's memory into what sits in VRAM and what sits in host RAM, and size both.",
+        "Derive decode time as bytes read per token ÷ the bandwidth of the memory they sit in, and why only the active experts count.",
+        "Tell a bandwidth ceiling from the serving model's fitted speed, and quote each with its basis.",
+        "Judge partial offload, host platforms and batching by which bytes they move off the slow tier.",
+    ], minutes=35),
     md("""
-Guide 004 says K3 at Q4 needs 1,562 GB of VRAM on GPUs, or 33 GB of VRAM plus 1,531 GB of RAM with the experts offloaded.
-It then lists 17 devices at 1.2–1.7 tokens/s, "bound by RAM bandwidth (estimated at 70 GB/s)".
-Guide 000 calls CPU offloading "10–100× slower" and "not a deployment strategy".
-This notebook rebuilds both guides' figures from the architecture and a bandwidth model, and says where they differ.
+A mixture-of-experts layer holds $E$ experts but each token uses only $k$ of them.
+So the experts — 98 % of Kimi K3's bytes — can stay in host RAM while the attention, the shared experts and the cache sit on the GPU; each token then reads only its $k$ experts per layer from RAM.
+llama.cpp does exactly this (`-ngl 999 --n-cpu-moe N`).
+A dense model such as Llama 3.1 70B has no experts to leave behind: every weight is read for every token, so its offload is a different (and much slower) trade.
 
-Notation: $L_{moe}$ MoE layers, $E$ experts per layer of which $k$ are active per token, $N$ layers whose experts stay on the GPU, $B$ the batch.
-Sizes are decimal GB ($10^9$ bytes), as guide 004 writes them, and bandwidths GB/s.
+Notation: $L_{moe}$ MoE layers, $E$ experts per layer of which $k$ are active per token, $x$ the bytes of one expert, $N$ layers whose experts stay on the GPU, $B$ the batch.
+Sizes are decimal GB ($10^9$ bytes) and bandwidths GB/s, as memory and bus speeds are quoted.
 """),
     code("""
 from k3lib.views import charts_parallel as charts
-from k3lib.views import notebook, tables
+from k3lib.views import notebook
+from k3lib.views.table_format import shown  # tables for a reader: no index, separators, units in headers
+from k3lib.views.speed import figures_table  # the serving model's figures, each with its basis
+from k3lib.serving import offload_serving_estimate, serving_estimate
 from k3lib.studies import offload
+from k3lib.studies.offload_model import summary_table
 from k3lib.views import explorers
 from k3lib.core.hardware import get_gpu
 
@@ -42,17 +72,17 @@ notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
     md("""
 ## Parameters
 
-Defaults: guide 004's offload mode on its GeForce RTX 4090 48GB row.
+Defaults: the real K3 at Q4_K_M on one 48 GB RTX 4090 with 1.5 TB of RAM read at 70 GB/s (dual-channel desktop DDR5, the figure guide 004 assumes).
 Change them here, or from the command line: `papermill -k python3 -p gpu rtx-pro-6000 -p ram_bandwidth 307GB/s notebooks/04-offload.ipynb reports/04-pro6000.ipynb`.
 """),
     parameters("""
 model: str = "kimi-k3"  # a built-in MoE model id
-weights: str = "q4_k_m"  # weight precision (guide 004's 4-bit row is a Q4_K_M file)
+weights: str = "q4_k_m"  # weight precision (a 4-bit GGUF quantization)
 gpu: str = "rtx-4090-48gb"  # GPU or unified-memory machine (see `k3plan gpus`)
 ram: str = "1536GiB"  # system RAM installed: a 1.5 TB server holds 1,536 GiB (1,649 GB)
-ram_bandwidth: str = "70GB/s"  # RAM bandwidth; guide 004 assumes 70 GB/s
-expert_layers_on_gpu: int = 0  # MoE layers whose experts stay on the GPU; 0 is guide 004's mode
-kv_dtype: str = "bf16"  # KV-cache dtype; guide 004 counts FP16
+ram_bandwidth: str = "70GB/s"  # RAM bandwidth; 70 GB/s is dual-channel DDR5-4400
+expert_layers_on_gpu: int = 0  # MoE layers whose experts stay on the GPU; 0 keeps every expert in RAM
+kv_dtype: str = "bf16"  # KV-cache dtype
 context: str = "8K"  # context length; K is 1,024 tokens
 batch: int = 1  # concurrent sequences
 """),
@@ -61,209 +91,161 @@ plan = notebook.validate(model=model, weights=weights, kv_dtype=kv_dtype, contex
                          gpu=gpu, gpus=1)
 off = explorers.offload_validate(model=model, weights=weights, gpu=gpu, ram=ram, ram_bandwidth=ram_bandwidth,
                        expert_layers_on_gpu=expert_layers_on_gpu, kv_dtype=kv_dtype, context=context, batch=batch)
-plan.reason, off.verdict()
+charts.verdict_line(plan.verdict(), charts.ceiling_labelled(off.verdict()))
 """),
-    md("""
-`plan` is the whole model on this one GPU — it does not fit.
-`off` is the same model in offload mode.
+    md(f"""
+The first line is the whole model on this one GPU; the second is the same model in offload mode.
 
-## 1. Memory in offload mode
+## 1. What sits where
 
-$$VRAM = W_{dense} + N·X_{layer} + KV + O_{gpu} \\qquad RAM = (L_{moe}-N)·X_{layer} + W_{emb} + H$$
+$$VRAM = W_{{dense}} + N·X_{{layer}} + KV + A + O_{{gpu}} \\qquad RAM = (L_{{moe}}-N)·X_{{layer}} + W_{{emb}} + H$$
 
-* $W_{dense}$: attention, shared experts, the dense first layer, routers, norms and LM head.
-* $X_{layer}$: one layer's routed experts, $E · 3·D_e·I_e$ weights.
-* $W_{emb}$: the token embedding, which llama.cpp keeps in RAM (one row is read per token).
-* $H$: the host's needs beyond weights — OS 8 GB, engine 4 GB, pinned buffers 2 GB; assumptions, not measurements.
+* $W_{{dense}}$: attention, shared experts, the dense first layer, routers, norms and LM head.
+* $X_{{layer}} = E·x$: one layer's routed experts.
+* $W_{{emb}}$: the token embedding, which llama.cpp keeps in RAM (one row is read per token).
+* $H$: the host's needs beyond weights — OS, engine, pinned buffers; assumptions, not measurements.
+
+Worked on K3 at Q4_K_M: one expert is $x$ = {X_MB:.1f} MB, a layer's {P.experts_per_layer} experts $X_{{layer}}$ = {LAYER_GB:.2f} GB, and {P.moe_layers} such layers put {P.moe_layers * LAYER_GB:,.0f} GB in RAM, while the GPU holds {OFF.vram_needed_bytes / GB:.1f} GB.
+The diagram: each bar is one memory, labelled with the bandwidth every byte in it is read at.
+"""),
+    code(f"""
+{CHECK}
+shown(summary_table(off))
 """),
     code("""
-offload.summary_table(off)
+charts.readable(charts.offload_memory_bar(charts.offload_memory_long(off)))
 """),
     md("""
-Guide 004's three figures against the architecture (K3 at Q4_K_M, 4.5 bits per weight, 8K context, FP16 KV, 1 GB runtime):
-"""),
-    code(f"""
-{CHECK}
-memory = offload.guide004_memory_table()
-memory
-"""),
-    md("""
-The 33 GB and 1,531 GB reproduce to within 0.5 GB: they are the non-expert weights and the experts at 4.5 bits per weight.
-The 1,562 GB does not follow from them: the guide's table builds it as its 1,508.7 GB GGUF file plus 53.2 GB, while 33 + 1,531 = 1,564.
-A machine with "1536GB" of RAM is short once the OS and the engine are counted; DIMMs are sized in binary units, so a "1.5 TB" server really holds 1,536 GiB = 1,649 GB.
+**Takeaway:** offload mode moves almost all of a MoE model's bytes to the slow memory; the GPU keeps only what every token reads in full.
 
-**Takeaway:** offload mode moves 98% of K3's bytes to RAM: 33 GB of VRAM suffices, but the RAM side needs a server-class machine.
+## 2. Decode speed: bytes read ÷ bandwidth
+
+Each generated token reads the dense weights, the cache and the **active** experts once — $k$ of $E$ per layer, not all of them — each from the memory it sits in:
+
+$$t_{token} = \\sum_{d} \\frac{\\text{bytes read on } d}{BW_d} = \\frac{W_{dense} + N·k·x + KV}{BW_{GPU}} + \\frac{(L_{moe}-N)·k·x}{BW_{RAM}}, \\qquad \\text{tokens/s} \\le \\frac{1}{t_{token}}$$
 """),
-    md("""
-## 2. Decode speed: a bandwidth model
-
-Each generated token reads the dense weights, the KV cache and the **active** experts once — $k$ of $E$ per layer, not all of them:
-
-$$t_{token} = \\sum_{d} \\frac{\\text{bytes read on } d}{BW_d} = \\frac{W_{dense} + N·k·x + KV}{BW_{GPU}} + \\frac{(L_{moe}-N)·k·x}{BW_{RAM}}, \\qquad \\text{tokens/s} = \\frac{1}{t_{token}}$$
-
-For K3 at Q4_K_M one expert is $x$ = 18.6 MB, so a token reads $92 · 16 · x$ = 27.4 GB of experts from RAM and 32 GB on the GPU.
-This is a roofline: real engines reach a fraction of it.
-Guide 004's device table, recomputed at its 70 GB/s:
-"""),
-    code(f"""
-{CHECK}
-devices = offload.guide004_device_table()
-devices
+    md(f"""
+Worked on K3: a token reads $92 · 16 · x$ = {RAM_READ_GB:.2f} GB of experts from RAM and {GPU_READ_GB:.2f} GB on the GPU.
+At 70 GB/s and {GPU_T.bandwidth_bytes_per_s / GB:,.0f} GB/s that is {RAM_T.seconds_per_step * 1e3:.0f} + {GPU_T.seconds_per_step * 1e3:.0f} ms: a **ceiling** of {CEIL_TPS:.2f} tokens/s, reached only if both memories stream at full speed.
+Real engines reach a fraction of it; the serving model (`k3lib.serving`) applies efficiencies fitted on measured runs and says how far off it has been on runs held aside.
+Its figures for the parameters' configuration — each with its basis, "fitted model ± the held-aside error" or "theoretical ceiling":
 """),
     code("""
-charts.device_comparison(devices)
+speed = offload_serving_estimate(model=model, gpu=gpu, weights=weights, ram=ram, ram_bandwidth=ram_bandwidth,
+                                 expert_layers_on_gpu=expert_layers_on_gpu, kv_dtype=kv_dtype)
+shown(figures_table(speed))
 """),
     md("""
-The model is 1.4–1.6× faster than the guide on every row.
-What per-token reads would reproduce the guide? A least-squares fit of $1/\\text{tps} = R/70 + G/BW_{GPU}$ over its 17 rows:
+**Predict, then run.** The decode time is dominated by RAM. A 12-channel server board reads DDR5 about 8 times faster than a desktop's two channels — how many tokens/s would you expect there? Then run the cell (a bandwidth ceiling, every row on the same GPU).
 """),
     code(f"""
 {CHECK}
-fit = offload.fit_two_tier_bytes(devices)
-{{k: round(v / 1e9, 1) if k.endswith("bytes") else round(v, 3) for k, v in fit.items()}}
+shown(offload.ram_platform_table())
 """),
     md("""
-Where and why they differ:
+A desktop board cannot hold 1.5 TB at all; the boards that can have 8–12 channels.
 
-* The guide behaves as if each token read ≈ 40 GB from RAM; the architecture says 27.4 GB (16 of 896 experts in each of 92 layers).
-  Equivalently, its RAM delivers about 48 of the 70 GB/s: the guide does not say which.
-* Its ordering is not by bandwidth alone: the Radeon PRO W7900 (864 GB/s, 1.5) is below the M3 Ultra (819 GB/s, 1.6), the Instinct MI210 (1,638 GB/s, 1.6) below the A100 (1,555 GB/s, 1.7) — both AMD; the fit misses 4 of 17 rows by more than rounding.
-* The unified-memory rows cannot exist as described: a 128 GB Mac or Ryzen box has no separate 1,531 GB of RAM — its memory is all it has (section 5).
-* 70 GB/s is dual-channel desktop DDR5 ($2 × 4400 · 10^6 × 8$ B = 70.4 GB/s), but no desktop board holds 1.5 TB; boards that do have 8–12 channels:
-"""),
-    code(f"""
-{CHECK}
-platforms = offload.ram_platform_table()
-platforms
-"""),
-    md("""
-**Takeaway:** decode in offload mode is set by RAM bandwidth ÷ active-expert bytes — about 2.4 tokens/s at 70 GB/s, 8–13 on the server boards that can actually hold 1.5 TB; the guide's 1.2–1.7 is 30–40% below the roofline.
-"""),
-    md("""
-## 3. "10–100× slower"? Offload against all-GPU
+**Takeaway:** decode in offload mode is set by RAM bandwidth ÷ active-expert bytes; where the RAM sits is a bigger lever than the GPU.
 
-All on GPUs, the same Q4_K_M model needs two 8× H200 nodes (TP=8 × PP=2).
-At batch 1 the stages run one after the other and the 8 GPUs of a stage read in parallel:
+## 3. Against all-GPU serving
 
-$$t_{token} = \\frac{A_{active}/TP + KV}{BW_{HBM}}$$
-"""),
-    code(f"""
-{CHECK}
-from k3lib.studies import parallel
-all_gpu = parallel.distribute(model="kimi-k3", gpu="h200", tp=8, pp=2, nodes=2, weights="q4_k_m", context="8K")
-roofline_tps = offload.all_gpu_decode_tokens_per_s(all_gpu)
-slow = offload.slowdown_table(offload.plan_offload(gpu="rtx-4090-48gb"), all_gpu_tokens_per_s=roofline_tps)
-slow
-"""),
-    code(f"""
-{CHECK}
-efficiency_range = offload.roofline_efficiency_for(slow["slowdown (×)"].tolist()[0])
-[round(e, 3) for e in efficiency_range]
-"""),
-    md("""
-Roofline against roofline, offload is 266× slower.
-The guide's 10–100× holds when the GPU cluster reaches 4–38% of its own roofline at batch 1 while the offload box reaches all of its own — plausible, since batch-1 decode on 16 GPUs is held back by per-layer communication that the single-GPU box does not have.
-
-**Takeaway:** "10–100×" is a fair range for real engines, but the bandwidth gap is ~270×; for the guide's devices, offload is slow by design, not by accident.
-"""),
-    md("""
-## 4. Tokens/s against VRAM: partial offload
-
-Keeping $N$ layers' experts on the GPU moves $N·k·x$ of each token's reads from RAM to the GPU, at $X_{layer}$ = 16.6 GB of VRAM per layer.
-The curve runs from guide 004's mode ($N=0$, 33 GB) to all on the GPU ($N = 92$, 1,565 GB), for three GPU bandwidths (as if each had the VRAM); dashed lines mark the three cards' real memory.
+All on GPUs, the same model needs two 8× H200 nodes.
+The engine's own verdict and the serving model's speed for it, labelled the same way:
 """),
     code("""
-curve = offload.offload_curve(gpus=["rtx-4090-48gb", "rtx-pro-6000", "h200"])
-charts.tokens_per_s_curve(curve, marks=[get_gpu(g).memory_bytes("usable") / 1e9 for g in ("rtx-4090-48gb", "rtx-pro-6000", "h200")])
+all_gpu = notebook.engine_plan(model=model, weights=weights, kv_dtype=kv_dtype, context=context, gpu="h200",
+                               gpus=16, nodes=2, engine="llama.cpp")
+charts.verdict_line(all_gpu.verdict())
+"""),
+    code("""
+shown(figures_table(serving_estimate(all_gpu)))
+"""),
+    md("""
+Guide 000 (“Kimi K3 VRAM Requirements: How Much Memory You Actually Need to Run K3”, a public article) calls CPU offloading “10–100× slower” and “not a deployment strategy”; the ratio of the two fitted figures above is the workbook's answer, and [07](07-guide-audit.ipynb) audits the guide's figures for offload devices.
+
+**Takeaway:** offload trades one or two orders of magnitude of speed for 16 GPUs' worth of VRAM; it is a way to run the model, not to serve it.
+
+## 4. Partial offload: tokens/s against VRAM
+
+Keeping $N$ layers' experts on the GPU moves $N·k·x$ of each token's reads from RAM to the GPU, at $X_{layer}$ of VRAM per layer.
+The curve is a bandwidth ceiling for three GPU bandwidths (as if each had the VRAM); the vertical lines mark each card's real memory.
+"""),
+    code("""
+cards = ["rtx-4090-48gb", "rtx-pro-6000", "h200"]
+curve = offload.offload_curve(gpus=cards)
+vram_gb = [get_gpu(g).memory_bytes("usable") / 1e9 for g in cards]  # each card's real memory
+charts.readable(charts.tokens_per_s_curve(curve, title="Decode ceiling as experts move to the GPU", marks=vram_gb))
 """),
     code(f"""
 {CHECK}
-cards = offload.partial_offload_table()
-cards
+shown(offload.partial_offload_table())
 """),
     md("""
-**Takeaway:** the curve is flat until most experts are on the GPU — an H200 holds 7 of 92 layers and gains 8%; RAM bandwidth, not VRAM, is the lever.
-"""),
-    md("""
+**Takeaway:** the curve is flat until most experts are on the GPU: a whole H200 holds only a few of 92 layers, and RAM bandwidth, not VRAM, is the lever.
+
 ## 5. Prefill is a different regime
 
 Decode reads $k$ experts per layer; a prompt does not.
-An engine processes the prompt in micro-batches of $u$ = 512 tokens and multiplies on the GPU, so the RAM-resident experts cross the host link (PCIe).
-$u·k$ = 8,192 expert choices over 896 experts touch almost all of them:
+An engine processes the prompt in micro-batches of $u$ tokens on the GPU, so the RAM-resident experts cross the host link (PCIe), and $u·k$ expert choices over $E$ experts touch almost all of them:
 
-$$t_u = \\max\\left(\\frac{(1-(1-k/E)^u)·W_{RAM}}{BW_{link}}, \\frac{2·P_{active}·u}{F}\\right), \\qquad \\text{prefill tokens/s} = \\frac{u}{t_u}$$
+$$t_u = \\max\\left(\\frac{(1-(1-k/E)^u)·W_{RAM}}{BW_{link}}, \\frac{2·P_{active}·u}{F}\\right), \\qquad \\text{prefill tokens/s} \\le \\frac{u}{t_u}$$
 """),
     code(f"""
 {CHECK}
-prefill = offload.prefill_table()
-tables.readable(prefill)  # "—": a unified-memory machine has no host link to cross
+shown(offload.prefill_table())  # "—": a unified-memory machine has no host link to cross
 """),
     md("""
-**Takeaway:** over PCIe 4.0 an 8K prompt takes about 13 minutes before the first token; the unified-memory Mac has no link to cross (its prefill is compute-bound, not modelled here).
-"""),
-    md("""
-## 6. The Mac Studio 512 GB question
+**Takeaway:** over PCIe an 8K prompt takes minutes before the first token (ceilings; the serving model's time to first token is in section 2's table).
 
-Guide 000's FAQ: "Unified memory on a Mac Studio with 512 GB can attempt Q4 inference … memory bandwidth is 5–10× slower than HBM3 on H100 GPUs … Token generation runs well under 1 tok/s."
-"""),
-    code(f"""
-{CHECK}
-hbm_ratio = get_gpu("h100").memory_bw_bytes_per_s / get_gpu("m3-ultra-512gb").memory_bw_bytes_per_s
-round(hbm_ratio, 1)
-"""),
-    md("""
-The bandwidth gap is 4.1× (3,350 vs 819 GB/s), below the guide's 5–10×.
-The real K3 at Q4_K_M is 1,565 GB: it does not fit in 512 GB, so most experts stream from the SSD (assumed 6 GB/s; macOS lets the GPU wire about 75% of memory by default).
-"""),
-    code(f"""
-{CHECK}
-mac = offload.mac_studio_table()
-mac
-"""),
-    md("""
-**Takeaway:** "well under 1 tok/s" is right for the real model — about 0.3, set by the SSD — but not for guide 000's own 325 Q4 figure, which would fit and run at ~14 tokens/s.
-"""),
-    md("""
-## 7. Explore
+## 6. Explore
 
-Pick a GPU, the RAM size and bandwidth, and how many layers' experts stay on the GPU; the bar shows where each token's time goes.
-The callback is `k3lib.views.explorers.offload_figure`.
+Pick a GPU, the RAM size, a host platform or a bandwidth, and how many layers' experts stay on the GPU.
+The coloured line says whether it loads; the bar, drawn only for a plan that loads, shows where each token's time goes.
+The callback is `k3lib.views.widgets_parallel.offload_view`, a plain function.
+Widgets need a live kernel; in a static export this cell shows nothing.
 """),
     code("""
 from k3lib.views.widgets_parallel import offload_explorer
 offload_explorer()
 """),
-    md("""
+    md(f"""
 ## Summary
 
-* In offload mode K3 at Q4_K_M needs 32.9 GB of VRAM and 1,532 GB of RAM for weights (guide 004: 33 and 1,531) — plus the host's own needs.
-* Decode reads only the active experts: $t = \\sum_d \\text{bytes}_d / BW_d$ gives ≈ 2.4 tokens/s at 70 GB/s; the guide's 1.2–1.7 is 1.4–1.6× lower and not ordered by bandwidth alone.
-* 70 GB/s is desktop RAM; the boards that hold 1.5 TB have 307–576 GB/s and reach 8–13 tokens/s.
-* Against two 8× H200 nodes the bandwidth gap is ~270×; the guide's 10–100× needs the cluster at 4–38% of its roofline.
-* Prefill moves the offloaded experts over PCIe once per micro-batch: minutes for an 8K prompt.
-* A 512 GB Mac Studio runs the real K3 at ~0.3 tokens/s from its SSD.
+* In offload mode K3 at Q4_K_M keeps {OFF.vram_needed_bytes / GB:.1f} GB on the GPU and {OFF.ram_needed_bytes / GB:,.0f} GB in RAM (weights plus the host's own needs).
+* Decode reads only the active experts: $t = \\sum_d \\text{{bytes}}_d / BW_d$, a ceiling of {CEIL_TPS:.2f} tokens/s at 70 GB/s; the serving model's fitted figure is lower, and says its error.
+* The boards that hold 1.5 TB have 8–12 channels and several times the bandwidth.
+* Keeping expert layers on the GPU barely helps until most of them fit; prefill moves the offloaded experts over PCIe once per micro-batch.
 
 ## Exercises
-
-1. With 8-channel DDR5-4800 (307 GB/s) and an RTX PRO 6000, how fast does K3 decode in offload mode?
-<details><summary>Answer</summary>
-
-`offload.plan_offload(gpu="rtx-pro-6000", ram_bandwidth="307.2GB/s").decode_tokens_per_s` ≈ 9.4 tokens/s: 27.4 GB / 307.2 GB/s = 89 ms from RAM plus 32 GB / 1,792 GB/s = 18 ms on the GPU.
-</details>
-
-2. How many tokens/s does a batch of 4 sequences get in total, and why is it barely more than one sequence?
-<details><summary>Answer</summary>
-
-`offload.plan_offload(batch=4).decode_tokens_per_s` ≈ 2.6 tokens/s in total, against 2.4 for one sequence.
-Four sequences touch $896·(1-(1-16/896)^4)$ ≈ 62 distinct experts per layer, so a step reads almost 4× the expert bytes from RAM; only the dense reads on the GPU are shared.
-</details>
-
-3. Which keeps more of a token's reads on the GPU: 7 layers of experts on an H200, or doubling RAM bandwidth to 140 GB/s?
-<details><summary>Answer</summary>
-
-Doubling RAM bandwidth: 7 layers take 7·16·18.6 MB = 2.1 GB of the 27.4 GB off RAM (2.72 tokens/s), while 140 GB/s halves the time for all of it (≈ 4.4 tokens/s on an RTX 4090 48GB, `offload.plan_offload(ram_bandwidth="140GB/s")`).
-</details>
 """),
+    *exercise(
+        "04-1",
+        "K3 at Q4_K_M (4.5 bits per weight; each routed expert is $3 · 3{,}584 · 3{,}072$ weights) with every expert in RAM: how many GB does one decode step read from RAM?",
+        f"""
+{RAM_READ_GB:.2f} GB: $92 · 16$ active experts of {X_MB:.2f} MB, plus one {P.embedding_row_bytes:,.0f}-byte embedding row.
+That is {RAM_READ_GB / (P.moe_layers * LAYER_GB) * 100:.1f} % of the {P.moe_layers * LAYER_GB:,.0f} GB of experts in RAM.
+""", value=RAM_READ_GB, unit="GB"),
+    *exercise(
+        "04-2",
+        "On a one-socket EPYC 9005 board (12 channels of DDR5-6000), how long does each token spend reading experts from RAM?",
+        f"""
+{EPYC_RAM_MS:.1f} ms: the board reads $12 · 6{{,}}000 · 10^6 · 8$ B/s = {EPYC_BW:,.0f} GB/s, and {RAM_READ_GB:.2f} GB / {EPYC_BW:,.0f} GB/s = {EPYC_RAM_MS:.1f} ms.
+`plan_offload(gpu="rtx-4090-48gb", host="epyc-9005").tiers[1].seconds_per_step`.
+""", value=EPYC_RAM_MS, unit="ms"),
+    *exercise(
+        "04-3",
+        "How much VRAM does one MoE layer's experts take if you keep that layer on the GPU, and how much of a token's RAM reads does it remove?",
+        f"""
+{LAYER_GB:.2f} GB of VRAM ($896 · x$) to remove only $16 · x$ = {16 * X_MB:.0f} MB of reads per token: 1 / 92 of the RAM time.
+That is why section 4's curve is flat.
+""", value=LAYER_GB, unit="GB"),
+    *exercise(
+        "04-4",
+        "Four sequences decode together. How many distinct experts per layer does a step touch, and why does batching help offload so little?",
+        f"""
+$E·(1-(1-k/E)^B) = 896·(1-(1-16/896)^4)$ = {DISTINCT_4:.1f} experts per layer, against 16 for one sequence.
+Each step reads almost 4× the expert bytes from RAM; only the GPU's dense reads are shared by the batch.
+""", value=DISTINCT_4, unit="experts"),
 ]
 
 if __name__ == "__main__":
