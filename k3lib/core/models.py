@@ -158,6 +158,22 @@ def get_model(name: "str | ModelSpec") -> ModelSpec:
     return found
 
 
+def get_architecture(name: str | ModelSpec) -> Architecture:
+    """:func:`get_model` for a model with an architecture (K3InputError naming ``model`` for a guide profile)."""
+    spec = get_model(name)
+    if not isinstance(spec, Architecture):
+        raise K3InputError("model", f"{spec.id} is a guide profile, not an architecture", "an architecture")
+    return spec
+
+
+def get_profile(name: str | ModelSpec) -> PublishedProfile:
+    """:func:`get_model` for a guide profile (K3InputError naming ``model`` for an architecture)."""
+    spec = get_model(name)
+    if not isinstance(spec, PublishedProfile):
+        raise K3InputError("model", f"{spec.id} is an architecture, not a guide profile", "a guide profile (id@guide-…)")
+    return spec
+
+
 @lru_cache(maxsize=None)
 def _model_index() -> dict[str, ModelSpec]:
     """Normalised id and display name → model."""

@@ -6,14 +6,14 @@ and what each of the guide's levers saves here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from k3lib.core.architecture import Architecture
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec
-from k3lib.core.models import ModelSpec, get_model
+from k3lib.core.models import ModelSpec, get_architecture, get_model
 from k3lib.core.plan import Assumptions, Plan, make_plan
 from k3lib.core.precisions import get_kv_dtype
 from k3lib.core.search import candidate_gpu_counts
@@ -168,7 +168,7 @@ def optimal_gpu_counts(*, model: "str | ModelSpec", gpu: "str | GPUSpec" = "h100
     grid = _grid(spec, hw, counts.tolist(), ws, [kid], ctx, batch=parse_positive_int(batch, "batch"), assumptions=a)
     fits = grid.fits[:, :, 0, :]                                        # [N, P, C]
     first = np.argmax(fits, axis=0)                                     # [P, C]
-    has = fits.any(axis=0)
+    has = np.asarray(fits.any(axis=0))
     nxt = np.minimum(first + 1, len(counts) - 1)
     cols, data = [], []
     grid_ctx = list(grid.contexts)
@@ -241,7 +241,7 @@ def _shorter_context_tokens(context_tokens: int, shorter_context: object | None)
 
 def _routed_fraction(spec: ModelSpec) -> float:
     """Share of the weights in routed experts (K3's architecture stands in for a profile)."""
-    arch = spec if isinstance(spec, Architecture) else get_model("kimi-k3")
+    arch = spec if isinstance(spec, Architecture) else get_architecture("kimi-k3")
     g = arch.param_groups()
     return g["routed_experts"] / sum(g.values())
 
@@ -267,7 +267,7 @@ def priority_matrix(plan: Plan, *, shorter_context: object | None = None, max_gp
     spec = plan.model
     a = plan.assumptions
     n = plan.gpus
-    common = dict(model=spec, gpu=plan.gpu, layout=plan.layout, assumptions=a)
+    common: dict[str, Any] = dict(model=spec, gpu=plan.gpu, layout=plan.layout, assumptions=a)
     short = _shorter_context_tokens(plan.context_tokens, shorter_context)
 
     def need(weights=plan.weight_format, kv=plan.kv_dtype, ctx=plan.context_tokens, batch=plan.batch):
@@ -281,7 +281,7 @@ def priority_matrix(plan: Plan, *, shorter_context: object | None = None, max_gp
             return None
         return base_need - k
 
-    rows = []
+    rows: list[tuple[str, Sequence[float], str, int | None, str]] = []
     # FlashAttention, PagedAttention: the guide's percentages, capped at what they act on
     # (the activation; the KV cache, whose fragmentation is all PagedAttention can save).
     act, tot, kv = plan.total.activation_bytes, plan.total.total_bytes, plan.total.kv_cache_bytes

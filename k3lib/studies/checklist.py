@@ -12,7 +12,7 @@ from :func:`k3lib.core.plan.make_plan` or the sweep that computes the same bytes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec
@@ -34,6 +34,9 @@ from k3lib.studies.steps import (AddOneGPU, Budget, ContextChoice, ContextLimit,
                                  active_weight_bytes, step1_budget, step2_precision, step3_context,
                                  step4_optimizations, step5_test_sequence, step6_throughput, step7_add_one_gpu,
                                  _weights_size)
+
+if TYPE_CHECKING:
+    from k3lib.studies.offload_model import OffloadPlan
 
 
 # ----------------------------------------------------------------- anti-patterns
@@ -206,7 +209,7 @@ def run_checklist(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
                              engine=engine, kv_dtypes=(kid,))
     cheap = cheapest_configuration(model=src, gpu=hw, context=target, batch=batch, assumptions=a,
                                    max_gpus=max(32, n), engine=engine, kv_dtypes=(kid,))
-    off = None
+    off: OffloadPlan | Plan | None = None
     if rec is None and eid == "llama.cpp" and not isinstance(spec, PublishedProfile) and spec.mlp.moe_layers:
         # llama.cpp runs what does not fit with experts in host memory: the offload study's own plan
         from k3lib.studies.offload_model import best_offload_plan

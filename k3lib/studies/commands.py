@@ -330,7 +330,7 @@ def cpu_moe_layers(plan: Plan) -> int | None:
 def _bits(weights: str) -> float:
     """Bits per weight of a format id; ``native`` counts as 16 (a BF16-class checkpoint)."""
     fmt = get_weight_format(weights)
-    return 16.0 if fmt.is_native else fmt.bits_per_weight
+    return 16.0 if fmt.bits_per_weight is None else fmt.bits_per_weight
 
 
 def _nominal_bits(quant: str) -> float:
@@ -340,7 +340,7 @@ def _nominal_bits(quant: str) -> float:
 
 
 def _gguf_ref(plan: Plan, gguf: str | None) -> tuple[str, list[str]]:
-    notes = []
+    notes: list[str] = []
     if gguf is not None:
         if not isinstance(gguf, str) or not gguf.strip():
             raise K3InputError("gguf", f"{gguf!r} is not a GGUF reference", "repo:QUANT or a .gguf path")
@@ -352,9 +352,9 @@ def _gguf_ref(plan: Plan, gguf: str | None) -> tuple[str, list[str]]:
     published = [c for c in checkpoints_for(base, "llama.cpp") if c.file_bytes]
     if published:   # the nearest published file: no other GGUF of this model exists
         near = min(published, key=lambda c: (abs(_nominal_bits(c.id) - _bits(plan.weight_format)),
-                                              -c.file_bytes))
+                                              -(c.file_bytes or 0)))
         notes.append(f"no {plan.weight_format} GGUF of {base} is published; the nearest published file is "
-                     f"{near.id.upper()} ({near.file_bytes / 1e9:,.1f} GB, {near.repo}) — plan with "
+                     f"{near.id.upper()} ({(near.file_bytes or 0) / 1e9:,.1f} GB, {near.repo}) — plan with "
                      f"--weights {near.id} for its exact size")
         return f"{near.repo}:{near.id.upper()}", notes
     repo = GGUF_REPOS.get(base)
@@ -385,7 +385,7 @@ def llama_server_command(plan: Plan, *, gguf: str | None = None, model_path: str
     if model_path is not None:
         if not isinstance(model_path, str) or not model_path.strip():
             raise K3InputError("model_path", f"{model_path!r} is not a file path")
-        src, notes = ["-m", model_path.strip()], []
+        src, notes = ["-m", model_path.strip()], list[str]()
         src_why = ("-m", "the local GGUF file (first shard of a split file)")
     else:
         ref, notes = _gguf_ref(plan, gguf)
@@ -431,8 +431,8 @@ def llama_server_command(plan: Plan, *, gguf: str | None = None, model_path: str
         argv += ["-ot", EXPERT_REGEX]
         expl.append(("-ot", "every routed-expert tensor to CPU RAM; attention, shared experts and KV stay on GPU"))
     elif not plan.fits:
-        n = cpu_moe_layers(plan)
-        hint = f"--n-cpu-moe {n}" if n else f"-ot {shlex.quote(EXPERT_REGEX)}"
+        n_cpu = cpu_moe_layers(plan)
+        hint = f"--n-cpu-moe {n_cpu}" if n_cpu else f"-ot {shlex.quote(EXPERT_REGEX)}"
         notes.append(f"the plan does not fit in VRAM; offload experts ({hint}) or add GPUs")
     if plan.nodes > 1:
         notes.append(f"llama.cpp reaches GPUs on other nodes through rpc-server and --rpc host:port; "

@@ -56,7 +56,7 @@ from k3lib.core.memory import activation_bytes, kv_cache_bytes, overhead_bytes_p
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec, get_gpu
 from k3lib.core.hosts import HostSpec, get_host
-from k3lib.core.models import get_model
+from k3lib.core.models import ModelSpec, PublishedProfile, get_model, get_profile
 from k3lib.core.plan import Assumptions, fixed_overhead
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
 from k3lib.core.units import GB, GiB, parse_context_tokens, parse_count, parse_positive_int, parse_size_bytes
@@ -64,7 +64,7 @@ from k3lib.core.units import GB, GiB, parse_context_tokens, parse_count, parse_p
 def guide004_ram_bandwidth_bytes_per_s() -> int:
     """Guide 004's "Speed is bound by RAM bandwidth (estimated at 70 GB/s)", read from its
     profile (``data/profiles/kimi-k3@guide-004.json``, ``offload.ram_bandwidth_gb_s``)."""
-    return int(round(get_model("kimi-k3@guide-004").raw["offload"]["ram_bandwidth_gb_s"] * GB))
+    return int(round(get_profile("kimi-k3@guide-004").raw["offload"]["ram_bandwidth_gb_s"] * GB))
 
 
 def __getattr__(name: str):   # the old constant's name, read from the profile on use
@@ -171,7 +171,7 @@ class MoEBytes:
         return e * (1 - (1 - k / e) ** batch)
 
 
-def moe_bytes(model: "str | Architecture", weights: str) -> MoEBytes:
+def moe_bytes(model: str | ModelSpec, weights: str) -> MoEBytes:
     """Split ``model``'s weights for offload mode, from
     :meth:`~k3lib.core.architecture.Architecture.param_groups` and the format's bits."""
     spec = get_model(model)
@@ -211,11 +211,13 @@ def moe_bytes_exact(loaded, arch: Architecture) -> MoEBytes:
                     moe_layers=m.moe_layers, embedding_row_bytes=emb / arch.vocab_size)
 
 
-def model_parts(model: object, weights: "str | None") -> tuple[Architecture, MoEBytes, str, tuple[str, ...]]:
+def model_parts(model: object, weights: str | None) -> tuple[Architecture, MoEBytes, str, tuple[str, ...]]:
     """(architecture, offload split, weight label, notes) for a built-in id, an
     :class:`Architecture`, or a :class:`~k3lib.loaders.LoadedModel` (the user's
     ``config.json``/safetensors/GGUF: its exact file bytes at ``weights`` None/"native")."""
-    if hasattr(model, "require_architecture"):
+    from k3lib.loaders import LoadedModel
+
+    if isinstance(model, LoadedModel):
         arch = model.require_architecture()
         native = weights is None or str(weights).lower() in ("native", "checkpoint", "auto")
         if native and model.exact:
@@ -225,9 +227,13 @@ def model_parts(model: object, weights: "str | None") -> tuple[Architecture, MoE
                 f"weights: exact bytes of {model.tensor_count:,} tensors in {model.source}",)
         fmt = get_weight_format("native" if weights is None else weights)
         return arch, moe_bytes(arch, fmt.id), fmt.id, ()
+    if not isinstance(model, (str, Architecture, PublishedProfile)):
+        raise K3InputError("model", f"{model!r} is not a model name", "a name from `k3plan models`, or a loaded file")
     spec = get_model(model)
     fmt = get_weight_format("q4_k_m" if weights is None else weights)
-    return spec, moe_bytes(spec, fmt.id), fmt.id, ()
+    split = moe_bytes(spec, fmt.id)        # a guide profile (no layer shapes) is refused there
+    assert isinstance(spec, Architecture)
+    return spec, split, fmt.id, ()
 
 
 # ---------------------------------------------------------------- host bandwidth
@@ -435,7 +441,7 @@ class OffloadPlan:
             each = f" per GPU ({self.gpus} GPUs)" if self.gpus > 1 else ""
             out.append(f"VRAM: {self.vram_per_gpu_bytes / GB:,.1f} GB needed{each}, "
                        f"{self.vram_per_gpu_available_bytes / GB:,.1f} GB available")
-        if self.fits_ram is False:
+        if self.fits_ram is False and self.ram_available_bytes is not None:
             out.append(f"RAM: {self.ram_needed_bytes / GB:,.0f} GB needed, {self.ram_available_bytes / GB:,.0f} GB "
                        "available")
         return tuple(out)
@@ -633,6 +639,8 @@ def _host_args(host: object, host_needs: HostAssumptions | None) -> tuple[HostSp
         if host_needs is not None:
             raise K3InputError("host", "give the host's needs once (host_needs)")
         return None, host
+    if host is not None and not isinstance(host, (str, HostSpec)):
+        raise K3InputError("host", f"{host!r} is not a host", "an id from data/hosts.csv")
     return (None if host is None else get_host(host)), host_needs or HostAssumptions()
 
 
@@ -645,7 +653,7 @@ def moe_block_ids(spec: Architecture) -> tuple[int, ...]:
     return tuple(range(spec.mlp.dense_layers, spec.mlp.dense_layers + spec.mlp.moe_layers))
 
 
-def plan_offload(*, model: object = "kimi-k3", weights: "str | None" = "q4_k_m",
+def plan_offload(*, model: object = "kimi-k3", weights: str | None = "q4_k_m",
                  gpu: "str | GPUSpec" = "rtx-4090-48gb", kv_dtype: str = "bf16", context: object = 8192,
                  batch: object = 1, expert_layers_on_gpu: object = 0, ram: object = None,
                  ram_bandwidth: object = None, host: object = None, gpus: object = 1,

@@ -19,7 +19,7 @@ from k3lib.core.layout import (Layout, check_tp, deployable_layout, stage_layer_
                                valid_tp_sizes)
 from k3lib.core.memory import (NCCL_BYTES_PER_GPU, overhead_bytes_per_gpu,  # noqa: F401
                                replicated_attention_params, replicated_moe_params)
-from k3lib.core.models import ModelSpec, get_model
+from k3lib.core.models import ModelSpec, get_model, get_profile
 from k3lib.core.plan import SHARE_COMPONENTS, Assumptions, GPUShare, Plan, kv_bytes_per_gpu, make_plan  # noqa: F401
 from k3lib.core.precisions import get_weight_format
 from k3lib.core.search import gpus_per_node_of, min_gpus_plan, next_gpu_count
@@ -236,16 +236,16 @@ def gpu_count_table(*, model: "str | ModelSpec", gpu: "str | Sequence[str]", row
 # ---------------------------------------------------------------- guide 000's per-GPU cases
 
 #: Guide 000's per-GPU figures (GiB; the guide writes GB but its H100 is 80 of them).
-GUIDE000_CASES = (
+GUIDE000_CASES: tuple[tuple[str, dict[str, str], float, str], ...] = (
     # (case, change from the 8× H100 BF16 512K base, guide's per-GPU figure, what it is)
     ("8× H100, BF16, BF16 KV, 512K", {}, 97.0, "~17 over 80 → ~97 per GPU"),
     ("fix 1: context 256K", {"context": "256K"}, 88.8, "total ~88.8"),
     ("fix 2: Q8 weights", {"weights": "q8"}, 78.8, "total ~78.8"),
     ("fix 3: FP8 KV cache", {"kv_dtype": "fp8"}, 88.8, "total ~88.8"),
 )
-GUIDE000_BASE = dict(model="kimi-k3@guide-000", gpu="h100", gpus=8, weights="bf16", kv_dtype="bf16",
+GUIDE000_BASE: dict[str, Any] = dict(model="kimi-k3@guide-000", gpu="h100", gpus=8, weights="bf16", kv_dtype="bf16",
                      context="512K")
-GUIDE000_CASE2 = dict(model="kimi-k3@guide-000", gpu="h100", gpus=5, weights="q4", context="128K")
+GUIDE000_CASE2: dict[str, Any] = dict(model="kimi-k3@guide-000", gpu="h100", gpus=5, weights="q4", context="128K")
 
 
 def guide000_assumption_sets() -> tuple[tuple[str, Assumptions], ...]:
@@ -291,12 +291,12 @@ def guide000_tier_check(unit: str = "GiB"):
     $W_{tier} = 594 · b_{tier} / 16$; per GPU at 8 GPUs."""
     import pandas as pd
 
-    prof = get_model("kimi-k3@guide-000")
+    prof = get_profile("kimi-k3@guide-000")
     div = _unit(unit)
     bf16 = prof.weights_bytes_by_tier["bf16"]
     rows = []
     for tier in ("bf16", "q8", "q4", "q2"):
-        b = get_weight_format(tier).bits_per_weight
+        b = get_weight_format(tier).bits
         w = prof.weights_bytes_by_tier[tier]
         rows.append({"tier": tier, "bits per weight": b, f"guide ({unit})": round(w / div, 1),
                      f"594 × bits/16 ({unit})": round(bf16 * b / 16 / div, 1),

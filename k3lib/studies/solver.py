@@ -18,14 +18,14 @@ marketed memory); a real architecture with k3lib's measured rules (the same defa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
 from k3lib.core.memory import weights_bytes
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec, get_gpu
-from k3lib.core.models import ModelSpec, PublishedProfile, get_model
+from k3lib.core.models import ModelSpec, PublishedProfile, get_model, get_profile
 from k3lib.core.checkpoints import checkpoints_for
 from k3lib.core.layout import Layout, choose_layout
 from k3lib.core.plan import Assumptions, Plan, make_plan
@@ -33,6 +33,10 @@ from k3lib.core.search import candidate_gpu_counts, context_grid_tokens, gpus_pe
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
 from k3lib.core.sweep import sweep
 from k3lib.core.units import GiB, context_label, parse_context_tokens, parse_positive_int
+
+if TYPE_CHECKING:
+    from k3lib.engines.deployment import EngineSettings
+    from k3lib.loaders import LoadedModel
 
 # ----------------------------------------------------------------- the guide's figures
 #: "Reserve 10-15% for KV cache and overhead before you pick a precision level" (guide 000).
@@ -79,12 +83,18 @@ def capped_claim_bytes(fractions: Sequence[float], of_bytes: float, cap_bytes: f
 def guide_overhead_per_gpu_bytes() -> int:
     """Guide 000's "subtract at least 8 GB per GPU from your available VRAM" (GB read as GiB),
     read from its profile (``data/profiles/kimi-k3@guide-000.json``), not re-typed here."""
-    return get_model("kimi-k3@guide-000").overhead_per_gpu_bytes
+    value = get_profile("kimi-k3@guide-000").overhead_per_gpu_bytes
+    if value is None:
+        raise K3InputError("overhead_per_gpu", "guide 000's profile states no overhead per GPU")
+    return value
 
 
 def guide004_active_params() -> int:
     """Guide 004's "104B active per token", from its profile — for profiles without an active count."""
-    return get_model("kimi-k3@guide-004").params_active
+    value = get_profile("kimi-k3@guide-004").params_active
+    if value is None:
+        raise K3InputError("params_active", "guide 004's profile states no active parameter count")
+    return value
 
 
 def checklist_assumptions(overhead_per_gpu_bytes: int | None = None) -> Assumptions:
@@ -173,7 +183,7 @@ def precision_ladder(model: "str | ModelSpec", engine: str = "vllm") -> tuple[st
                     break
                 except K3InputError:
                     continue
-        return tuple(sorted(dict.fromkeys(ids), key=lambda f: -get_weight_format(f).bits_per_weight))
+        return tuple(sorted(dict.fromkeys(ids), key=lambda f: -get_weight_format(f).bits))
     ckpts = checkpoints_for(spec, engine)
     size = {c.id: (c.file_bytes or weights_bytes(spec, c.weight_format)) for c in ckpts}
     # best quality first: the native checkpoint, then by size (bigger = more bits)
@@ -207,7 +217,7 @@ class _Grid:
 
 
 def _grid(spec: ModelSpec, hw: GPUSpec, counts: Sequence[int], weights: Sequence[str],
-          kv_dtypes: Sequence[str], contexts: Sequence[int], *, batch: int, assumptions: Assumptions,
+          kv_dtypes: Sequence[str], contexts: Iterable[int], *, batch: int, assumptions: Assumptions,
           nodes: int | None = None) -> _Grid:
     """One :func:`k3lib.core.sweep.sweep` call over deployable counts (or ``nodes`` nodes)."""
     counts = tuple(int(n) for n in counts)
@@ -309,7 +319,7 @@ def _pick(spec: ModelSpec, hw: GPUSpec, grid: _Grid, target: int, batch: int, a:
 
 
 def _engine_pick(model: Any, spec: ModelSpec, hw: GPUSpec, counts: Sequence[int], ws: Sequence[str],
-                 ks: Sequence[str], target: int, batch: int, engine: str, why: str,
+                 ks: Sequence[str], target: int, batch: int, engine: str | EngineSettings, why: str,
                  nodes: int | None = None) -> Configuration | None:
     """The first (count, checkpoint, KV dtype), in preference order, whose plan for ``engine``
     fits by that engine's rules (:func:`k3lib.engines.deployment.plan_for_engine`), with
@@ -328,16 +338,19 @@ def _engine_pick(model: Any, spec: ModelSpec, hw: GPUSpec, counts: Sequence[int]
                     continue
                 if not p.fits:
                     continue
-                settings = engine if isinstance(engine, EngineSettings) else EngineSettings(p.engine.engine)
+                verdict = p.engine
+                assert verdict is not None                    # plan_for_engine always sets it
+                settings = engine if isinstance(engine, EngineSettings) else EngineSettings(verdict.engine)
                 mx = engine_max_context_tokens(model, p, settings, weights=w, kv_dtype=kv)
-                p = dataclasses.replace(p, engine=dataclasses.replace(p.engine, max_context_tokens=mx))
+                verdict = dataclasses.replace(verdict, max_context_tokens=mx)
+                p = dataclasses.replace(p, engine=verdict)
                 pg = p.per_gpu
                 reason = (f"{why}: {n}× {hw.id} ({p.layout.describe()}) at weights {p.weight_format} and KV "
                           f"{p.kv_dtype}: {p.reason}; holds up to {format_context(mx)} by "
-                          f"{p.engine.name}'s rules.")
+                          f"{verdict.name}'s rules.")
                 return Configuration(spec.id, hw.id, n, p.nodes, p.tp, p.pp, p.weight_format, p.kv_dtype, target,
                                      batch, pg.total_bytes, pg.available_bytes, mx, reason, p.assumptions,
-                                     p.engine.engine, source=model if model is not spec else None, engine_plan=p)
+                                     verdict.engine, source=model if model is not spec else None, engine_plan=p)
     return None
 
 
@@ -351,9 +364,9 @@ def _solver_inputs(model, gpu, context, weights, kv_dtypes, batch, engine):
     return spec, hw, target, ws, ks, n_batch
 
 
-def cheapest_configuration(*, model: "str | ModelSpec", gpu: "str | GPUSpec", context: object,
+def cheapest_configuration(*, model: str | ModelSpec | LoadedModel, gpu: str | GPUSpec, context: object,
                            weights: Sequence[str] | None = None, kv_dtypes: Sequence[str] = SOLVER_KV_DTYPES,
-                           max_gpus: int = 32, engine: str = "vllm", batch: object = 1,
+                           max_gpus: int = 32, engine: str | EngineSettings = "vllm", batch: object = 1,
                            assumptions: Assumptions | None = None) -> Configuration | None:
     """The cheapest deployable configuration that holds ``context``: fewest GPUs (one node,
     then whole nodes), then the best checkpoint (``weights`` in preference order, default
@@ -379,9 +392,10 @@ def cheapest_configuration(*, model: "str | ModelSpec", gpu: "str | GPUSpec", co
     return _pick(spec, hw, grid, target, n_batch, a, "fewest GPUs, then highest precision", _engine_id(engine))
 
 
-def best_configuration(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: object, context: object,
+def best_configuration(*, model: str | ModelSpec | LoadedModel, gpu: str | GPUSpec, gpus: object, context: object,
                        nodes: object = None, weights: Sequence[str] | None = None,
-                       kv_dtypes: Sequence[str] = SOLVER_KV_DTYPES, engine: str = "vllm", batch: object = 1,
+                       kv_dtypes: Sequence[str] = SOLVER_KV_DTYPES, engine: str | EngineSettings = "vllm",
+                       batch: object = 1,
                        assumptions: Assumptions | None = None) -> Configuration | None:
     """The best configuration for a given GPU count: the best checkpoint, then the highest
     KV precision, that holds ``context``; ``None`` if none does.

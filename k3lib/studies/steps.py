@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from k3lib.core.checkpoints import resolve_weights
 from k3lib.core.errors import K3InputError
@@ -32,6 +32,10 @@ from k3lib.core.plan import Assumptions, make_plan, memory_basis_for
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
 from k3lib.core.search import next_gpu_count
 from k3lib.core.units import GB, GiB, parse_context_tokens, parse_positive_int
+
+if TYPE_CHECKING:
+    from k3lib.engines.deployment import EngineSettings
+    from k3lib.loaders import LoadedModel
 
 
 def get_engine_name(engine_id: str) -> str:
@@ -117,7 +121,7 @@ class PrecisionChoice:
 
     @property
     def figure(self) -> str:
-        if self.weights is None:
+        if self.weights is None or self.weights_bytes is None:
             return "none fits"
         return f"{self.weights} ({_gib(self.weights_bytes)} of weights)"
 
@@ -340,6 +344,10 @@ def _range_gib(r: tuple[int, int]) -> str:
     return f"{lo / GiB:,.1f}–{hi / GiB:,.1f} GiB"
 
 
+def _int_pair(pair: tuple[float, float]) -> tuple[int, int]:
+    return int(pair[0]), int(pair[1])
+
+
 def step4_optimizations(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: object, weights: str,
                         context: object, kv_dtype: str = "fp8", nodes: object = None, batch: object = 1,
                         assumptions: Assumptions | None = None) -> Optimizations:
@@ -355,8 +363,8 @@ def step4_optimizations(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus:
     32.0
     """
     a = _a(assumptions, _spec(model))
-    common = dict(model=model, gpu=gpu, gpus=gpus, nodes=nodes, weights=weights, context=context, batch=batch,
-                  assumptions=a)
+    common: dict[str, Any] = dict(model=model, gpu=gpu, gpus=gpus, nodes=nodes, weights=weights, context=context,
+                                  batch=batch, assumptions=a)
     bf = make_plan(kv_dtype="bf16", **common)
     f8 = make_plan(kv_dtype="fp8", **common)
     cur = make_plan(kv_dtype=kv_dtype, **common)
@@ -366,18 +374,19 @@ def step4_optimizations(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus:
     kv_gpu = bf.shares[s].kv_cache_bytes - f8.shares[s].kv_cache_bytes
     act = cur.total.activation_bytes
     # a lever saves at most what it acts on: FlashAttention the activation, PagedAttention the KV cache
-    fa = tuple(int(x) for x in capped_claim_bytes(GUIDE_FLASH_ATTENTION_SAVING, act, act))
+    fa = _int_pair(capped_claim_bytes(GUIDE_FLASH_ATTENTION_SAVING, act, act))
     kv_cur = cur.total.kv_cache_bytes
-    pa = tuple(int(x) for x in capped_claim_bytes(GUIDE_PAGED_ATTENTION_SAVING, cur.total.total_bytes, kv_cur))
-    pa_claim = tuple(int(cur.total.total_bytes * f) for f in GUIDE_PAGED_ATTENTION_SAVING)
+    pa = _int_pair(capped_claim_bytes(GUIDE_PAGED_ATTENTION_SAVING, cur.total.total_bytes, kv_cur))
+    pa_claim = _int_pair((cur.total.total_bytes * GUIDE_PAGED_ATTENTION_SAVING[0],
+                          cur.total.total_bytes * GUIDE_PAGED_ATTENTION_SAVING[1]))
     pa_cap = (f"; capped at the whole KV cache ({_gib(kv_cur)}): PagedAttention can save no more than the cache "
               "it pages" if pa != pa_claim else "")
     items = (
-        Optimization("FlashAttention", fa, tuple(-(-x // n) for x in fa), "guide claim",
+        Optimization("FlashAttention", fa, (-(-fa[0] // n), -(-fa[1] // n)), "guide claim",
                      "on by default in vLLM; check the attention backend in the startup log",
                      f"The guide claims 20–35 % less activation memory; on {_gib(act)} of activation that is "
                      f"{_range_gib(fa)} (a claim, not derived)."),
-        Optimization("PagedAttention", pa, tuple(-(-x // n) for x in pa), "guide claim",
+        Optimization("PagedAttention", pa, (-(-pa[0] // n), -(-pa[1] // n)), "guide claim",
                      "native in vLLM (its block allocator); nothing to switch on",
                      f"The guide claims 5–12 % of total VRAM; on this plan's {_gib(cur.total.total_bytes)} that is "
                      f"{_range_gib(pa_claim)}{pa_cap} (a claim, not derived: k3lib already sizes the KV cache "
@@ -520,7 +529,7 @@ def active_weight_bytes(model: "str | ModelSpec", weights: str) -> int:
         if fmt.is_native:
             raise K3InputError("weights", f"{spec.id} publishes per-tier figures; pick one", ", ".join(spec.tiers))
         active = spec.params_active or guide004_active_params()
-        return int(round(active * fmt.bits_per_weight / 8))
+        return int(round(active * fmt.bits / 8))
     bits = weight_bits_by_group(spec, fmt)
     groups = spec.param_groups()
     m = spec.mlp
@@ -629,8 +638,8 @@ class AddOneGPU:
 
 def step7_add_one_gpu(*, model: "str | ModelSpec", gpu: "str | GPUSpec", weights: str | None, kv_dtype: str,
                       context: object, batch: object = 1, max_gpus: int = 256,
-                      assumptions: Assumptions | None = None, engine: object = None,
-                      source: object = None) -> AddOneGPU:
+                      assumptions: Assumptions | None = None, engine: str | EngineSettings | None = None,
+                      source: str | ModelSpec | LoadedModel | None = None) -> AddOneGPU:
     """Fewest deployable GPUs at these precisions and context (:func:`min_gpus`, one sweep),
     then the next deployable count: one more GPU inside a node, one more node past it.
 
@@ -645,7 +654,7 @@ def step7_add_one_gpu(*, model: "str | ModelSpec", gpu: "str | GPUSpec", weights
         return AddOneGPU(None, kid, target, None, None, None, "No precision chosen in step 2, so no count to round up.")
     w = weights
     eid = str(getattr(engine, "engine", engine or "generic")).lower()
-    if eid not in ("generic", "guide") and not isinstance(spec, PublishedProfile):
+    if engine is not None and eid not in ("generic", "guide") and not isinstance(spec, PublishedProfile):
         from k3lib.studies.solver import cheapest_configuration
         cheap = cheapest_configuration(model=source or spec, gpu=hw, context=target, weights=[w], kv_dtypes=[kid],
                                        batch=batch, max_gpus=min(max_gpus, 64), engine=engine)
