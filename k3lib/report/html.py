@@ -77,9 +77,28 @@ def html_table(rows: Sequence[Mapping[str, Any]], *, columns: Sequence[str] | No
 
 
 def frame_html(df) -> str:
-    """A DataFrame as an escaped HTML table (no index)."""
+    """A DataFrame as an escaped HTML table (no index; a yes/no for a boolean, never True/False;
+    snake-case unit suffixes as headers: ``total_GiB`` → ``total (GiB)``)."""
+    import numpy as np
+
+    df = df.rename(columns=_header).astype(object).map(
+        lambda x: ("yes" if x else "no") if isinstance(x, (bool, np.bool_)) else x)
     return df.to_html(index=False, escape=True, border=0, classes="k3-table", na_rep="—",
                       float_format=lambda v: f"{v:,.2f}").replace("$", "&#36;")
+
+
+def _header(name: object) -> object:
+    """``total_GiB`` → ``total (GiB)``, ``share_of_total_%`` → ``share of total (%)``; other names unchanged.
+
+    >>> _header("per_gpu_GiB"), _header("share_of_total_%"), _header("fits")
+    ('per GPU (GiB)', 'share of total (%)', 'fits')
+    """
+    import re
+
+    m = re.fullmatch(r"(\w+?)_(GiB|GB|MiB|B|%)", str(name))
+    if not m:
+        return name
+    return m[1].replace("_", " ").replace("per gpu", "per GPU") + f" ({m[2]})"
 
 
 def not_available(what: str, why: str) -> str:

@@ -235,7 +235,7 @@ def speed_section(cfg: ReportConfig) -> tuple[str, Any]:
     basis and held-aside error, for requests of 1,024 prompt + 256 output tokens; the catalogue's
     dated median price per GPU-hour when there is one. None for the chart when the plan does not
     load or has no layer shapes (a guide profile)."""
-    from k3lib.views.speed import concurrency_table, figures_table, throughput_latency_chart
+    from k3lib.views.speed import concurrency_table, curve_shown, figures_table, throughput_latency_chart
 
     plan = cfg.plan
     if plan.model.kind != "architecture":
@@ -260,7 +260,7 @@ def speed_section(cfg: ReportConfig) -> tuple[str, Any]:
             "fitted on public measured runs; ± is its median error on runs it was never fitted on), "
             "<em>measured</em>, or <em>theoretical ceiling</em>.</p>" + frame_html(figures_table(est))
             + "<p>Throughput against latency as concurrency grows, up to what the KV cache holds:</p>"
-            + frame_html(curve.round(1))
+            + frame_html(curve_shown(curve))
             + (f"<p><small>Price: {esc(quote.basis)}.</small></p>" if quote is not None else
                "<p><small>No catalogue price for this GPU: cost figures are empty "
                "(`k3plan speed --price-per-gpu-hour`).</small></p>")
@@ -363,7 +363,10 @@ def assumptions_html(plan) -> str:
 
 def parameters_html(cfg: ReportConfig) -> str:
     """The parameters this report ran with, and the command that reproduces it."""
-    rows = [{"parameter": p.name, "value": repr(cfg.parameters.get(p.name, p.cli_default)), "meaning": p.help}
+    def shown(v: object) -> str:   # the value as a reader reads it: no Python quotes, "—" for empty
+        return "—" if v == "" or v is None else str(v)
+
+    rows = [{"parameter": p.name, "value": shown(cfg.parameters.get(p.name, p.cli_default)), "meaning": p.help}
             for p in PARAMETERS]
     return no_math(html_table(rows) + "<p>To produce this report again:</p>"
                    f'<pre class="k3-cmd">{esc(cli_command(cfg.parameters))}</pre>')
