@@ -189,7 +189,7 @@ _RAW = [re.compile(p) for p in (r"\bNaN\b", r"<NA>", r"\d\.?\d*e[+-]\d", r"\d\.\
     ("07-guide-audit", "deployer = audit.biggest_contradictions()"),
     ("07-guide-audit", "gpus = audit.real_gpu_counts()"),
     ("07-guide-audit", "instead = audit.use_instead("),
-    ("07-guide-audit", 'shown(audit.working("g000-weights-bf16")'),
+    ("07-guide-audit", 'reader_table(audit.working("g000-weights-bf16")'),
 ])
 def test_stored_tables_read_as_tables(stem, cell):
     text = _output(stem, cell)
