@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Sequence
+from typing import Any, NoReturn, Sequence
 
 from k3lib.cli_args import (UNITS, _size, _utilization, add_engine_args, add_layout_args,  # noqa: F401  (k3lib.cli's names)
                             add_model_source_args, engine_settings_from_args, model_from_args)
@@ -20,7 +20,7 @@ from k3lib.core.units import GB, GiB
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (exit 2), like k3lib's own input errors."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
@@ -145,11 +145,12 @@ def _cmd_estimate(args) -> int:
 
 
 def _cmd_models(args) -> int:
+    from k3lib.core.architecture import Architecture
     from k3lib.core.models import list_models
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for m in list_models():
-        if m.kind == "architecture":
+        if isinstance(m, Architecture):
             rows.append({"id": m.id, "kind": m.kind, "name": m.name, "params_total": m.params_total,
                          "params_active": m.params_active, "kv_bytes_per_token_bf16": m.kv_bytes_per_token(2),
                          "max_context_tokens": m.max_context_tokens, "source": m.source})

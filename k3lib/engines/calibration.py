@@ -119,7 +119,7 @@ def vllm_calibration(*, total_memory_bytes: int | None = None) -> tuple[Calibrat
         if r["quantity"] == "kv_cache_tokens":
             printed = float(run["kv_cache_memory_per_gpu"]["value"])
             layout = vllm_kv_layout(model, tp=tp, kv_dtype=kv_b, dtype_bytes=base_b)
-            pred = layout.tokens(int(printed * GiB))
+            pred: float = layout.tokens(int(printed * GiB))
             lo, hi = vllm_kv_tokens_interval(model, printed_gib=printed, tp=tp, kv_dtype=kv_b, dtype_bytes=base_b)
             lo, hi = lo - layout.block_tokens, hi + layout.block_tokens
             err = measured - pred

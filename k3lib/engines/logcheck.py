@@ -67,10 +67,10 @@ def _resolve(name: str | None, given: Any):
         return None
     base = name.rstrip("/").split("/")[-1]
     base = re.sub(r"\s+", "-", base.strip())
-    for cand in (name, base, re.sub(r"^Meta-", "", base), re.sub(r"-(Instruct|Chat|it)$", "", base, flags=re.I),
-                 re.sub(r"-(Instruct|Chat|it)$", "", re.sub(r"^Meta-", "", base), flags=re.I)):
+    for alias in (name, base, re.sub(r"^Meta-", "", base), re.sub(r"-(Instruct|Chat|it)$", "", base, flags=re.I),
+                  re.sub(r"-(Instruct|Chat|it)$", "", re.sub(r"^Meta-", "", base), flags=re.I)):
         try:
-            return get_model(cand)
+            return get_model(alias)
         except K3InputError:
             continue
     return None
@@ -156,7 +156,7 @@ def _check_vllm(cfg, figs, arch, rows, missing, notes):
             nt = nt if nt is not None else vllm_non_torch_bytes(tp=tp)
         else:
             printed += 2
-        pred = vllm_available_kv_bytes(total_bytes=total, gpu_memory_utilization=util, weights_bytes=w_pred,
+        pred: float = vllm_available_kv_bytes(total_bytes=total, gpu_memory_utilization=util, weights_bytes=w_pred,
                                        activation_bytes=act, non_torch_bytes=nt, vllm_version=version,
                                        engine=rules.engine)
         slack = printed * 0.005 * GiB
@@ -193,12 +193,12 @@ def _check_vllm(cfg, figs, arch, rows, missing, notes):
     L = cfg.get("max_model_len")
     for f in figures_named(figs, "maximum concurrency")[-1:]:
         pred = lay.max_concurrency(int(a), max_model_len=L)
-        lo, hi = lay.max_concurrency(lo_b, max_model_len=L), lay.max_concurrency(hi_b, max_model_len=L)
+        c_lo, c_hi = lay.max_concurrency(lo_b, max_model_len=L), lay.max_concurrency(hi_b, max_model_len=L)
         rule = ("blocks × block ÷ max_model_len" if lay.concurrency_rule == "tokens/len"
                 else "blocks ÷ Σ over groups of the blocks one max_model_len request needs")
         rows.append(check_row("maximum concurrency", f.value, pred, "x", KV_TOLERANCE_PCT,
                          f"{rules.label}: {rule} (L = {L:,}); printed to 2 decimals, the printed GiB allows "
-                         f"{lo:.3f}–{hi:.3f}", allowed=(round(lo, 2) - 0.005, round(hi, 2) + 0.005)))
+                         f"{c_lo:.3f}–{c_hi:.3f}", allowed=(round(c_lo, 2) - 0.005, round(c_hi, 2) + 0.005)))
 
 
 def _check_sglang(cfg, figs, arch, rows, missing, notes):

@@ -62,7 +62,7 @@ VLLM_V0_MIN_BATCHED_TOKENS = 2048
 def parse_vllm_version(version: "str | tuple[int, ...]") -> tuple[int, int, int]:
     """(major, minor, patch) from ``"0.6.4.post1"``, ``"v0.19.0"``, ``"0.11"`` or a tuple."""
     if isinstance(version, tuple) and 2 <= len(version) <= 3 and all(isinstance(v, int) and v >= 0 for v in version):
-        return (version + (0,))[:3] if len(version) == 2 else version
+        return version[0], version[1], version[2] if len(version) == 3 else 0
     import re
     m = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:[.+\-]?\w[\w.+\-]*)?", str(version).strip())
     if not m or isinstance(version, bool):
@@ -304,7 +304,7 @@ def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto",
         merged = {"full" if "mla" not in merged else "mla": [counts[0], attn_per_tok]}
     if len(counts) == 1:
         group_size = counts[0]
-        groups = ((next(iter(merged)), counts[0]),)
+        groups: tuple[tuple[str, int], ...] = ((next(iter(merged)), counts[0]),)
         padded = 0
     else:
         lo, hi = min(counts), max(counts)
@@ -437,7 +437,7 @@ def vllm_weights_bytes_per_rank(model: Any, *, tp: int = 1, weights: str = "nati
 
 def _format_bits(fmt: str) -> float:
     from k3lib.core.precisions import get_weight_format
-    return get_weight_format(fmt).bits_per_weight
+    return get_weight_format(fmt).bits
 
 
 def _default_rope_caches(arch: Architecture) -> tuple[tuple[int, int], ...]:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GiB
 from k3lib.report.html import REPORT_CSS, context_text, esc, html_table, usd_text, verdict_badge
 from k3lib.report.run import REPORT_NOTEBOOK, ReportError, ReportResult, run_report
 from k3lib.report.scenarios import check_scenario, load_scenario_file
+
+if TYPE_CHECKING:
+    from tqdm.auto import tqdm as Tqdm
 
 
 def safe_filename(name: str, *, taken: Iterable[str] = (), max_len: int = 60) -> str:
@@ -67,6 +70,7 @@ def run_batch(scenarios: "str | Path | Sequence[Mapping[str, Any]]", out_dir: st
     runner = runner or run_report
     results: list[ReportResult] = []
     taken: set[str] = {"index"}
+    bar: Tqdm[Any] | _NoBar
     if progress:
         from tqdm.auto import tqdm
 
@@ -87,7 +91,7 @@ def run_batch(scenarios: "str | Path | Sequence[Mapping[str, Any]]", out_dir: st
             stem = safe_filename(name, taken=taken)
             taken.add(stem)
             bar.set_postfix_str(stem[:30])
-            kept = {"keep_notebook": True} if keep_notebook else {}   # a custom runner need not know it
+            kept: dict[str, Any] = {"keep_notebook": True} if keep_notebook else {}   # a custom runner need not know it
             res = runner(params, out_dir / f"{stem}.html", notebook=notebook, **kept)
             res.scenario = name
         except (ParameterError, K3InputError, ReportError) as exc:
