@@ -452,7 +452,8 @@ def kv_naive_chart(df: pd.DataFrame, *, title: str | None = None) -> "alt.LayerC
         y=y, x=x, color=alt.Color("estimate:N", legend=alt.Legend(orient="bottom", title=None, labelLimit=320)),
         tooltip=["model:N", "estimate:N", alt.Tooltip("B_per_token:Q", format=",.0f")])
     return alt.layer(line, dots).properties(
-        title=title or "KV bytes per token of the growing layers: k3lib vs the shortcut", width=420)
+        title=title or "KV bytes per token of the growing layers: k3lib vs the shortcut", width=620
+    ).configure_axis(labelFontSize=12, titleFontSize=12).configure_legend(labelFontSize=12, titleFontSize=12)
 
 
 # ---------------------------------------------------------------------------------- explorer

@@ -123,7 +123,8 @@ def calibration_chart(df: pd.DataFrame, *, title: str | None = None) -> "alt.Lay
         tooltip=["id:N", "model:N", "tp:Q", "quantity:N", "measured:Q", "predicted:Q", "unit:N", "error:Q"])
     rules = alt.Chart(pd.DataFrame({"x": [-1.0, 1.0]})).mark_rule(strokeDash=[4, 3], color="black").encode(x="x:Q")
     return alt.layer(rules, points).properties(
-        title=title or f"vLLM 0.19 on H100: {len(df)} figures, predicted vs measured", width=420)
+        title=title or f"vLLM 0.19 on H100: {len(df)} figures, predicted vs measured", width=620
+    ).configure_axis(labelFontSize=12, titleFontSize=12).configure_legend(labelFontSize=12, titleFontSize=12)
 
 
 

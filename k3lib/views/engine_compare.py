@@ -180,5 +180,6 @@ def engine_chart(df: pd.DataFrame, *, title: str | None = None) -> "alt.Chart":
                         legend=alt.Legend(orient="bottom", columns=3, title=None)),
         order=alt.Order("order:Q"),
         tooltip=["engine:N", "component:N", alt.Tooltip("GiB:Q", format=",.2f")],
-    ).properties(title=title or "One GPU under each engine's rules", width=420)
+    ).properties(title=title or "One GPU under each engine's rules", width=620).configure_axis(
+        labelFontSize=12, titleFontSize=12).configure_legend(labelFontSize=12, titleFontSize=12)
 
