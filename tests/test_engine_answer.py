@@ -286,7 +286,7 @@ def test_a_file_the_user_names_is_the_model_planned(user_files, tmp_path):
 def test_offload_is_one_model_in_plan_and_offload():
     """gpt-oss-120b on one RTX 4090 at 8K: `offload` and `plan --engine llama.cpp` give one answer (before:
     FITS at 33 tok/s vs "nothing fits"); the checklist's offload plan is the offload study's own."""
-    from k3lib.studies.offload_model import best_offload_plan
+    from k3lib.serving.offload_model import best_offload_plan
 
     rc, out, _ = _cli("plan", "--model", "gpt-oss-120b", "--gpu", "rtx-4090", "--gpus", "1", "--engine",
                       "llama.cpp", "--context", "8K", "--kv-dtype", "bf16", "--json")

@@ -42,7 +42,7 @@ def run(capsys, *argv):
 def test_vram_side_uses_the_core_overhead_and_activation():
     """Before: dense + KV + a flat 1 GB (32.95 GB). After: + the core's activation and
     1 GiB + 5 % fragmentation (37.01 GB), as make_plan has them."""
-    from k3lib.studies.offload_model import plan_offload
+    from k3lib.serving.offload_model import plan_offload
 
     p = plan_offload(model="kimi-k3", weights="q4_k_m", gpu="rtx-4090-48gb", context=8192)
     payload = p.parts.dense_bytes + p.vram_kv_bytes + K3_ACTIVATION
@@ -52,7 +52,7 @@ def test_vram_side_uses_the_core_overhead_and_activation():
 
 def test_offload_activation_is_make_plans():
     from k3lib.core.plan import make_plan
-    from k3lib.studies.offload_model import plan_offload
+    from k3lib.serving.offload_model import plan_offload
 
     off = plan_offload(model="gpt-oss-120b", weights="q4_k_m", gpu="rtx-4090", context=8192)
     full = make_plan(model="gpt-oss-120b", weights="q4_k_m", gpu="rtx-4090", gpus=1, context=8192)
@@ -65,7 +65,7 @@ def test_offload_activation_is_make_plans():
 def test_best_offload_plan_keeps_the_most_expert_layers_that_fit():
     """gpt-oss-120b Q4_K_M on one RTX 4090 (24 GiB, no usable figure): the largest N with
     W_dense + N·X + KV + A + 1 GiB + ⌊5 %⌋ ≤ 24 GiB."""
-    from k3lib.studies.offload_model import best_offload_plan
+    from k3lib.serving.offload_model import best_offload_plan
 
     p = best_offload_plan(model="gpt-oss-120b", gpu="rtx-4090", weights="q4_k_m", kv_dtype="bf16",
                           context=8192, batch=1)
@@ -83,7 +83,7 @@ def test_best_offload_plan_keeps_the_most_expert_layers_that_fit():
 
 
 def test_best_offload_plan_is_none_when_nothing_loads():
-    from k3lib.studies.offload_model import best_offload_plan
+    from k3lib.serving.offload_model import best_offload_plan
 
     # the dense part alone (31.3 GB) + KV + activation + overhead is more than a 24 GiB card
     assert best_offload_plan(model="kimi-k3", gpu="rtx-4090", weights="q4_k_m", context=8192) is None
@@ -100,7 +100,7 @@ def test_llamacpp_flags_count_blocks_past_the_dense_layer():
     ``--n-cpu-moe 3`` (llama.cpp counts blocks, and block 0 has no experts)."""
     import dataclasses
 
-    from k3lib.studies.offload_model import plan_offload
+    from k3lib.serving.offload_model import plan_offload
 
     base = plan_offload(model="kimi-k3", gpu="h200", context=8192)
     p = dataclasses.replace(base, expert_layers_on_gpu=90)
@@ -130,7 +130,7 @@ def test_dgx_spark_is_one_pool_and_k3_does_not_fit(capsys):
 def test_unified_machine_reads_both_tiers_at_the_pools_bandwidth():
     """gpt-oss-120b on a DGX Spark: both tiers read the one LPDDR5x pool at 273 GB/s (before:
     the experts at a separate 70 GB/s)."""
-    from k3lib.studies.offload_model import plan_offload
+    from k3lib.serving.offload_model import plan_offload
 
     p = plan_offload(model="gpt-oss-120b", gpu="dgx-spark", context=8192)
     gpu_t, host_t = p.tiers
@@ -140,7 +140,7 @@ def test_unified_machine_reads_both_tiers_at_the_pools_bandwidth():
 
 
 def test_unified_machine_refuses_a_separate_ram_or_bandwidth():
-    from k3lib.studies.offload_model import plan_offload
+    from k3lib.serving.offload_model import plan_offload
 
     for kwargs, field in (({"ram": "1TB"}, "ram"), ({"ram_bandwidth": "70GB/s"}, "ram_bandwidth"),
                           ({"host": "epyc-9005"}, "host")):
@@ -173,7 +173,7 @@ def test_without_a_host_the_70_gb_s_is_stated_as_an_assumption(capsys):
 
 
 def test_ram_beyond_the_hosts_maximum_is_refused():
-    from k3lib.studies.offload_model import plan_offload
+    from k3lib.serving.offload_model import plan_offload
 
     with pytest.raises(K3InputError) as err:                  # a desktop board takes 192 GB
         plan_offload(host="desktop-ddr5-5600", ram="1TB")
@@ -237,7 +237,7 @@ def test_offload_plans_the_users_config(capsys):
 def test_best_offload_plan_spreads_layers_over_gpus():
     """2 × RTX 4090: each GPU holds ⌈P/2⌉ + 1 GiB + ⌊5 % of that⌋ ≤ 24 GiB (llama.cpp's layer split,
     no communicator buffers); the command names the split and the blocks left on the CPU."""
-    from k3lib.studies.offload_model import best_offload_plan
+    from k3lib.serving.offload_model import best_offload_plan
 
     p = best_offload_plan(model="gpt-oss-120b", gpu="rtx-4090", gpus=2, weights="q4_k_m", context=8192)
     x = p.parts.layer_experts_bytes

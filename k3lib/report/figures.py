@@ -39,9 +39,9 @@ def offload_relevant(cfg: ReportConfig) -> bool:
 
 
 def offload_plan(cfg: ReportConfig):
-    """(:class:`~k3lib.studies.offload_model.OffloadPlan` for this plan on one of its GPUs,
+    """(:class:`~k3lib.serving.offload_model.OffloadPlan` for this plan on one of its GPUs,
     or None; why not). Built only when :func:`offload_relevant`."""
-    from k3lib.studies import offload_model
+    from k3lib.serving import offload_model
 
     if not offload_relevant(cfg):
         why = "offload = none" if cfg.offload == "none" else "the plan fits on the GPUs; offloading would only slow it"

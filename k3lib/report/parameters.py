@@ -177,7 +177,7 @@ def configure(**params: Any) -> ReportConfig:
     from k3lib.core.models import get_model
     from k3lib.core.units import parse_size_bytes
     from k3lib.engines.deployment import EngineSettings, default_engine_for, normalize_engine, plan_for_engine
-    from k3lib.studies.offload_model import parse_bandwidth
+    from k3lib.serving.offload_model import parse_bandwidth
     from k3lib.views.params import PlanParameters, parameter_error
 
     try:

@@ -269,8 +269,8 @@ def speed_section(cfg: ReportConfig) -> tuple[str, Any]:
 
 
 def offload_html(cfg: ReportConfig) -> str:
-    """Experts in system RAM, the rest on one GPU (:mod:`k3lib.studies.offload_model`)."""
-    from k3lib.studies.offload_model import summary_table
+    """Experts in system RAM, the rest on one GPU (:mod:`k3lib.serving.offload_model`)."""
+    from k3lib.serving.offload_model import summary_table
 
     offloaded, why = offload_plan(cfg)
     if offloaded is None:

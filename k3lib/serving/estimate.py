@@ -230,7 +230,7 @@ def offload_serving_estimate(*, model: Any, engine: str = "llama.cpp", gpu: Any 
                              price_per_gpu_hour: float | None = None, mode: str = "fitted",
                              speed_csv: Any = None) -> ServingEstimate:
     """Speed of a MoE model served with its routed experts in host RAM (llama.cpp ``-ngl 999
-    --n-cpu-moe``; :func:`k3lib.studies.offload_model.plan_offload`), on the offload functions of
+    --n-cpu-moe``; :func:`k3lib.serving.offload_model.plan_offload`), on the offload functions of
     :mod:`k3lib.serving.offload`: decode reads the GPU tier at the GPU class's fitted $η_{bw}$ and
     the host tier at the CPU class's; prefill moves the touched experts over PCIe (llama.cpp's
     op-offload batch threshold). ``expert_layers_on_gpu`` None: the most that still loads
@@ -251,7 +251,7 @@ def offload_serving_estimate(*, model: Any, engine: str = "llama.cpp", gpu: Any 
     from k3lib.serving.hardware import hardware_class as _hw_class
     from k3lib.serving.offload import offload_decode_seconds, offload_prefill_tokens_per_s
     from k3lib.serving.roofline import serving_engine
-    from k3lib.studies.offload_model import best_offload_plan, plan_offload
+    from k3lib.serving.offload_model import best_offload_plan, plan_offload
 
     eid = serving_engine(engine)
     if gpu is None or gpus == 0:

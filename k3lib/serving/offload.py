@@ -1,4 +1,4 @@
-"""Decode and prefill of an offload plan (:class:`k3lib.studies.offload_model.OffloadPlan`:
+"""Decode and prefill of an offload plan (:class:`k3lib.serving.offload_model.OffloadPlan`:
 routed experts in host RAM, the rest on the GPU) on the serving model.
 
 * **Decode** reads each tier's share at that tier's bandwidth, one after the other:

@@ -36,7 +36,7 @@ from k3lib.studies.steps import (AddOneGPU, Budget, ContextChoice, ContextLimit,
                                  _weights_size)
 
 if TYPE_CHECKING:
-    from k3lib.studies.offload_model import OffloadPlan
+    from k3lib.serving.offload_model import OffloadPlan
 
 
 # ----------------------------------------------------------------- anti-patterns
@@ -132,7 +132,7 @@ class Checklist:
     recommended: Configuration | None
     cheapest: Configuration | None
     #: when nothing fits the inventory in VRAM: llama.cpp's offload plan (experts in host memory,
-    #: :func:`k3lib.studies.offload_model.best_offload_plan`), or vLLM's plan with the fewest whole
+    #: :func:`k3lib.serving.offload_model.best_offload_plan`), or vLLM's plan with the fewest whole
     #: GiB of ``--cpu-offload-gb`` that loads (:func:`vllm_cpu_offload_plan`); else None
     offload: Any = None
 
@@ -212,7 +212,7 @@ def run_checklist(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
     off: OffloadPlan | Plan | None = None
     if rec is None and eid == "llama.cpp" and not isinstance(spec, PublishedProfile) and spec.mlp.moe_layers:
         # llama.cpp runs what does not fit with experts in host memory: the offload study's own plan
-        from k3lib.studies.offload_model import best_offload_plan
+        from k3lib.serving.offload_model import best_offload_plan
         for w in ladder:
             try:
                 off = best_offload_plan(model=src, gpu=hw, gpus=n, weights=None if w == "native" and loaded

@@ -1,5 +1,5 @@
 """Offload mode as a study: tables, curves, guide 004's device table and the unified-memory
-case, all read from :class:`~k3lib.studies.offload_model.OffloadPlan` (the memory and speed
+case, all read from :class:`~k3lib.serving.offload_model.OffloadPlan` (the memory and speed
 model, re-exported here so ``k3lib.studies.offload`` stays the one import).
 
 >>> p = plan_offload(model="kimi-k3", weights="q4_k_m", gpu="rtx-4090-48gb", context="8K")
@@ -17,7 +17,7 @@ from k3lib.core.hardware import GPUSpec, get_gpu
 from k3lib.core.memory import weight_bits_by_group
 from k3lib.core.precisions import get_weight_format
 from k3lib.core.units import GB, GiB, parse_context_tokens, parse_positive_int
-from k3lib.studies.offload_model import (  # noqa: F401  (re-exported: the study's one import)
+from k3lib.serving.offload_model import (  # noqa: F401  (re-exported: the study's one import)
     GUIDE004_GPU_ASSUMPTIONS,
     guide004_ram_bandwidth_bytes_per_s,
     HostAssumptions,

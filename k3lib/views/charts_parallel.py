@@ -193,7 +193,7 @@ def time_per_token_bar(df, *, title: str = "", width: int = 420):
 
 
 #: the parts of an offload plan's memory, by where they sit (rows of
-#: :func:`k3lib.studies.offload_model.summary_table`)
+#: :func:`k3lib.serving.offload_model.summary_table`)
 OFFLOAD_PARTS = {"GPU memory": ("non-expert weights on GPU", "experts kept on GPU", "KV cache", "activation",
                                 "GPU runtime overhead"),
                  "host RAM": ("experts in RAM", "embedding in RAM", "host needs beyond weights")}
@@ -205,7 +205,7 @@ def offload_memory_long(plan, *, unit: str = "GB"):
     bytes of that tier read per token (``read per token ({unit})``)."""
     import pandas as pd
 
-    from k3lib.studies.offload_model import summary_table
+    from k3lib.serving.offload_model import summary_table
 
     table = summary_table(plan, unit=unit).set_index("param")[f"value ({unit})"]
     rows = []

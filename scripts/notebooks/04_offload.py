@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from nbtool import build, code, exercise, md, nav, objectives, parameters
 
-from k3lib.studies.offload_model import plan_offload
+from k3lib.serving.offload_model import plan_offload
 
 STEM = "04-offload"
 CHECK = "# NBVAL_CHECK_OUTPUT"
@@ -63,7 +63,7 @@ from k3lib.views.table_format import shown  # tables for a reader: no index, sep
 from k3lib.views.speed import figures_table  # the serving model's figures, each with its basis
 from k3lib.serving import offload_serving_estimate, serving_estimate
 from k3lib.studies import offload
-from k3lib.studies.offload_model import summary_table
+from k3lib.serving.offload_model import summary_table
 from k3lib.views import explorers
 from k3lib.core.hardware import get_gpu
 
