@@ -1,6 +1,7 @@
 """Guide 000: checks of the figures it derives from its own inputs."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 from k3lib.core.hardware import get_gpu
@@ -149,7 +150,7 @@ def _worked_on(gpus: int, overhead_total: int | None = None, overhead_per_gpu: i
 @check("g000-worked-6x-headroom", "g000-worked-5x-over")
 def worked_headroom(claim: Claim) -> Verdict:
     """Headroom of the worked example on 6 and 5 GPUs (its 48 GB overhead kept)."""
-    n = claim.gpu_count
+    n = claim.stated_gpu_count
     sign = -1 if claim.quantity == "overage" else 1
     reused = sign * _worked_on(n, overhead_total=G000_OVERHEAD_TOTAL).total.headroom_bytes / GiB
     at6 = sign * _worked_on(n, overhead_per_gpu=G000_OVERHEAD_PER_GPU_EXAMPLE).total.headroom_bytes / GiB
@@ -217,10 +218,10 @@ def min_viable_gpus(claim: Claim) -> Verdict:
 def own_totals(claim: Claim) -> Verdict:
     """A requirement total: weights + KV + 10 + 48 on the guide's numbers."""
     kv = claim.kv_dtype or "fp8"
-    plan = _own_plan(weights=claim.precision, kv_dtype=kv, context=claim.context_tokens, gpus=8,
+    plan = _own_plan(weights=claim.precision, kv_dtype=kv, context=claim.stated_context_tokens, gpus=8,
                      overhead_total=G000_OVERHEAD_TOTAL)
     own = plan.total.total_bytes / GiB
-    real = (real_weights_bytes(claim.precision) + real_kv_bytes(kv_dtype=kv, context_tokens=claim.context_tokens)
+    real = (real_weights_bytes(claim.precision) + real_kv_bytes(kv_dtype=kv, context_tokens=claim.stated_context_tokens)
             + G000_ACTIVATION + G000_OVERHEAD_TOTAL) / GiB
     w = plan.total.weights_bytes / GiB
     k = plan.total.kv_cache_bytes / GiB
@@ -340,8 +341,8 @@ def _per_gpu_case(weights: str, kv: str, ctx: int, weights_per_gpu: float | None
 def per_gpu_totals(claim: Claim) -> Verdict:
     """Per-GPU totals of the 8x H100 BF16 512K case and its three fixes (W/8 + KV/8 + 10/8 + 6)."""
     q8 = claim.precision == "q8"
-    plan, w, total = _per_gpu_case("bf16", claim.kv_dtype, claim.context_tokens, weights_per_gpu=56.3 if q8 else None)
-    real_plan = _real_plan(weights="q8" if q8 else "bf16", kv_dtype=claim.kv_dtype, context=claim.context_tokens,
+    plan, w, total = _per_gpu_case("bf16", claim.kv_dtype, claim.stated_context_tokens, weights_per_gpu=56.3 if q8 else None)
+    real_plan = _real_plan(weights="q8" if q8 else "bf16", kv_dtype=claim.kv_dtype, context=claim.stated_context_tokens,
                            gpus=8, overhead_per_gpu=G000_OVERHEAD_PER_GPU_EXAMPLE)
     real_total = real_plan.per_gpu.total_bytes / GiB
     over = claim.quantity == "overage"
@@ -408,7 +409,7 @@ def precision_saving(claim: Claim) -> Verdict:
                             f"smaller than K3 at BF16.")
 
 
-def _largest_step(sizes: list[float]) -> tuple[float, list[float]]:
+def _largest_step(sizes: Sequence[float]) -> tuple[float, list[float]]:
     steps = [100 * (1 - b / a) for a, b in zip(sizes, sizes[1:])]
     return max(steps), steps
 

@@ -133,14 +133,14 @@ def kv_cache_g000(claim: Claim) -> Verdict:
     """KV cache at a context: guide 000's 262,144 B/token × T (÷ GPUs when per GPU) vs K3's MLA + KDA state."""
     prof = _g000()
     gpus = claim.gpu_count or 1
-    own = kv_cache_bytes(prof, context_tokens=claim.context_tokens, batch=1, kv_dtype=claim.kv_dtype) / gpus / GiB
+    own = kv_cache_bytes(prof, context_tokens=claim.stated_context_tokens, batch=1, kv_dtype=claim.kv_dtype) / gpus / GiB
     if gpus > 1:
-        real = kv_bytes_per_gpu(_k3(), kv_total_bytes=0, context_tokens=claim.context_tokens, batch=1,
+        real = kv_bytes_per_gpu(_k3(), kv_total_bytes=0, context_tokens=claim.stated_context_tokens, batch=1,
                                 kv_dtype=claim.kv_dtype, tp=gpus, pp=1) / GiB
         note = (f"K3 under TP={gpus} keeps the whole MLA latent on every GPU ({real:,.2f} GiB per GPU with "
                 f"its share of the KDA state), so a per-GPU share is neither 1/{gpus} nor 262,144 B/token.")
     else:
-        real = real_kv_bytes(kv_dtype=claim.kv_dtype, context_tokens=claim.context_tokens) / GiB
+        real = real_kv_bytes(kv_dtype=claim.kv_dtype, context_tokens=claim.stated_context_tokens) / GiB
         note = f"K3's real cache is {real:,.2f} GiB (27,648 B/token at BF16 plus the 0.43 GiB KDA state)."
     return make(claim, own=own, real=real, unit="GiB", tol=written_tolerance(claim), basis="guide's own numbers",
                 formula=f"{prof.kv_bytes_per_token(2):,} B × bytes/2 × T / 2^30" + (f" / {gpus}" if gpus > 1 else ""),

@@ -102,14 +102,14 @@ def _real_tier_weights_bytes(tier: str) -> int:
 
 
 @check_pattern(lambda c: c.guide == "guide-004" and c.quantity == "total_vram" and c.precision in TIER_BAND
-               and c.claim_id.startswith("g004-total-") and c.context_tokens)
+               and c.claim_id.startswith("g004-total-") and bool(c.context_tokens))
 def g004_table_total(claim: Claim) -> Verdict:
     """'Total = weights + KV cache (FP16) + 1GB runtime overhead', cell by cell (±0.1 GB)."""
     weights = _g004_table_rows("weights")[claim.precision]
-    rule = table_total_gb(weights, claim.context_tokens)
-    kv = _table_kv_gb(claim.context_tokens)
+    rule = table_total_gb(weights, claim.stated_context_tokens)
+    kv = _table_kv_gb(claim.stated_context_tokens)
     real = (_real_tier_weights_bytes(claim.precision)
-            + real_kv_bytes(kv_dtype="bf16", context_tokens=claim.context_tokens) + G004_OVERHEAD) / GB
+            + real_kv_bytes(kv_dtype="bf16", context_tokens=claim.stated_context_tokens) + G004_OVERHEAD) / GB
     implied = claim.value - kv - G004_OVERHEAD / GB
     rate = implied * GB / _est_params()
     figs = [Figure("weights_cell_gb", "same row", weights, "GB"), Figure("kv_gib", "27,648 × T / 2^30", kv, "GiB"),

@@ -47,9 +47,9 @@ def naive_attention(claim: Claim) -> Verdict:
 def tp_kv_share(claim: Claim) -> Verdict:
     """Share of the KV cache each GPU holds at TP=8: 1/8 on the guide's model; for K3 the MLA latent
     has no head dimension, so every rank keeps all of it (KDA state split by heads)."""
-    tp = claim.gpu_count
-    total = real_kv_bytes(kv_dtype=claim.kv_dtype, context_tokens=claim.context_tokens)
-    per_gpu = kv_bytes_per_gpu(_k3(), kv_total_bytes=0, context_tokens=claim.context_tokens, batch=1,
+    tp = claim.stated_gpu_count
+    total = real_kv_bytes(kv_dtype=claim.kv_dtype, context_tokens=claim.stated_context_tokens)
+    per_gpu = kv_bytes_per_gpu(_k3(), kv_total_bytes=0, context_tokens=claim.stated_context_tokens, batch=1,
                                kv_dtype=claim.kv_dtype, tp=tp, pp=1)
     return make(claim, own=1 / tp, real=per_gpu / total, unit="fraction", tol=Tolerance(rel=0.05, text="±5%"),
                 basis="K3 architecture", formula="KV per GPU at TP / whole KV",
@@ -62,11 +62,11 @@ def tp_kv_share(claim: Claim) -> Verdict:
 
 @check("g000-extra-batch-multiplies-kv")
 def batch_kv(claim: Claim) -> Verdict:
-    b = claim.batch
-    own = kv_cache_bytes(_g000(), context_tokens=claim.context_tokens, batch=b, kv_dtype=claim.kv_dtype) / \
-        kv_cache_bytes(_g000(), context_tokens=claim.context_tokens, batch=1, kv_dtype=claim.kv_dtype)
-    real = real_kv_bytes(kv_dtype=claim.kv_dtype, context_tokens=claim.context_tokens, batch=b) / \
-        real_kv_bytes(kv_dtype=claim.kv_dtype, context_tokens=claim.context_tokens)
+    b = claim.stated_batch
+    own = kv_cache_bytes(_g000(), context_tokens=claim.stated_context_tokens, batch=b, kv_dtype=claim.kv_dtype) / \
+        kv_cache_bytes(_g000(), context_tokens=claim.stated_context_tokens, batch=1, kv_dtype=claim.kv_dtype)
+    real = real_kv_bytes(kv_dtype=claim.kv_dtype, context_tokens=claim.stated_context_tokens, batch=b) / \
+        real_kv_bytes(kv_dtype=claim.kv_dtype, context_tokens=claim.stated_context_tokens)
     return make(claim, own=own, real=real, unit="ratio", tol=Tolerance(rel=0.02, text="±2%"),
                 basis="K3 architecture", formula=f"KV(batch {b}) / KV(batch 1) at 512K",
                 explanation=f"Each sequence has its own MLA cache and KDA state, so batch {b} holds {real:.2f}× the "

@@ -7,6 +7,7 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from k3lib.core.data import DATA_DIR
 from k3lib.core.errors import K3InputError
@@ -34,7 +35,7 @@ def profile(guide: str) -> dict:
 
 
 def _g000_value(*keys: str) -> float:
-    node = profile("guide-000")
+    node: Any = profile("guide-000")
     for k in keys:
         node = node[k]
     return node
@@ -92,6 +93,27 @@ class Claim:
     @property
     def is_range(self) -> bool:
         return self.value_high is not None
+
+    @property
+    def stated_context_tokens(self) -> int:
+        """``context_tokens`` of a claim that states a context (K3InputError naming the claim otherwise)."""
+        if self.context_tokens is None:
+            raise K3InputError(f"{self.claim_id}.context_tokens", "the claim states no context")
+        return self.context_tokens
+
+    @property
+    def stated_batch(self) -> int:
+        """``batch`` of a claim that states one (K3InputError naming the claim otherwise)."""
+        if self.batch is None:
+            raise K3InputError(f"{self.claim_id}.batch", "the claim states no batch")
+        return self.batch
+
+    @property
+    def stated_gpu_count(self) -> int:
+        """``gpu_count`` of a claim that states one (K3InputError naming the claim otherwise)."""
+        if self.gpu_count is None:
+            raise K3InputError(f"{self.claim_id}.gpu_count", "the claim states no GPU count")
+        return self.gpu_count
 
     @property
     def approximate(self) -> bool:

@@ -11,7 +11,7 @@ from k3lib.core.data import DATA_DIR
 from k3lib.core.errors import K3InputError
 from k3lib.core.memory import kv_cache_bytes, weights_bytes
 from k3lib.core.models import get_model
-from k3lib.core.plan import Assumptions, make_plan
+from k3lib.core.plan import Assumptions, Plan, make_plan
 from k3lib.core.units import GB, GiB
 from k3lib.guides.claims import G000_ACTIVATION, G000_OVERHEAD_PER_GPU_RULE
 
@@ -125,7 +125,7 @@ def _real_plan(*, weights: str, kv_dtype: str, context: int, gpus: int, overhead
                      assumptions=Assumptions(activation_bytes=activation, overhead_per_gpu_bytes=overhead_per_gpu))
 
 
-def min_gpus(make: Callable[[int], object], limit: int = 256, start: int = 1) -> int | None:
+def min_gpus(make: Callable[[int], Plan], limit: int = 256, start: int = 1) -> int | None:
     """Smallest GPU count ``n ≥ start`` for which ``make(n)`` is a plan that fits (None if none up to ``limit``)."""
     for n in range(max(1, start), limit + 1):
         try:

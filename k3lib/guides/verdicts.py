@@ -33,7 +33,7 @@ class Figure:
 
     name: str
     formula: str
-    value: float
+    value: float | None     # None: no such figure (e.g. no GPU count up to the search's limit fits)
     unit: str
 
 
@@ -161,7 +161,7 @@ class Verdict:
         """The value the combined verdict rests on: the own value, else the real one."""
         return self.own_value if self.own_value is not None else self.real_value
 
-    def figure(self, name: str) -> float:
+    def figure(self, name: str) -> float | None:
         """The value of the working step called ``name``."""
         for f in self.figures:
             if f.name == name:
