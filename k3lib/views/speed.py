@@ -98,10 +98,19 @@ def concurrency_table(plan, *, concurrencies: Sequence[int] = (1, 4, 16, 64, 256
     return pd.DataFrame(rows)
 
 
+def _with_basis(title: str, frame) -> str:
+    """``title`` followed by the basis of the frame's figures (one, or each of several), so a chart
+    never shows a bare tokens/s."""
+    bases = list(dict.fromkeys(frame["basis"].dropna())) if "basis" in frame else []
+    return f"{title} ({'; '.join(bases)})" if bases else title
+
+
 def throughput_latency_chart(frame, *, title: str = "Throughput against latency"):
-    """Output tokens/s (all sequences) against TPOT, one point per concurrency (Altair)."""
+    """Output tokens/s (all sequences) against TPOT, one point per concurrency (Altair); the title
+    carries the figures' basis."""
     import altair as alt
 
+    title = _with_basis(title, frame)
     data = frame.dropna(subset=["TPOT (ms)", "output tokens/s (all)"])
     base = alt.Chart(data).encode(
         x=alt.X("TPOT (ms):Q", title="time per output token (ms)"),
@@ -173,9 +182,11 @@ def layouts_curve(plans: dict, *, input_tokens: int = 1024, output_tokens: int =
 
 
 def layouts_chart(frame, *, title: str = "Throughput against latency, per layout"):
-    """Output tokens/s per GPU against TPOT, one line per layout, points labelled by concurrency."""
+    """Output tokens/s per GPU against TPOT, one line per layout, points labelled by concurrency;
+    the title carries the figures' basis."""
     import altair as alt
 
+    title = _with_basis(title, frame)
     data = frame.dropna(subset=["TPOT (ms)", "output tokens/s per GPU"])
     base = alt.Chart(data).encode(
         x=alt.X("TPOT (ms):Q", title="time per output token (ms)"),

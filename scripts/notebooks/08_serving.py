@@ -219,7 +219,7 @@ curve = speed.concurrency_table(plan, input_tokens=input_tokens, output_tokens=o
 speed.curve_shown(curve)
 """),
     code("""
-speed.throughput_latency_chart(curve, title=f"{plan.model.name} on {plan.gpus}× {plan.gpu.name}: fitted model")
+speed.throughput_latency_chart(curve, title=f"{plan.model.name} on {plan.gpus}× {plan.gpu.name}")
 """),
     md("""
 The same model on three layouts: wider tensor parallelism shortens each step (more bandwidth per layer) but spends GPUs; pipeline stages keep more memory for the cache but a sequence waits for each stage in turn.
@@ -232,7 +232,7 @@ speed.layouts_table(layouts, left_out)
 """),
     code("""
 speed.layouts_chart(speed.layouts_curve(layouts, input_tokens=input_tokens, output_tokens=output_tokens),
-                    title="Throughput per GPU against latency, per layout: fitted model")
+                    title="Throughput per GPU against latency, per layout")
 """),
     md("""
 Try it: a layout (only those that load) and a concurrency (only what that layout's KV cache holds); the figures update, each with its basis.
