@@ -94,6 +94,7 @@ MODEL_ALIASES: dict[str, ModelAlias] = {
         "layers, 64/8 heads × 128, intermediate 28672, vocab 128256, untied — llama-3.1-70b's shapes (RoPE "
         "scaling and context differ)"),
     "microsoft/phi-4": ModelAlias("config:microsoft--phi-4.json", "its own config.json (data/measured/configs)"),
+    "Qwen/Qwen3-8B": ModelAlias("config:Qwen--Qwen3-8B.json", "its own config.json (data/measured/configs)"),
     "google/gemma-3-4b-it": ModelAlias("config:google--gemma-3-4b-it.json",
                                        "its own config.json (data/measured/configs)"),
 }
