@@ -230,3 +230,73 @@ def test_qwen3_5_text_configs_keep_their_llamacpp_family(mtype, name):
     assert m["rs_rows"] == 3
     assert m["s"] == 3 * 3 * 4 * 16 * 16 * 4 == 36_864                  # was 12,288 (snapshots dropped)
     assert m["r"] == 3 * 3 * 3 * 128 * 4 == 13_824
+
+
+# ---------------------------------------------------------------- recurrent states: Mamba-2, Falcon-H1, RWKV, LFM2
+# llama.cpp's per-layer, per-sequence F32 rows (src/llama-hparams.cpp n_embd_r / n_embd_s,
+# src/llama-memory-recurrent.cpp; ggml-org/llama.cpp@0c1e57098). Figures in the comments are what
+# that build printed for the tier's tiny models (tests/llamacpp/families.py) at -c 4096.
+
+_SSM = {"ssm.conv_kernel": 4, "ssm.inner_size": 512, "ssm.state_size": 64, "ssm.time_step_rank": 8,
+        "ssm.group_count": 2}
+
+
+def _meta(arch: str, **keys):
+    return {"general.architecture": arch, f"{arch}.context_length": 4096, "tokenizer.ggml.tokens": 512,
+            **{f"{arch}.{k}": v for k, v in keys.items()}}
+
+
+def test_falcon_h1_layers_hold_kv_and_a_mamba2_state():
+    # 4 layers, each attention (2 KV heads × 64) AND Mamba-2: d_inner 512, d_state 64, 2 groups, d_conv 4
+    meta = _meta("falcon-h1", embedding_length=256, block_count=4, feed_forward_length=512,
+                 **{"attention.head_count": 4, "attention.head_count_kv": 2, "attention.key_length": 64,
+                    "attention.value_length": 64}, **_SSM)
+    arch = architecture_from_gguf(meta, EMB, id="fh1", source="t")
+    m = llamacpp_memory(arch, n_ctx=4096)
+    # R = (4 − 1) × (512 + 2·2·64) = 2,304 elements × 4 B × 4 layers = 36,864 B   (printed 'R (f32): 0.04 MiB')
+    # S = 64 × 512 = 32,768 elements × 4 B × 4 layers = 524,288 B                 (printed 'S (f32): 0.50 MiB')
+    assert (m["r"], m["s"]) == (36_864, 524_288)                 # k3lib said 0 and 0 before
+    # and every layer keeps its K and V: 4 layers × 4096 cells × 128 × 2 B      (printed 'K (f16): 4.00 MiB')
+    assert m["k"] == m["v"] == 4 * 4096 * 128 * 2
+    # 16 sequences: 16 rows each
+    assert llamacpp_memory(arch, n_ctx=2048, n_seq=16)["s"] == 16 * 524_288
+
+
+def test_mamba2_is_planned_not_refused():
+    # pure Mamba-2: attention.head_count 0, feed_forward_length 0 (as convert_hf_to_gguf.py writes them)
+    meta = _meta("mamba2", embedding_length=256, block_count=4, feed_forward_length=0,
+                 **{"attention.head_count": 0}, **_SSM)
+    arch = architecture_from_gguf(meta, EMB, id="m2", source="t")
+    m = llamacpp_memory(arch, n_ctx=4096)
+    assert (m["k"], m["v"], m["r"], m["s"]) == (0, 0, 36_864, 524_288)   # printed R 0.04, S 0.50 MiB
+    assert arch.mlp.dense_intermediate == 0
+
+
+def test_rwkv7_state_is_token_shifts_and_wkv():
+    # RWKV-7, D = 256, head size 64: R = 2 token shifts × 256 = 512 elements; S = 256 × 64 = 16,384
+    meta = _meta("rwkv7", embedding_length=256, block_count=4, feed_forward_length=1024,
+                 **{"attention.head_count": 0, "wkv.head_size": 64})
+    arch = architecture_from_gguf(meta, EMB, id="r7", source="t")
+    m = llamacpp_memory(arch, n_ctx=4096)
+    assert (m["k"], m["r"], m["s"]) == (0, 4 * 512 * 4, 4 * 16_384 * 4)   # 8,192 B (0.01) and 262,144 B (0.25)
+
+
+def test_lfm2_short_conv_layers_are_not_gated_delta_net():
+    # LFM2: layers with no KV heads are short convs over D = 256 channels, L_cache 3: R = 256 × 2 per layer
+    meta = _meta("lfm2", embedding_length=256, block_count=6, feed_forward_length=512,
+                 **{"attention.head_count": 4, "attention.head_count_kv": [0, 0, 2, 0, 0, 2],
+                    "shortconv.l_cache": 3})
+    arch = architecture_from_gguf(meta, EMB, id="lfm2", source="t")
+    m = llamacpp_memory(arch, n_ctx=4096)
+    assert (m["r"], m["s"]) == (4 * 256 * 2 * 4, 0)             # 8,192 B: printed 'R (f32): 0.01 MiB'
+    assert m["k"] == 2 * 4096 * 128 * 2                            # the 2 attention layers: 'K (f16): 2.00 MiB'
+    # lfm2 keeps n_rs_seq snapshots (llm_arch_supports_rs_rollback): 4 sequences × (1 + 3) rows
+    assert llamacpp_memory(arch, n_ctx=2048, n_seq=4, n_rs_seq=3)["r"] == 16 * 4 * 256 * 2 * 4
+
+
+def test_granitehybrid_mamba_layers_are_mamba():
+    meta = _meta("granitehybrid", embedding_length=256, block_count=4, feed_forward_length=512,
+                 **{"attention.head_count": 4, "attention.head_count_kv": [0, 0, 0, 2]}, **_SSM)
+    arch = architecture_from_gguf(meta, EMB, id="gh", source="t")
+    assert sorted((g.kind, g.count) for g in arch.attention) == [("full", 1), ("mamba", 3)]
+    assert llamacpp_memory(arch, n_ctx=4096)["s"] == 3 * 64 * 512 * 4          # 3 layers × d_state × d_inner × 4 B

@@ -13,6 +13,17 @@ Attention layer kinds and what each caches per token (elements, before the dtype
 * ``kda`` / ``gdn`` (linear attention: Kimi Delta Attention, Gated DeltaNet):
   nothing per token; a constant state per sequence of
   $N_v·d_k·d_v$ (recurrent) $+ C·(k_{conv}-1)$ (short-convolution) elements.
+* ``mamba`` (Mamba-2 SSM, $d_{inner}$ = ``ssm_inner``, $d_{state}$ = ``ssm_state``, $n_g$ =
+  ``ssm_groups``): nothing per token; per sequence $d_{state}·d_{inner}$ (SSM state) $+
+  (k_{conv}-1)·(d_{inner} + 2·n_g·d_{state})$ (conv history).
+* ``rwkv`` (RWKV-6/7 time mix, $N$ heads of size $h$, $D = N·h$): per sequence $D·h$ (the wkv
+  state) $+ 2·D$ (the token shifts of time mix and channel mix).
+* ``shortconv`` (LFM2's gated short convolution over $C$ = ``ssm_inner`` channels): per
+  sequence $C·(k_{conv}-1)$ and no matrix state.
+
+A ``full`` or ``sliding`` group with ``parallel_ssm`` (Falcon-H1) runs a Mamba-2 mixer beside its
+attention in every layer: it caches K and V per token *and* holds the ``mamba`` state per
+sequence (its ``ssm_*`` fields).
 
 KV-sharing layers (Gemma-3n / Gemma 4 ``num_kv_shared_layers``): a group with
 ``kv_shared=True`` reads the cache of an earlier layer of the same kind and caches
@@ -36,8 +47,13 @@ from typing import Mapping
 
 from k3lib.core.errors import K3InputError
 
-ATTENTION_KINDS = ("full", "sliding", "mla", "kda", "gdn")
-LINEAR_KINDS = ("kda", "gdn")
+ATTENTION_KINDS = ("full", "sliding", "mla", "kda", "gdn", "mamba", "rwkv", "shortconv")
+#: kinds with no per-token cache, only a state per sequence (recurrent / linear attention)
+LINEAR_KINDS = ("kda", "gdn", "mamba", "rwkv", "shortconv")
+#: RWKV token shifts kept per sequence and layer (time mix and channel mix): llama.cpp's
+#: ``token_shift_count`` default (src/llama-hparams.h; n_embd_r() = token_shift_count·n_embd,
+#: src/llama-hparams.cpp, ggml-org/llama.cpp@0c1e57098)
+RWKV_TOKEN_SHIFTS = 2
 PARAM_GROUPS = (
     "embedding", "lm_head", "attention", "dense_mlp", "shared_experts",
     "routed_experts", "moe_other", "norms",
@@ -58,6 +74,10 @@ class AttentionGroup:
     ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``.
     Linear fields: ``num_heads`` (key heads), ``linear_value_heads``,
     ``head_dim`` (key dim), ``v_head_dim``, ``conv_kernel``.
+    Mamba-2 fields (``mamba`` groups, and ``full``/``sliding`` groups with ``parallel_ssm``):
+    ``ssm_inner`` ($d_{inner}$), ``ssm_state`` ($d_{state}$), ``ssm_groups`` ($n_g$),
+    ``ssm_heads``, ``conv_kernel``. RWKV: ``num_heads`` × ``head_dim`` (the wkv head size).
+    Short conv: ``ssm_inner`` channels, ``conv_kernel`` (LFM2's ``L_cache``).
     """
 
     kind: str
@@ -80,6 +100,11 @@ class AttentionGroup:
     sinks: bool = False
     full_rank_gate: bool = False
     kv_shared: bool = False
+    ssm_inner: int = 0
+    ssm_state: int = 0
+    ssm_groups: int = 0
+    ssm_heads: int = 0
+    parallel_ssm: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ATTENTION_KINDS:
@@ -94,9 +119,19 @@ class AttentionGroup:
         if self.kind == "mla":
             _positive("attention.kv_lora_rank", self.kv_lora_rank)
             _positive("attention.qk_rope_head_dim", self.qk_rope_head_dim)
-        if self.kind in LINEAR_KINDS:
+        if self.kind in ("kda", "gdn", "rwkv"):
             _positive("attention.head_dim", self.head_dim)
+        if self.kind in ("kda", "gdn", "shortconv"):
             _positive("attention.conv_kernel", self.conv_kernel)
+        if self.kind == "shortconv":
+            _positive("attention.ssm_inner", self.ssm_inner)
+        if self.kind == "mamba" or self.parallel_ssm:
+            for name in ("ssm_inner", "ssm_state", "ssm_heads", "conv_kernel"):
+                _positive(f"attention.{name}", getattr(self, name))
+            _positive("attention.ssm_groups", self.ssm_groups, allow_zero=True)
+        if self.parallel_ssm and self.kind not in ("full", "sliding"):
+            raise K3InputError("attention.parallel_ssm", f"a {self.kind!r} group cannot run a parallel Mamba mixer",
+                               "parallel_ssm only on full or sliding groups")
         if not isinstance(self.kv_shared, bool):
             raise K3InputError("attention.kv_shared", f"{self.kv_shared!r} is not true or false")
         if self.kv_shared and self.kind not in ("full", "sliding"):
@@ -122,23 +157,49 @@ class AttentionGroup:
         return self.linear_value_heads or self.num_heads
 
     @property
+    def has_state(self) -> bool:
+        """Whether the layers hold a state per sequence (linear kinds, parallel Mamba mixers)."""
+        return self.kind in LINEAR_KINDS or self.parallel_ssm
+
+    @property
     def recurrent_state_elements_per_layer(self) -> int:
-        """Linear attention: value heads × key dim × value dim, per sequence."""
-        if self.kind not in LINEAR_KINDS:
+        """The matrix state per sequence: value heads × key dim × value dim (KDA, Gated DeltaNet);
+        $d_{state}·d_{inner}$ (Mamba-2, also a ``parallel_ssm`` layer's); $D·h$ (RWKV); 0 (short conv)
+        — llama.cpp's ``n_embd_s()`` (src/llama-hparams.cpp @0c1e57098)."""
+        if self.kind == "mamba" or self.parallel_ssm:
+            return self.ssm_state * self.ssm_inner
+        if self.kind == "rwkv":
+            return self.num_heads * self.head_dim * self.head_dim
+        if self.kind not in ("kda", "gdn"):
             return 0
         return self.value_heads * self.head_dim * (self.v_head_dim or self.head_dim)
 
     @property
     def conv_state_elements_per_layer(self) -> int:
-        """Linear attention: conv channels × (kernel − 1), per sequence."""
-        if self.kind not in LINEAR_KINDS:
+        """The rolling history per sequence: conv channels × (kernel − 1) (KDA, Gated DeltaNet, short
+        conv; Mamba-2's channels are $d_{inner} + 2·n_g·d_{state}$), RWKV's two token shifts $2·D$ —
+        llama.cpp's ``n_embd_r()`` (src/llama-hparams.cpp @0c1e57098)."""
+        if self.kind == "rwkv":
+            return RWKV_TOKEN_SHIFTS * self.num_heads * self.head_dim
+        if not self.has_state:
             return 0
         return self._conv_channels * (self.conv_kernel - 1)
 
     @property
     def _conv_channels(self) -> int:
+        if self.kind == "mamba" or self.parallel_ssm:
+            return self.ssm_inner + 2 * self.ssm_groups * self.ssm_state
+        if self.kind == "shortconv":
+            return self.ssm_inner
         # KDA and Gated DeltaNet both give q, k (key heads × d_k) and v (value heads × d_v) a short conv
         return self.num_heads * self.head_dim * 2 + self.value_heads * (self.v_head_dim or self.head_dim)
+
+    def _mamba2_params(self, d: int) -> int:
+        """A Mamba-2 mixer (llama.cpp's tensors): ``ssm_in`` $D·(2d_i + 2n_g d_s + n_h)$, ``ssm_conv1d``
+        weight and bias $(k+1)·(d_i + 2n_g d_s)$, ``ssm_a``/``ssm_d``/``ssm_dt`` bias $3n_h$, ``ssm_norm``
+        $d_i$, ``ssm_out`` $d_i·D$."""
+        di, xbc, nh = self.ssm_inner, self._conv_channels, self.ssm_heads
+        return d * (di + xbc + nh) + (self.conv_kernel + 1) * xbc + 3 * nh + di + di * d
 
     # ---- parameters ------------------------------------------------------
     def params_per_layer(self, hidden_size: int) -> int:
@@ -157,7 +218,18 @@ class AttentionGroup:
                 n += 2 * self.head_dim
             if self.sinks:
                 n += self.num_heads
+            if self.parallel_ssm:
+                n += self._mamba2_params(d)
             return n
+        if self.kind == "mamba":
+            return self._mamba2_params(d)
+        if self.kind == "shortconv":           # LFM2: in_proj D×3C, depthwise conv k×C, out_proj C×D
+            c = self.ssm_inner
+            return d * 3 * c + self.conv_kernel * c + c * d
+        if self.kind == "rwkv":
+            # the receptance, key, value and output projections only (RWKV's low-rank decay/gate/iclr
+            # adapters and token-shift mixes are not modelled: a stated gap of the parameter count)
+            return 4 * d * d
         if self.kind == "mla":
             h, qk = self.num_heads, self.qk_nope_head_dim + self.qk_rope_head_dim
             v = self.v_head_dim
@@ -446,7 +518,8 @@ class Architecture:
 
     def head_counts(self) -> tuple[int, ...]:
         """Every head count that a TP size must divide."""
-        return tuple(sorted({g.num_heads for g in self.attention} | {g.value_heads for g in self.attention if g.kind in LINEAR_KINDS}))
+        return tuple(sorted({g.num_heads for g in self.attention}
+                            | {g.value_heads for g in self.attention if g.kind in ("kda", "gdn")}))
 
 
     # ---- layer order -----------------------------------------------------

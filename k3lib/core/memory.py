@@ -371,6 +371,16 @@ NOTE_ENGINES = ("vllm", "sglang", "llama.cpp", "transformers", "generic")
 STATE_DTYPE_BYTES = {"generic": {"kda": (4, 4), "gdn": (4, 4)}, "sglang": {"kda": (4, 4), "gdn": (4, 4)},
                      "llama.cpp": {"kda": (4, 4), "gdn": (4, 4)}, "vllm": {"kda": (4, 2), "gdn": (2, 2)},
                      "transformers": {"kda": (2, 2), "gdn": (2, 2)}}
+# Mamba-2 (and Falcon-H1's parallel mixer), RWKV and short conv: llama.cpp's R and S are F32
+# (src/llama-memory-recurrent.cpp); vLLM's mamba_ssm_cache_dtype "auto" keeps the model dtype;
+# the others as for a gated delta net
+for _eng, _b in STATE_DTYPE_BYTES.items():
+    _b.update({k: _b["gdn"] for k in ("mamba", "rwkv", "shortconv")})
+
+
+def _state_kind(group: AttentionGroup) -> str:
+    """The state's kind: a parallel Mamba mixer (Falcon-H1) counts as ``mamba``."""
+    return "mamba" if group.parallel_ssm else group.kind
 
 
 def _note_engine(engine: str) -> str:
@@ -423,8 +433,8 @@ def state_bytes_per_sequence(model: ModelSpec, dtype_bytes: "Mapping[str, tuple[
         return 0
     total = 0.0
     for g in model.attention:
-        if g.kind in ("kda", "gdn"):
-            rec_b, conv_b = dtype_bytes[g.kind]
+        if g.has_state:
+            rec_b, conv_b = dtype_bytes[_state_kind(g)]
             total += g.count * (g.recurrent_state_elements_per_layer * rec_b + g.conv_state_elements_per_layer * conv_b)
     return int(math.ceil(total))
 
@@ -462,7 +472,7 @@ def loaded_parts_notes(spec: ModelSpec, engine: str) -> tuple[str, ...]:
         out.append(f"MTP left out of the weights: {spec.mtp_layers} module{'s' if spec.mtp_layers > 1 else ''}, "
                    f"{spec.params_mtp / 1e9:,.1f} B parameters, {mtp / GB:,.2f} GB ({mtp / GiB:,.2f} GiB) at "
                    f"native precision; {why}")
-    kinds = sorted({g.kind for g in spec.attention if g.kind in ("kda", "gdn")})
+    kinds = sorted({_state_kind(g) for g in spec.attention if g.has_state})
     if kinds:
         planner = state_bytes_per_sequence(spec, STATE_DTYPE_BYTES["generic"])
         engine_b = state_bytes_per_sequence(spec, STATE_DTYPE_BYTES[eng])
@@ -473,7 +483,7 @@ def loaded_parts_notes(spec: ModelSpec, engine: str) -> tuple[str, ...]:
         how = "; ".join(f"{k.upper()} recurrent {dt(STATE_DTYPE_BYTES[eng][k][0])}, conv "
                         f"{dt(STATE_DTYPE_BYTES[eng][k][1])}" for k in kinds)
         text = (f"linear-attention state: {name} keeps it as {how}: {engine_b / MiB:,.1f} MiB per sequence "
-                f"over {sum(g.count for g in spec.attention if g.kind in kinds)} layers (before the TP split)")
+                f"over {sum(g.count for g in spec.attention if g.has_state)} layers (before the TP split)")
         if engine_b != planner:
             text += (f"; the general planner keeps it all in FP32 ({planner / MiB:,.1f} MiB per sequence, "
                      f"{(planner / engine_b - 1) * 100:+.1f} %)")

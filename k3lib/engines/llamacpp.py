@@ -131,9 +131,13 @@ def supports_rs_rollback(arch: Any) -> bool:
 
 
 def _recurrent_rows(g) -> tuple[int, int]:
-    """(R, S) elements per layer and sequence of a linear-attention layer in llama.cpp:
-    R = the short-conv history, (kernel − 1) × conv channels; S = the recurrent matrix state
-    (``n_embd_r()`` / ``n_embd_s()``, src/llama-hparams.cpp)."""
+    """(R, S) elements per layer and sequence of a layer with a state in llama.cpp:
+    R = the short-conv history, (kernel − 1) × conv channels (Mamba-2: $(d_{conv}-1)·(d_{inner} +
+    2·n_g·d_{state})$; LFM2: $D·(L_{cache}-1)$; RWKV: the token shifts $2·D$); S = the recurrent
+    matrix state (Mamba-2: $d_{state}·d_{inner}$; RWKV: $D·h$; LFM2: 0) — ``n_embd_r()`` /
+    ``n_embd_s()``, src/llama-hparams.cpp, allocated per recurrent layer by
+    src/llama-memory-recurrent.cpp (ggml-org/llama.cpp@0c1e57098). A Falcon-H1 layer
+    (``parallel_ssm``) has both this state and a KV cache (llama_memory_hybrid)."""
     return g.conv_state_elements_per_layer, g.recurrent_state_elements_per_layer
 
 
@@ -151,7 +155,8 @@ def llamacpp_memory(model: Any, *, n_ctx: int, n_seq: int = 1, flash_attn: bool 
       $⌈\min(cells, W·(n_{seq}\text{ if unified else }1) + n_{ubatch})⌉_{256}$ cells, or all cells with
       ``swa_full``;
     * recurrent layers (src/llama-memory-recurrent.cpp): $\max(1, n_{seq})·(1 + n_{rs\_seq})$ rows of
-      R (conv history) and S (state) in F32 per layer; ``n_rs_seq`` (snapshots for rollback, e.g.
+      R (conv history) and S (state) in F32 per layer (:func:`_recurrent_rows`: gated delta net, KDA,
+      Mamba-2, RWKV, LFM2's short conv; a Falcon-H1 layer holds this state beside its K and V); ``n_rs_seq`` (snapshots for rollback, e.g.
       MTP drafts) counts only for the families of :data:`RS_ROLLBACK_FAMILIES`, llama.cpp clamps
       it to 0 for the others;
     * MLA models need ``type_k == type_v`` (V is a view of K): anything else is refused;
@@ -199,13 +204,12 @@ def _memory(arch: Any, *, n_ctx: int, n_seq: int, flash_attn: bool, type_k: str,
     out = {"cells": cells, "streams": streams, "swa_cells": 0, "k": 0, "v": 0, "swa_k": 0, "swa_v": 0,
            "r": 0, "s": 0, "rs_rows": max(1, n_seq) * (1 + n_rs_seq)}
     for g in arch.attention:
-        if g.kv_shared:
-            continue                 # reads an earlier layer's cache (llama.cpp: n_layer_kv_from_start)
-        if g.kind in LINEAR_KINDS:
+        if g.has_state:
             r, s = _recurrent_rows(g)
             out["r"] += g.count * out["rs_rows"] * r * 4
             out["s"] += g.count * out["rs_rows"] * s * 4
-            continue
+        if g.kv_shared or g.kind in LINEAR_KINDS:
+            continue                 # no KV, or an earlier layer's (llama.cpp: n_layer_kv_from_start)
         if g.kind == "mla":
             k_row = _llamacpp_row_bytes(type_k, g.kv_lora_rank + g.qk_rope_head_dim)
             if ik_mla is not None:
@@ -253,6 +257,10 @@ def llamacpp_kv_cache_bytes(model: Any, *, context_tokens: int, n_seq: int = 1, 
     return out
 
 
+#: F32 recurrent states per sequence that the reserved graph holds, by layer kind (measured)
+_STATE_COPIES = {"gdn": 2, "kda": 1, "mamba": 1.5, "rwkv": 2, "shortconv": 1}
+
+
 def llamacpp_compute_buffer_bytes(model: Any, *, context_tokens: int, n_seq: int = 1, flash_attn: bool = True,
                                   n_ubatch: int = 512, n_ctx: int | None = None, swa_full: bool = False,
                                   kv_unified: bool = False) -> int:
@@ -276,7 +284,9 @@ def llamacpp_compute_buffer_bytes(model: Any, *, context_tokens: int, n_seq: int
     ``data/measured/llamacpp-0c1e570-cpu.csv``): GQA dense and iSWA models −1.2 … +3.4 %, MoE
     −10 … +1 %, the hybrid gated-delta-net model −7 … −0.5 %, DeepSeek MLA −0.3 … −0.1 % with flash
     attention and −17 % without, Kimi K3's KDA + MLA −18 … +3 % (its attention-residual block
-    sums and the non-flash MLA path are not modelled).
+    sums and the non-flash MLA path are not modelled), Falcon-H1 (attention + Mamba-2 in parallel)
+    −8.3 … −0.4 %, pure Mamba-2 +2.0 … +8.5 %, RWKV-7 −1.0 … −0.7 %, LFM2's short-conv hybrid
+    −0.5 … +1.1 %. A model with no KV cache (Mamba-2, RWKV) has no attention to flash: one formula.
     """
     arch, _ = _resolve_model(model)
     m = arch.mlp
@@ -294,12 +304,21 @@ def llamacpp_compute_buffer_bytes(model: Any, *, context_tokens: int, n_seq: int
     # absorbed MLA: every head's query is carried in the latent space (heads × kv_lora per token)
     latent_q = max((g.num_heads * g.kv_lora_rank for g in arch.attention if g.kind == "mla"), default=0)
     # linear attention: the graph holds a layer's F32 recurrent state for every sequence — twice for a
-    # gated delta net (read and updated), once for KDA (measured on the tier's qwen3next and kimi-k3 models)
-    states = max(((2 if g.kind == "gdn" else 1) * g.recurrent_state_elements_per_layer * 4 * n_seq
-                  for g in arch.attention if g.kind in LINEAR_KINDS), default=0)
+    # gated delta net (read and updated), once for KDA, 1.5× for Mamba-2, twice for RWKV-7 (measured on
+    # the tier's qwen3next, kimi-k3, mamba2/falcon-h1 and rwkv7 models)
+    states = max((_STATE_COPIES.get("mamba" if g.parallel_ssm else g.kind, 1)
+                  * g.recurrent_state_elements_per_layer * 4 * n_seq for g in arch.attention if g.has_state),
+                 default=0)
     mask += states
-    if flash_attn:
-        return int(mask + n_ubatch * 4 * (arch.vocab_size + 2 * width + 3 * d + latent_q))
+    # a Mamba-2 mixer's per-token activations: its in-projection (z, xBC, dt) and the conv's input and
+    # output (xBC twice); in a parallel hybrid (Falcon-H1) they replace the FFN pair when wider
+    ssm_act = max(((g.ssm_inner + g._conv_channels + g.ssm_heads) + 2 * g._conv_channels
+                   for g in arch.attention if g.kind == "mamba" or g.parallel_ssm), default=0)
+    # RWKV: the six token-shift mixes of the time mix (lerp_fused: 6·D per token)
+    rwkv_act = 6 * d if any(g.kind == "rwkv" for g in arch.attention) else 0
+    if flash_attn or not kv_cells:                   # no KV cache: nothing depends on flash attention
+        return int(mask + n_ubatch * 4 * (arch.vocab_size + max(2 * width, ssm_act) + 3 * d + latent_q
+                                          + rwkv_act))
     heads = max((g.num_heads for g in arch.attention if g.kind not in LINEAR_KINDS), default=0)
     scores = heads * n_ubatch * max(kv_cells, default=0) * 4
     return int(mask + scores + n_ubatch * 4 * (6 * d + latent_q))

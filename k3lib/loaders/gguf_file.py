@@ -61,7 +61,7 @@ _ARCH_INT_KEYS = frozenset((
     "kda_head_dim", "nextn_predict_layers", "rope.dimension_count", "ssm.conv_kernel", "ssm.group_count",
     "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank", "vocab_size", "leading_dense_block_count",
     "attention.recurrent_layers", "full_attention_interval", "attention.shared_kv_layers",
-    "attention.key_length_swa", "attention.value_length_swa"))
+    "attention.key_length_swa", "attention.value_length_swa", "wkv.head_size", "shortconv.l_cache"))
 #: llama.cpp architectures (``general.architecture``) whose metadata and tensor names this reader
 #: has rules or tests for; any other is read from the standard ``{arch}.*`` keys with an
 #: :class:`~k3lib.loaders.hf_config.AssumedFieldWarning`, as a config.json of an unknown model_type is
@@ -69,7 +69,18 @@ KNOWN_GGUF_ARCHITECTURES = (
     "llama", "llama4", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "qwen3next", "qwen35", "qwen35moe",
     "deepseek2", "gpt-oss", "gemma", "gemma2", "gemma3", "gemma3n", "gemma4", "phi3", "minimax-m2",
     "glm4moe", "kimi-linear", "kimi-k3", "cohere2", "exaone4",
+    "mamba", "mamba2", "falcon-h1", "granitehybrid", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7", "lfm2", "lfm2moe",
 )
+#: architectures whose recurrent layers are Mamba(-2) mixers ({arch}.ssm.* keys; llama.cpp's
+#: n_embd_r/n_embd_s, src/llama-hparams.cpp): every layer for mamba/mamba2, the layers with no KV
+#: heads for the hybrids, and every layer beside its attention for falcon-h1
+MAMBA_GGUF_ARCHITECTURES = ("mamba", "mamba2", "jamba", "falcon-h1", "granitehybrid", "plamo2")
+#: Falcon-H1: attention and a Mamba-2 mixer in parallel in every layer (src/models/falcon-h1.cpp)
+PARALLEL_SSM_GGUF_ARCHITECTURES = ("falcon-h1",)
+#: RWKV time-mix layers ({arch}.wkv.head_size): every layer is recurrent
+RWKV_GGUF_ARCHITECTURES = ("rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7")
+#: LFM2's gated short-convolution layers ({arch}.shortconv.l_cache; the layers with no KV heads)
+SHORTCONV_GGUF_ARCHITECTURES = ("lfm2", "lfm2moe")
 #: the one EXAONE-4 depth at which llama.cpp applies its sliding window (:func:`_swa_layers`)
 EXAONE4_SWA_LAYERS = 64
 #: no model has more layers than this (the deepest published LLMs have ~130); more is corrupt
@@ -314,6 +325,21 @@ def _context_tokens(meta: dict, arch: str, source: str) -> tuple[int, str | None
     return int(ctx), None
 
 
+def _mamba_fields(meta: dict, arch: str, source: str) -> dict[str, int]:
+    """A Mamba(-2) mixer's sizes from ``{arch}.ssm.*``: inner_size ($d_{inner}$), state_size
+    ($d_{state}$), group_count ($n_g$; 0 for Mamba-1), time_step_rank (heads) and conv_kernel."""
+    out = {}
+    for field_, key in (("ssm_inner", "inner_size"), ("ssm_state", "state_size"), ("ssm_heads", "time_step_rank"),
+                        ("conv_kernel", "conv_kernel")):
+        v = _scalar(meta, f"{arch}.ssm.{key}")
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise K3InputError(f"gguf.{arch}.ssm.{key}", f"missing or not a positive integer in {source} (got {v!r})",
+                               "the Mamba layers' size")
+        out[field_] = v
+    out["ssm_groups"] = int(_scalar(meta, f"{arch}.ssm.group_count", 0) or 0)
+    return out
+
+
 def _warn_assumed(arch: str, source: str, assumed: list[str]) -> None:
     """One :class:`~k3lib.loaders.hf_config.AssumedFieldWarning`, worded as a config.json's: an
     unknown architecture names what was assumed; a known one with a missing key names that."""
@@ -381,12 +407,21 @@ def _architecture_and_assumptions(meta: dict, tensors: list[TensorInfo], *, id: 
         raise K3InputError(f"gguf.{arch}.nextn_predict_layers", f"{nextn} of {n_layers} layers in {source}",
                            "fewer than block_count")
     n_layers_main = n_layers - nextn
-    heads = req("attention.head_count")
+    pure_ssm = arch in MAMBA_GGUF_ARCHITECTURES + RWKV_GGUF_ARCHITECTURES and not _scalar(
+        meta, f"{arch}.attention.head_count")
+    if pure_ssm and arch in RWKV_GGUF_ARCHITECTURES:
+        heads = d // req("wkv.head_size")                    # RWKV: n_embd ÷ head size wkv heads
+    elif pure_ssm:
+        heads = req("ssm.time_step_rank") if arch == "mamba2" else 1
+    else:
+        heads = req("attention.head_count")
     head_count = _per_layer(meta, f"{arch}.attention.head_count", n_layers, heads)[:n_layers_main]
     kv_list = _per_layer(meta, f"{arch}.attention.head_count_kv", n_layers, None)[:n_layers_main]
     if unknown and meta.get(f"{arch}.attention.head_count_kv") is None:
         assumed.append(f"attention.head_count_kv = attention.head_count = {heads} (multi-head attention)")
     kv_list = [heads if k is None else k for k in kv_list]
+    if pure_ssm:                             # Mamba / RWKV: no attention layer at all
+        kv_list = [0] * n_layers_main
     if not _scalar(meta, f"{arch}.attention.key_length") and d % heads:
         raise K3InputError(f"gguf.{arch}.attention.head_count", f"{heads} heads do not divide embedding_length {d} "
                            f"in {source}, and attention.key_length is not given", "a divisor of embedding_length")
@@ -417,6 +452,7 @@ def _architecture_and_assumptions(meta: dict, tensors: list[TensorInfo], *, id: 
         recurrent = [i for i in range(n_layers_main) if (i + 1) % step]
     else:
         recurrent = [i for i in range(n_layers_main) if kv_list[i] == 0]
+    parallel = arch in PARALLEL_SSM_GGUF_ARCHITECTURES
     recur = set(recurrent)
     attn_layers = n_layers_main - len(recurrent)
     if kv_lora:
@@ -442,6 +478,8 @@ def _architecture_and_assumptions(meta: dict, tensors: list[TensorInfo], *, id: 
                    kv_heads=kv_attn, head_dim=key_len, v_head_dim=val_len if val_len != key_len else 0,
                    qk_norm=any(n.endswith(".attn_q_norm.weight") for n in shapes),
                    output_gate=len(q_shape) > 1 and q_shape[1] == 2 * q_heads * key_len)   # q and its gate fused
+        if parallel:                         # Falcon-H1: every attention layer also runs a Mamba-2 mixer
+            gqa.update(parallel_ssm=True, **_mamba_fields(meta, arch, source))
         # sliding layers' own head sizes (Gemma 4: 256 on sliding layers, 512 on full ones): llama.cpp reads
         # {arch}.attention.key_length_swa / value_length_swa for every architecture, each defaulting to the
         # full layers' size (n_embd_head_k_swa = n_embd_head_k_full, src/llama-model.cpp load_hparams), and
@@ -471,7 +509,17 @@ def _architecture_and_assumptions(meta: dict, tensors: list[TensorInfo], *, id: 
     if recurrent:
         conv = _scalar(meta, f"{arch}.ssm.conv_kernel") or 4
         state = _scalar(meta, f"{arch}.ssm.state_size")
-        if arch.startswith("kimi"):
+        if arch in MAMBA_GGUF_ARCHITECTURES:
+            m = _mamba_fields(meta, arch, source)
+            groups.append(AttentionGroup(kind="mamba", count=len(recurrent), num_heads=m["ssm_heads"], **m))
+        elif arch in RWKV_GGUF_ARCHITECTURES:
+            hs = req("wkv.head_size")
+            groups.append(AttentionGroup(kind="rwkv", count=len(recurrent), num_heads=d // hs, head_dim=hs))
+        elif arch in SHORTCONV_GGUF_ARCHITECTURES:
+            # LFM2: conv channels = n_embd, history L_cache − 1 (n_embd_r(), src/llama-hparams.cpp)
+            groups.append(AttentionGroup(kind="shortconv", count=len(recurrent), num_heads=1, ssm_inner=d,
+                                         conv_kernel=req("shortconv.l_cache")))
+        elif arch.startswith("kimi"):
             kda_dim = _scalar(meta, f"{arch}.kda.head_dim") or _scalar(meta, f"{arch}.kda_head_dim") or state
             if not kda_dim:
                 raise K3InputError(f"gguf.{arch}.ssm.state_size", f"missing in {source}: the KDA layers' head dim")
@@ -523,7 +571,8 @@ def _architecture_and_assumptions(meta: dict, tensors: list[TensorInfo], *, id: 
                       router_score_bias=f"blk.{first}.exp_probs_b.bias" in shapes,
                       shared_expert_gate=f"blk.{first}.ffn_gate_inp_shexp.weight" in shapes)
     else:
-        if not ffn:
+        no_ffn = pure_ssm and arch in MAMBA_GGUF_ARCHITECTURES and not any(".ffn_" in n for n in shapes)
+        if not ffn and not no_ffn:
             raise K3InputError(f"gguf.{arch}.feed_forward_length", f"missing in {source} (nor ffn_up tensors)")
         mlp = MLPSpec(dense_layers=n_layers_main, dense_intermediate=int(ffn))
     tie = "output.weight" not in shapes
@@ -536,7 +585,7 @@ def _architecture_and_assumptions(meta: dict, tensors: list[TensorInfo], *, id: 
     return Architecture(id=id, name=name or id, hidden_size=d, vocab_size=int(vocab), num_layers=n_layers_main,
                         attention=tuple(groups), mlp=mlp, max_context_tokens=int(ctx), tie_word_embeddings=tie,
                         native_formats={"*": "bf16"}, source=source, family=f"gguf:{arch}",
-                        norms_per_layer=norms if 2 < norms <= 8 else 2), assumed
+                        norms_per_layer=norms if 2 < norms <= 8 or (norms == 1 and pure_ssm) else 2), assumed
 
 
 def load_gguf(path: "str | os.PathLike[str]", *, id: str | None = None) -> LoadedModel:

@@ -38,6 +38,9 @@ _MLA = {"attention.key_length": 576, "attention.value_length": 512, "rope.dimens
         "attention.key_length_mla": 192, "attention.value_length_mla": 128, "attention.q_lora_rank": 256,
         "attention.kv_lora_rank": 512}
 _MOE = {"expert_count": 4, "expert_used_count": 2, "expert_feed_forward_length": 256}
+#: a Mamba-2 mixer: d_inner 512 in 8 heads of 64, d_state 64, 2 groups, conv kernel 4
+_SSM = {"ssm.conv_kernel": 4, "ssm.inner_size": 512, "ssm.state_size": 64, "ssm.time_step_rank": 8,
+        "ssm.group_count": 2}
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("llama-gqa", "llama", {**_base(256, 4, 4, 2, 512)},
@@ -70,6 +73,21 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
                                        "attn_res.block_size": 2, "activation.situ_beta": 4.0,
                                        "activation.situ_linear_beta": 25.0},
            "Kimi K3's layout in miniature: KDA state layers + MLA latent cache"),
+    Family("falcon-h1", "falcon-h1", {**_base(256, 4, 4, 2, 512), "attention.key_length": 64,
+                                      "attention.value_length": 64, **_SSM},
+           "parallel hybrid: every layer caches K and V and holds a Mamba-2 state (R and S) beside it"),
+    Family("mamba2", "mamba2", {"context_length": 65536, "embedding_length": 256, "block_count": 4,
+                                "feed_forward_length": 0, "attention.head_count": 0,
+                                "attention.layer_norm_rms_epsilon": 1e-5, "vocab_size": VOCAB, **_SSM},
+           "pure Mamba-2: no KV cache, no FFN; R = (d_conv−1)(d_inner + 2·n_group·d_state), S = d_state·d_inner"),
+    Family("rwkv7", "rwkv7", {"context_length": 65536, "embedding_length": 256, "block_count": 4,
+                              "feed_forward_length": 1024, "attention.head_count": 0,
+                              "attention.layer_norm_epsilon": 1e-5, "vocab_size": VOCAB, "wkv.head_size": 64,
+                              "attention.decay_lora_rank": 32, "attention.iclr_lora_rank": 32,
+                              "attention.value_residual_mix_lora_rank": 32, "attention.gate_lora_rank": 64},
+           "pure RWKV-7: no KV cache; R = 2 token shifts × D, S = D × head size"),
+    Family("lfm2-shortconv", "lfm2", {**_base(256, 6, 4, [0, 0, 2, 0, 0, 2], 512), "shortconv.l_cache": 3},
+           "short-conv hybrid (LFM2): 2 attention layers + 4 short-conv layers of state D·(L_cache−1)"),
 )}
 
 

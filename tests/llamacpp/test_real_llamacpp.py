@@ -52,6 +52,8 @@ def test_tensor_table_matches_llamacpp(tier_models, family):
 #: (measured gaps; the memory figures of a GGUF come from its tensor table and are unaffected)
 _PARAM_GAPS = {
     "kimi-k3-tiny": "Kimi K3's attention-residual scores (2·D per layer + D: 2,304 here) are not in the architecture",
+    "rwkv7": "RWKV-7's low-rank decay/iclr/value/gate adapters, token-shift mixes and layer-norm biases are not in "
+             "the architecture, and its channel mix (2·D·F) is counted as a gated MLP (3·D·F): 4,457,728 vs 3,756,032",
 }
 
 
@@ -79,7 +81,8 @@ def test_recipe_reproduces_llamacpp_quantize(tier_models, family, ftype):
 
 #: (lowest, highest) % error of the compute-buffer model per family: the bands its docstring states
 COMPUTE_BANDS = {"llama-gqa": (-2, 4), "qwen3": (-2, 4), "gemma3-iswa": (-2, 4), "qwen3moe": (-11, 2),
-                 "qwen3next-hybrid": (-7, 0), "deepseek2-mla-moe": (-18, 1), "kimi-k3-tiny": (-18, 3)}
+                 "qwen3next-hybrid": (-7, 0), "deepseek2-mla-moe": (-18, 1), "kimi-k3-tiny": (-18, 3),
+                 "falcon-h1": (-9, 0), "mamba2": (0, 9), "rwkv7": (-2, 0), "lfm2-shortconv": (-1, 2)}
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
