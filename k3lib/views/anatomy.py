@@ -13,10 +13,12 @@ one bar per GPU.
 >>> float(df[(df.GPU == "GPU 0 (node 0)") & (df.component == "KV cache")]["GiB"].iloc[0])  # 2·80·4·128·2 B·32,768
 5.0
 """
+
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -42,8 +44,10 @@ def verdict_html(plan: Plan) -> str:
     """
     word = "FITS" if plan.fits else "DOES NOT FIT"
     rest = plan.verdict().split(" — ", 1)[1]
-    return (f'<p style="color:{VERDICT_COLOURS[plan.fits]};font-size:14px"><b>{word}</b> — '
-            f"{plan.model.id} · {html.escape(rest)}</p>")
+    return (
+        f'<p style="color:{VERDICT_COLOURS[plan.fits]};font-size:14px"><b>{word}</b> — '
+        f"{plan.model.id} · {html.escape(rest)}</p>"
+    )
 
 
 def verdict_line(plan: Plan):
@@ -64,24 +68,38 @@ def per_gpu_frame(plan: Plan, *, unit: str = "GiB") -> pd.DataFrame:
         for _ in range(share.gpus):
             label = f"GPU {gpu} (node {gpu // per_node}" + (f", stage {share.stage})" if plan.pp > 1 else ")")
             for order, (name, n) in enumerate(share.components().items()):
-                rows.append({"GPU": label, "node": gpu // per_node, "stage": share.stage, "component": name,
-                             "order": order, unit: _size(n, unit), "available": _size(share.available_bytes, unit)})
+                rows.append(
+                    {
+                        "GPU": label,
+                        "node": gpu // per_node,
+                        "stage": share.stage,
+                        "component": name,
+                        "order": order,
+                        unit: _size(n, unit),
+                        "available": _size(share.available_bytes, unit),
+                    }
+                )
             gpu += 1
     return pd.DataFrame(rows)
 
 
-def gpu_chart(plan: Plan, *, unit: str = "GiB", width: int = 620) -> "alt.LayerChart":
+def gpu_chart(plan: Plan, *, unit: str = "GiB", width: int = 620) -> alt.LayerChart:
     """One bar per GPU, stacked by what it holds (weights TP splits, weights every GPU keeps
     whole, routed experts, KV cache, activation, communicator buffers, CUDA runtime), with a
     dashed rule at what the GPU can use. The title names no verdict: show :func:`verdict_line`
     above it."""
     from k3lib.views.charts_parallel import per_gpu_stacked_bar
 
-    title = (f"{plan.model.id} on {plan.gpus}× {plan.gpu.id}, {plan.layout.describe()}: "
-             f"memory on each GPU ({unit}); dashed line = usable memory")
+    title = (
+        f"{plan.model.id} on {plan.gpus}× {plan.gpu.id}, {plan.layout.describe()}: "
+        f"memory on each GPU ({unit}); dashed line = usable memory"
+    )
     chart = per_gpu_stacked_bar(per_gpu_frame(plan, unit=unit), unit=unit, title=title, width=width)
-    return chart.configure_axis(labelFontSize=12, titleFontSize=12).configure_legend(
-        labelFontSize=12, titleFontSize=12, orient="bottom", columns=4).configure_title(fontSize=13)
+    return (
+        chart.configure_axis(labelFontSize=12, titleFontSize=12)
+        .configure_legend(labelFontSize=12, titleFontSize=12, orient="bottom", columns=4)
+        .configure_title(fontSize=13)
+    )
 
 
 def anatomy_table(plans: Mapping[str, Plan], *, unit: str = "GiB") -> pd.DataFrame:
@@ -92,20 +110,34 @@ def anatomy_table(plans: Mapping[str, Plan], *, unit: str = "GiB") -> pd.DataFra
     rows = []
     for name, p in plans.items():
         g = p.per_gpu
-        rows.append({"model": name, "layout": f"{p.gpus}× {p.gpu.id}, {p.layout.describe()}",
-                     "context": context_label(p.context_tokens),
-                     f"weights ({unit})": _size(g.weights_bytes, unit), f"KV cache ({unit})": _size(g.kv_cache_bytes, unit),
-                     f"activation ({unit})": _size(g.activation_bytes, unit),
-                     f"overhead ({unit})": _size(g.overhead_bytes, unit),
-                     f"total ({unit})": _size(g.total_bytes, unit), f"usable ({unit})": _size(g.available_bytes, unit),
-                     f"headroom ({unit})": _size(g.headroom_bytes, unit),
-                     "weights share (%)": round(100 * g.weights_bytes / g.total_bytes, 1), "fits": p.fits})
+        rows.append(
+            {
+                "model": name,
+                "layout": f"{p.gpus}× {p.gpu.id}, {p.layout.describe()}",
+                "context": context_label(p.context_tokens),
+                f"weights ({unit})": _size(g.weights_bytes, unit),
+                f"KV cache ({unit})": _size(g.kv_cache_bytes, unit),
+                f"activation ({unit})": _size(g.activation_bytes, unit),
+                f"overhead ({unit})": _size(g.overhead_bytes, unit),
+                f"total ({unit})": _size(g.total_bytes, unit),
+                f"usable ({unit})": _size(g.available_bytes, unit),
+                f"headroom ({unit})": _size(g.headroom_bytes, unit),
+                "weights share (%)": round(100 * g.weights_bytes / g.total_bytes, 1),
+                "fits": p.fits,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def min_gpus_table(*, model: str, weights: str, kv_dtype: str, gpu: str,
-                   cases: "tuple[tuple[str, int], ...]" = (("256K", 1), ("1M", 1), ("256K", 64)),
-                   unit: str = "GiB") -> pd.DataFrame:
+def min_gpus_table(
+    *,
+    model: str,
+    weights: str,
+    kv_dtype: str,
+    gpu: str,
+    cases: tuple[tuple[str, int], ...] = (("256K", 1), ("1M", 1), ("256K", 64)),
+    unit: str = "GiB",
+) -> pd.DataFrame:
     """The fewest deployable GPUs (one node up to 8, then whole nodes) for each (context, batch)
     case, beside one copy of its KV cache $B·(T·kv_{tok} + S)$ — what moves the count."""
     from k3lib.core.memory import kv_cache_bytes
@@ -117,9 +149,16 @@ def min_gpus_table(*, model: str, weights: str, kv_dtype: str, gpu: str,
     rows = []
     for context, batch in cases:
         T = parse_context_tokens(context)
-        rows.append({"context": context_label(T), "batch": batch,
-                     f"KV cache, one copy ({unit})": _size(kv_cache_bytes(spec, context_tokens=T, batch=batch,
-                                                                          kv_dtype=kv_dtype), unit),
-                     f"fewest {gpu}": min_gpus(model=spec, weights=weights, kv_dtype=kv_dtype, context=T, gpu=gpu,
-                                               batch=batch)})
+        rows.append(
+            {
+                "context": context_label(T),
+                "batch": batch,
+                f"KV cache, one copy ({unit})": _size(
+                    kv_cache_bytes(spec, context_tokens=T, batch=batch, kv_dtype=kv_dtype), unit
+                ),
+                f"fewest {gpu}": min_gpus(
+                    model=spec, weights=weights, kv_dtype=kv_dtype, context=T, gpu=gpu, batch=batch
+                ),
+            }
+        )
     return pd.DataFrame(rows)

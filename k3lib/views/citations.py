@@ -8,6 +8,7 @@ only illustrates a point, the arithmetic about it lives in 07.
 section “KV Cache: The Variable That Grows With Context”.
 What holds of it for the real K3: [07 · the guide audit](07-guide-audit.ipynb).
 """
+
 from __future__ import annotations
 
 from k3lib.guides.claims import get_claim, profile
@@ -27,5 +28,7 @@ def guide_quote(*claim_ids: str) -> str:
     if not claims or len({c.guide for c in claims}) != 1:
         raise ValueError("quote one or more claims of one guide")
     words = " … ".join(c.quote.rstrip() for c in claims)
-    return (f"> “{words}”\n\n— {guide_source(claims[0].guide)},\nsection “{claims[0].section}”.\n"
-            f"What holds of it for the real K3: {AUDIT_LINK}.")
+    return (
+        f"> “{words}”\n\n— {guide_source(claims[0].guide)},\nsection “{claims[0].section}”.\n"
+        f"What holds of it for the real K3: {AUDIT_LINK}."
+    )

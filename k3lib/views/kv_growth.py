@@ -12,9 +12,11 @@ what each decoded token reads, and what a cache budget buys (sequences served at
 >>> int(t["sequences that fit"].iloc[0])   # 40 GiB / (327,680 B × 32,768)
 4
 """
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -33,8 +35,15 @@ LESSON_MODELS = ("kimi-k3", "llama-3.1-70b", "qwen3-next-80b")
 CONTEXT_CHOICES = ("4K", "8K", "32K", "64K", "128K", "256K", "512K", "1M")
 
 
-def timeline_frame(models: Sequence[str] = LESSON_MODELS, *, prompt_tokens: int = 8192, output_tokens: int = 8192,
-                   kv_dtype: str = "bf16", points: int = 32, unit: str = "GiB") -> pd.DataFrame:
+def timeline_frame(
+    models: Sequence[str] = LESSON_MODELS,
+    *,
+    prompt_tokens: int = 8192,
+    output_tokens: int = 8192,
+    kv_dtype: str = "bf16",
+    points: int = 32,
+    unit: str = "GiB",
+) -> pd.DataFrame:
     """The cache of one sequence, step by step: ``model | step | phase | tokens in cache |
     kv_cache_<unit>``. Step 0 is before the request; step 1 is the prefill, which writes all
     ``prompt_tokens`` at once; each later step decodes one token (sampled to about ``points``
@@ -49,12 +58,19 @@ def timeline_frame(models: Sequence[str] = LESSON_MODELS, *, prompt_tokens: int 
         steps += [(1 + i, "decode", prompt_tokens + i) for i in range(every, output_tokens + 1, every)]
         for step, phase, tokens in steps:
             size = kv_cache_bytes(spec, context_tokens=tokens, batch=1, kv_dtype=kv_dtype) if tokens else 0
-            rows.append({"model": spec.id, "step": step, "phase": phase, "tokens in cache": tokens,
-                         f"kv_cache_{unit}": _size(size, unit)})
+            rows.append(
+                {
+                    "model": spec.id,
+                    "step": step,
+                    "phase": phase,
+                    "tokens in cache": tokens,
+                    f"kv_cache_{unit}": _size(size, unit),
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def timeline_chart(df: pd.DataFrame, *, width: int = 600) -> "alt.LayerChart":
+def timeline_chart(df: pd.DataFrame, *, width: int = 600) -> alt.LayerChart:
     """The cache against the step (:func:`timeline_frame`): one line per model, the prefill a
     vertical jump at step 1, then one token per decode step."""
     import altair as alt
@@ -64,38 +80,71 @@ def timeline_chart(df: pd.DataFrame, *, width: int = 600) -> "alt.LayerChart":
     base = alt.Chart(df).encode(
         x=alt.X("step:Q", title="step (1 = prefill of the whole prompt; then one decoded token per step)"),
         y=alt.Y(f"{value}:Q", title=f"KV cache of one sequence ({unit})"),
-        color=alt.Color("model:N", title="model", legend=alt.Legend(orient="bottom")))
+        color=alt.Color("model:N", title="model", legend=alt.Legend(orient="bottom")),
+    )
     line = base.mark_line(strokeWidth=2.5)
     dots = base.mark_point(filled=True, size=40).encode(
         shape=alt.Shape("phase:N", title="phase", sort=["before", "prefill", "decode"]),
-        tooltip=["model:N", "phase:N", alt.Tooltip("tokens in cache:Q", format=","),
-                 alt.Tooltip(f"{value}:Q", format=",.2f")])
-    return alt.layer(line, dots).properties(
-        title=f"Prefill writes the prompt's keys and values at once; each decode step adds one token ({unit})",
-        width=width).configure_axis(labelFontSize=12, titleFontSize=12).configure_legend(
-        labelFontSize=12, titleFontSize=12).configure_title(fontSize=13)
+        tooltip=[
+            "model:N",
+            "phase:N",
+            alt.Tooltip("tokens in cache:Q", format=","),
+            alt.Tooltip(f"{value}:Q", format=",.2f"),
+        ],
+    )
+    return (
+        alt.layer(line, dots)
+        .properties(
+            title=f"Prefill writes the prompt's keys and values at once; each decode step adds one token ({unit})",
+            width=width,
+        )
+        .configure_axis(labelFontSize=12, titleFontSize=12)
+        .configure_legend(labelFontSize=12, titleFontSize=12)
+        .configure_title(fontSize=13)
+    )
 
 
-def decode_step_table(models: Sequence[str] = LESSON_MODELS, *, contexts: Sequence[object] = ("8K", "128K"),
-                      kv_dtype: str = "bf16", unit: str = "GiB") -> pd.DataFrame:
+def decode_step_table(
+    models: Sequence[str] = LESSON_MODELS,
+    *,
+    contexts: Sequence[object] = ("8K", "128K"),
+    kv_dtype: str = "bf16",
+    unit: str = "GiB",
+) -> pd.DataFrame:
     """What one decoded token costs at context $T$, with and without a cache: the cache it reads
     ($T·kv_{tok} + S$), the FLOPs of the weights' matrix products with a cache ($2·P_{active}$)
     and without ($2·P_{active}·T$: the whole prefix again), in GFLOP (10^9)."""
     rows = []
     for m in models:
         spec = get_model(m)
+        active = spec.params_active
+        if active is None:
+            raise K3InputError("models", f"{spec.id} publishes no active parameter count", ", ".join(LESSON_MODELS))
         for c in contexts:
             T = parse_context_tokens(c)
-            rows.append({"model": spec.id, "context": context_label(T), "tokens T": T,
-                         f"cache read per token ({unit})": _size(kv_cache_bytes(spec, context_tokens=T, batch=1,
-                                                                                 kv_dtype=kv_dtype), unit),
-                         "GFLOP per token, with cache": round(2 * spec.params_active / 1e9, 1),
-                         "GFLOP per token, without cache": round(2 * spec.params_active * T / 1e9)})
+            rows.append(
+                {
+                    "model": spec.id,
+                    "context": context_label(T),
+                    "tokens T": T,
+                    f"cache read per token ({unit})": _size(
+                        kv_cache_bytes(spec, context_tokens=T, batch=1, kv_dtype=kv_dtype), unit
+                    ),
+                    "GFLOP per token, with cache": round(2 * active / 1e9, 1),
+                    "GFLOP per token, without cache": round(2 * active * T / 1e9),
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def sequences_table(models: Sequence[str] = LESSON_MODELS, *, budget_bytes: int, contexts: Sequence[object],
-                    kv_dtype: str = "bf16", unit: str = "GiB") -> pd.DataFrame:
+def sequences_table(
+    models: Sequence[str] = LESSON_MODELS,
+    *,
+    budget_bytes: int,
+    contexts: Sequence[object],
+    kv_dtype: str = "bf16",
+    unit: str = "GiB",
+) -> pd.DataFrame:
     """How many sequences of each context a cache budget holds:
     $\\lfloor M_{KV} / (T·kv_{tok} + S) \\rfloor$ (one copy of the cache; sliding layers capped); a
     context longer than the model's maximum gives no row."""
@@ -106,32 +155,50 @@ def sequences_table(models: Sequence[str] = LESSON_MODELS, *, budget_bytes: int,
         spec = get_model(m)
         for c in contexts:
             T = parse_context_tokens(c)
-            if T > spec.max_context_tokens:   # the model cannot serve it: no row
+            if T > spec.max_context_tokens:  # the model cannot serve it: no row
                 continue
             per_seq = kv_cache_bytes(spec, context_tokens=T, batch=1, kv_dtype=kv_dtype)
-            rows.append({"model": spec.id, "context": context_label(T), "tokens T": T,
-                         f"KV per sequence ({unit})": _size(per_seq, unit),
-                         f"budget ({unit})": _size(budget_bytes, unit),
-                         "sequences that fit": budget_bytes // per_seq})
+            rows.append(
+                {
+                    "model": spec.id,
+                    "context": context_label(T),
+                    "tokens T": T,
+                    f"KV per sequence ({unit})": _size(per_seq, unit),
+                    f"budget ({unit})": _size(budget_bytes, unit),
+                    "sequences that fit": budget_bytes // per_seq,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def sequences_chart(df: pd.DataFrame, *, width: int = 560) -> "alt.LayerChart":
+def sequences_chart(df: pd.DataFrame, *, width: int = 560) -> alt.LayerChart:
     """Sequences that fit against context (:func:`sequences_table`), one line per model, log scales."""
     import altair as alt
 
     label = "datum.value >= 1048576 ? (datum.value / 1048576) + 'M' : (datum.value / 1024) + 'K'"
     data = df[df["sequences that fit"] > 0]
     base = alt.Chart(data).encode(
-        x=alt.X("tokens T:Q", scale=alt.Scale(type="log", base=2), title="context T (tokens; K = 1,024)",
-                axis=alt.Axis(labelExpr=label, values=sorted(set(data["tokens T"])))),
+        x=alt.X(
+            "tokens T:Q",
+            scale=alt.Scale(type="log", base=2),
+            title="context T (tokens; K = 1,024)",
+            axis=alt.Axis(labelExpr=label, values=sorted(set(data["tokens T"]))),
+        ),
         y=alt.Y("sequences that fit:Q", scale=alt.Scale(type="log"), title="sequences that fit the budget"),
-        color=alt.Color("model:N", title="model", legend=alt.Legend(orient="bottom")))
-    return alt.layer(base.mark_line(strokeWidth=2.5), base.mark_point(filled=True, size=40).encode(
-        tooltip=["model:N", "context:N", alt.Tooltip("sequences that fit:Q", format=",")])).properties(
-        title="What a cache budget buys: sequences served at once", width=width).configure_axis(
-        labelFontSize=12, titleFontSize=12).configure_legend(labelFontSize=12, titleFontSize=12).configure_title(
-        fontSize=13)
+        color=alt.Color("model:N", title="model", legend=alt.Legend(orient="bottom")),
+    )
+    return (
+        alt.layer(
+            base.mark_line(strokeWidth=2.5),
+            base.mark_point(filled=True, size=40).encode(
+                tooltip=["model:N", "context:N", alt.Tooltip("sequences that fit:Q", format=",")]
+            ),
+        )
+        .properties(title="What a cache budget buys: sequences served at once", width=width)
+        .configure_axis(labelFontSize=12, titleFontSize=12)
+        .configure_legend(labelFontSize=12, titleFontSize=12)
+        .configure_title(fontSize=13)
+    )
 
 
 def cache_models() -> list[str]:
@@ -149,8 +216,9 @@ def context_choices(model: str) -> list[str]:
     return [c for c in CONTEXT_CHOICES if parse_context_tokens(c) <= top]
 
 
-def kv_update(*, model: str, kv_dtype: str, context: str, budget_gib: float,
-              unit: str = "GiB") -> "tuple[pd.DataFrame | None, str]":
+def kv_update(
+    *, model: str, kv_dtype: str, context: str, budget_gib: float, unit: str = "GiB"
+) -> tuple[pd.DataFrame | None, str]:
     """The KV explorer's answer: a one-row table (bytes per token, state, one sequence, the
     budget, sequences that fit) and one line saying how many sequences the budget holds.
 
@@ -166,11 +234,21 @@ def kv_update(*, model: str, kv_dtype: str, context: str, budget_gib: float,
     per_seq = kv_cache_bytes(spec, context_tokens=T, batch=1, kv_dtype=d)
     state = kv_cache_bytes(spec, context_tokens=0, batch=1, kv_dtype=d) if isinstance(spec, Architecture) else 0
     n = int(budget_gib * 2**30) // per_seq
-    df = pd.DataFrame([{"KV B per token": kv_bytes_per_token(spec, d), f"state per sequence ({unit})": _size(state, unit),
-                        f"one sequence ({unit})": _size(per_seq, unit), f"budget ({unit})": budget_gib,
-                        "sequences that fit": n}])
-    line = (f"{spec.id}, {d.name} cache, {context_label(T)} context: {per_seq / 2**30:,.2f} GiB per sequence, "
-            f"so {budget_gib:g} GiB holds {n:,} sequence{'s' if n != 1 else ''}")
+    df = pd.DataFrame(
+        [
+            {
+                "KV B per token": kv_bytes_per_token(spec, d),
+                f"state per sequence ({unit})": _size(state, unit),
+                f"one sequence ({unit})": _size(per_seq, unit),
+                f"budget ({unit})": budget_gib,
+                "sequences that fit": n,
+            }
+        ]
+    )
+    line = (
+        f"{spec.id}, {d.name} cache, {context_label(T)} context: {per_seq / 2**30:,.2f} GiB per sequence, "
+        f"so {budget_gib:g} GiB holds {n:,} sequence{'s' if n != 1 else ''}"
+    )
     return df, line
 
 
@@ -187,16 +265,24 @@ def kv_explorer(*, model: str = "kimi-k3", kv_dtype: str = "bf16", context: str 
     contexts = context_choices(model)
     controls = {
         "model": w.Dropdown(options=models, value=model, description="model", style=style, layout=layout),
-        "kv_dtype": w.Dropdown(options=[d.id for d in kv_dtypes()], value=kv_dtype, description="KV dtype",
-                               style=style, layout=layout),
-        "context": w.SelectionSlider(options=contexts, value=context if context in contexts else contexts[-1],
-                                     description="context", style=style, layout=layout),
-        "budget_gib": w.IntSlider(value=budget_gib, min=8, max=1024, step=8, description="budget GiB",
-                                  style=style, layout=layout),
+        "kv_dtype": w.Dropdown(
+            options=[d.id for d in kv_dtypes()], value=kv_dtype, description="KV dtype", style=style, layout=layout
+        ),
+        "context": w.SelectionSlider(
+            options=contexts,
+            value=context if context in contexts else contexts[-1],
+            description="context",
+            style=style,
+            layout=layout,
+        ),
+        "budget_gib": w.IntSlider(
+            value=budget_gib, min=8, max=1024, step=8, description="budget GiB", style=style, layout=layout
+        ),
     }
     out = w.Output()
-    box = w.VBox([w.HBox([controls["model"], controls["kv_dtype"]]),
-                  w.HBox([controls["context"], controls["budget_gib"]]), out])
+    box = w.VBox(
+        [w.HBox([controls["model"], controls["kv_dtype"]]), w.HBox([controls["context"], controls["budget_gib"]]), out]
+    )
 
     def recontext(_change: object = None) -> None:
         slider = controls["context"]
@@ -218,7 +304,7 @@ def kv_explorer(*, model: str = "kimi-k3", kv_dtype: str = "bf16", context: str 
         shown = [{"output_type": "stream", "name": "stdout", "text": line + "\n"}]
         if df is not None:
             shown.append(_display_output(reader_table(df)))
-        out.outputs = tuple(shown)   # one trait update (see widgets.explorer: no `with out:` capture)
+        out.outputs = tuple(shown)  # one trait update (see widgets.explorer: no `with out:` capture)
 
     controls["model"].observe(recontext, names="value")
     for ctl in controls.values():

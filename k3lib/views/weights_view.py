@@ -9,9 +9,11 @@ its format's bits $b_g$, block scales included (MXFP4: 32 four-bit values and on
 >>> t["bits per weight"].tolist(), t["GiB per billion params"].tolist()
 ([16.0, 4.25], [1.86, 0.49])
 """
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -29,9 +31,16 @@ if TYPE_CHECKING:  # pragma: no cover
 LESSON_FORMATS = ("bf16", "fp8", "q8_0", "q6_k", "q4_k_m", "mxfp4", "q2_k")
 #: what the explorer offers: the checkpoint's own mix, then one format everywhere
 EXPLORER_FORMATS = ("native", *LESSON_FORMATS)
-GROUP_NAMES = {"embedding": "embedding", "lm_head": "output head", "attention": "attention",
-               "dense_mlp": "dense MLP", "shared_experts": "shared experts", "routed_experts": "routed experts",
-               "moe_other": "routers, gates", "norms": "norms"}
+GROUP_NAMES = {
+    "embedding": "embedding",
+    "lm_head": "output head",
+    "attention": "attention",
+    "dense_mlp": "dense MLP",
+    "shared_experts": "shared experts",
+    "routed_experts": "routed experts",
+    "moe_other": "routers, gates",
+    "norms": "norms",
+}
 
 
 def format_bits_table(formats: Sequence[str] = LESSON_FORMATS) -> pd.DataFrame:
@@ -41,9 +50,16 @@ def format_bits_table(formats: Sequence[str] = LESSON_FORMATS) -> pd.DataFrame:
     for f in formats:
         fmt = get_weight_format(f)
         b = fmt.bits
-        rows.append({"format": fmt.id, "name": fmt.name, "bits per weight": round(b, 4),
-                     "bytes per param": round(b / 8, 4), "GiB per billion params": round(1e9 * b / 8 / 2**30, 2),
-                     "how it is stored": fmt.notes or "—"})
+        rows.append(
+            {
+                "format": fmt.id,
+                "name": fmt.name,
+                "bits per weight": round(b, 4),
+                "bytes per param": round(b / 8, 4),
+                "GiB per billion params": round(1e9 * b / 8 / 2**30, 2),
+                "how it is stored": fmt.notes or "—",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -68,46 +84,73 @@ def tensor_formats_table(model: str = "kimi-k3", weights: str = "native", *, uni
     for g, n in spec.param_groups().items():
         if not n:
             continue
-        rows.append({"model": spec.id, "tensors": GROUP_NAMES.get(g, g), "params (billions)": round(n / 1e9, 2),
-                     "format": names.get(g, names.get("*")), "bits per weight": bits.get(g, bits.get("*")),
-                     f"weights ({unit})": _size(by_group[g], unit),
-                     "share of weights (%)": round(100 * by_group[g] / total, 1)})
+        rows.append(
+            {
+                "model": spec.id,
+                "tensors": GROUP_NAMES.get(g, g),
+                "params (billions)": round(n / 1e9, 2),
+                "format": names.get(g, names.get("*")),
+                "bits per weight": bits.get(g, bits.get("*")),
+                f"weights ({unit})": _size(by_group[g], unit),
+                "share of weights (%)": round(100 * by_group[g] / total, 1),
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def tensors_chart(df: pd.DataFrame, *, unit: str = "GiB", width: int = 600) -> "alt.Chart":
+def tensors_chart(df: pd.DataFrame, *, unit: str = "GiB", width: int = 600) -> alt.Chart:
     """One horizontal bar per model, split by tensor group, each segment labelled by its format in
     the tooltip; ``df``: :func:`tensor_formats_table` rows of one or more models. Each bar is
     normalised to 100 % so a 2.8T and a 70B model read side by side."""
     import altair as alt
 
     value = f"weights ({unit})"
-    return alt.Chart(df).mark_bar().encode(
-        y=alt.Y("model:N", title=None, sort=None),
-        x=alt.X(f"sum({value}):Q", stack="normalize", title="share of the weights' bytes",
-                axis=alt.Axis(format="%")),
-        color=alt.Color("tensors:N", title="tensors", legend=alt.Legend(orient="bottom", columns=4)),
-        tooltip=["model:N", "tensors:N", "format:N", alt.Tooltip("bits per weight:Q", format=".2f"),
-                 alt.Tooltip(f"{value}:Q", format=",.2f"), "share of weights (%):Q"],
-    ).properties(title=f"Where the weight bytes are, by tensor group ({unit} = 2^30 bytes)", width=width).configure_axis(
-        labelFontSize=12, titleFontSize=12).configure_legend(labelFontSize=12, titleFontSize=12).configure_title(
-        fontSize=13)
+    return (
+        alt.Chart(df)
+        .mark_bar()
+        .encode(
+            y=alt.Y("model:N", title=None, sort=None),
+            x=alt.X(
+                f"sum({value}):Q", stack="normalize", title="share of the weights' bytes", axis=alt.Axis(format="%")
+            ),
+            color=alt.Color("tensors:N", title="tensors", legend=alt.Legend(orient="bottom", columns=4)),
+            tooltip=[
+                "model:N",
+                "tensors:N",
+                "format:N",
+                alt.Tooltip("bits per weight:Q", format=".2f"),
+                alt.Tooltip(f"{value}:Q", format=",.2f"),
+                "share of weights (%):Q",
+            ],
+        )
+        .properties(title=f"Where the weight bytes are, by tensor group ({unit} = 2^30 bytes)", width=width)
+        .configure_axis(labelFontSize=12, titleFontSize=12)
+        .configure_legend(labelFontSize=12, titleFontSize=12)
+        .configure_title(fontSize=13)
+    )
 
 
-def bits_chart(df: pd.DataFrame, *, width: int = 560) -> "alt.LayerChart":
+def bits_chart(df: pd.DataFrame, *, width: int = 560) -> alt.LayerChart:
     """Bits per weight by format (bars, labelled): ``df`` is :func:`format_bits_table`."""
     import altair as alt
 
-    base = alt.Chart(df).encode(y=alt.Y("format:N", sort=None, title="format"),
-                                x=alt.X("bits per weight:Q", title="bits per weight, block scales included"))
-    bars = base.mark_bar(color="#4c78a8").encode(tooltip=["format:N", "name:N", "bits per weight:Q",
-                                                          "how it is stored:N"])
+    base = alt.Chart(df).encode(
+        y=alt.Y("format:N", sort=None, title="format"),
+        x=alt.X("bits per weight:Q", title="bits per weight, block scales included"),
+    )
+    bars = base.mark_bar(color="#4c78a8").encode(
+        tooltip=["format:N", "name:N", "bits per weight:Q", "how it is stored:N"]
+    )
     text = base.mark_text(align="left", dx=4, fontSize=12).encode(text=alt.Text("bits per weight:Q", format=".3g"))
-    return alt.layer(bars, text).properties(title="Bits per weight by storage format", width=width).configure_axis(
-        labelFontSize=12, titleFontSize=12).configure_title(fontSize=13)
+    return (
+        alt.layer(bars, text)
+        .properties(title="Bits per weight by storage format", width=width)
+        .configure_axis(labelFontSize=12, titleFontSize=12)
+        .configure_title(fontSize=13)
+    )
 
 
-def weights_update(*, model: str, weights: str, unit: str = "GiB") -> "tuple[pd.DataFrame | None, str]":
+def weights_update(*, model: str, weights: str, unit: str = "GiB") -> tuple[pd.DataFrame | None, str]:
     """The explorer's answer for one (model, format): its per-group table and one line
     ``<model> in <format>: <P> billion parameters × <b> bits = <W> GiB``; a bad value gives
     ``(None, "parameter <name>: …")`` and no number.
@@ -121,8 +164,10 @@ def weights_update(*, model: str, weights: str, unit: str = "GiB") -> "tuple[pd.
     except K3InputError as exc:
         return None, f"parameter {exc.field}: {exc}" if hasattr(exc, "field") else str(exc)
     n = weights_bytes(spec, weights)
-    line = (f"{spec.id} in {weights}: {spec.params_total / 1e9:,.2f} billion parameters × "
-            f"{n * 8 / spec.params_total:.2f} bits on average = {n / 2**30:,.2f} GiB ({n / 1e9:,.2f} GB)")
+    line = (
+        f"{spec.id} in {weights}: {spec.params_total / 1e9:,.2f} billion parameters × "
+        f"{n * 8 / spec.params_total:.2f} bits on average = {n / 2**30:,.2f} GiB ({n / 1e9:,.2f} GB)"
+    )
     return df, line
 
 
@@ -135,10 +180,12 @@ def weights_explorer(*, model: str = "kimi-k3", weights: str = "native"):
     from k3lib.views.widgets import _display_output
 
     style, layout = {"description_width": "70px"}, w.Layout(width="300px")
-    controls = {"model": w.Dropdown(options=architectures(), value=model, description="model", style=style,
-                                    layout=layout),
-                "weights": w.Dropdown(options=list(EXPLORER_FORMATS), value=weights, description="format",
-                                      style=style, layout=layout)}
+    controls = {
+        "model": w.Dropdown(options=architectures(), value=model, description="model", style=style, layout=layout),
+        "weights": w.Dropdown(
+            options=list(EXPLORER_FORMATS), value=weights, description="format", style=style, layout=layout
+        ),
+    }
     out = w.Output()
     box = w.VBox([w.HBox(list(controls.values())), out])
 
@@ -148,7 +195,7 @@ def weights_explorer(*, model: str = "kimi-k3", weights: str = "native"):
         shown = [{"output_type": "stream", "name": "stdout", "text": line + "\n"}]
         if df is not None:
             shown.append(_display_output(reader_table(df.drop(columns="model"))))
-        out.outputs = tuple(shown)   # one trait update (see widgets.explorer: no `with out:` capture)
+        out.outputs = tuple(shown)  # one trait update (see widgets.explorer: no `with out:` capture)
 
     for ctl in controls.values():
         ctl.observe(refresh, names="value")

@@ -4,21 +4,21 @@ Every number in the prose and the exercises' answers is computed here by k3lib (
 
 Usage:  .venv/bin/python scripts/notebooks/00_vram_anatomy.py
 """
+
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nbtool import build, code, exercise, md, nav, objectives, parameters  # noqa: E402
+from nbtool import build, code, exercise, md, nav, objectives, parameters
 
-from k3lib.core.memory import kv_cache_bytes, weights_bytes  # noqa: E402
-from k3lib.core.models import get_model  # noqa: E402
-from k3lib.core.plan import make_plan  # noqa: E402
-from k3lib.views.citations import AUDIT_LINK, guide_quote  # noqa: E402
-from k3lib.views.tables import one_copy_bytes  # noqa: E402
+from k3lib.core.memory import kv_cache_bytes, weights_bytes
+from k3lib.core.models import get_model
+from k3lib.core.plan import make_plan
+from k3lib.views.citations import AUDIT_LINK, guide_quote
+from k3lib.views.tables import one_copy_bytes
 
 STEM = "00-vram-anatomy"
 GiB = 2**30
@@ -50,12 +50,15 @@ cells = [
 We split the memory of each GPU into four components, write the one equation that adds them up, and draw what each of 16 H200 holds for the real K3.
 Then we put a dense model (Llama 3.1 70B) and a hybrid one (Qwen3-Next 80B) beside it: the same equation, a very different balance.
 """),
-    objectives([
-        "Name the four components of GPU memory (weights, KV cache, activation, overhead) and how each scales.",
-        "Write the per-GPU budget $m_{gpu} \\le C$ and say why the fullest GPU decides.",
-        "Read a per-GPU diagram: what tensor parallelism splits and what every GPU keeps whole.",
-        "Compare the budget of an MoE giant, a dense model and a hybrid model.",
-    ], minutes=30),
+    objectives(
+        [
+            "Name the four components of GPU memory (weights, KV cache, activation, overhead) and how each scales.",
+            "Write the per-GPU budget $m_{gpu} \\le C$ and say why the fullest GPU decides.",
+            "Read a per-GPU diagram: what tensor parallelism splits and what every GPU keeps whole.",
+            "Compare the budget of an MoE giant, a dense model and a hybrid model.",
+        ],
+        minutes=30,
+    ),
     md(r"""
 ## Notation (used in the whole series)
 
@@ -90,13 +93,13 @@ Defaults: the real K3 at its native precision (MXFP4 routed experts, BF16 elsewh
 Change them here, or from the command line: `papermill -k python3 -p gpu h100 -p gpus 24 notebooks/00-vram-anatomy.ipynb reports/00-h100.ipynb`.
 """),
     parameters(f"""
-model: str = "{DEFAULT['model']}"  # model id (`k3plan models`): kimi-k3, llama-3.1-70b, qwen3-next-80b, …
-weights: str = "{DEFAULT['weights']}"  # weight precision: native (the checkpoint's own), bf16, fp8, q8_0, q4_k_m, …
-kv_dtype: str = "{DEFAULT['kv_dtype']}"  # KV-cache dtype: bf16, fp8, int4
-context: str = "{DEFAULT['context']}"  # context length T in tokens, K meaning 1,024: 128K, 256K, 1M
-batch: int = {DEFAULT['batch']}  # sequences served at once, B
-gpu: str = "{DEFAULT['gpu']}"  # GPU id or alias (`k3plan gpus`): h100, h200, mi300x
-gpus: int = {DEFAULT['gpus']}  # number of GPUs, G (one node up to 8, then whole nodes)
+model: str = "{DEFAULT["model"]}"  # model id (`k3plan models`): kimi-k3, llama-3.1-70b, qwen3-next-80b, …
+weights: str = "{DEFAULT["weights"]}"  # weight precision: native (the checkpoint's own), bf16, fp8, q8_0, q4_k_m, …
+kv_dtype: str = "{DEFAULT["kv_dtype"]}"  # KV-cache dtype: bf16, fp8, int4
+context: str = "{DEFAULT["context"]}"  # context length T in tokens, K meaning 1,024: 128K, 256K, 1M
+batch: int = {DEFAULT["batch"]}  # sequences served at once, B
+gpu: str = "{DEFAULT["gpu"]}"  # GPU id or alias (`k3plan gpus`): h100, h200, mi300x
+gpus: int = {DEFAULT["gpus"]}  # number of GPUs, G (one node up to 8, then whole nodes)
 """),
     code("""
 # NBVAL_CHECK_OUTPUT
@@ -225,8 +228,10 @@ widgets.explorer(model=model, weights=weights, kv_dtype=kv_dtype, context=contex
         f"{LLAMA.params_total:,} parameters. At 2 bytes each that is {W_LLAMA:,.2f} GiB: "
         f"{'it fits' if W_LLAMA < USABLE_H200 else 'it does not fit'} alone, but with {USABLE_H200 - W_LLAMA:,.1f} GiB "
         "left for cache, activation and overhead a long context needs a second GPU "
-        "(`reader_table(tables.weights_worked_table(\"llama-3.1-70b\", \"bf16\"))`).",
-        value=round(W_LLAMA, 2), unit="GiB"),
+        '(`reader_table(tables.weights_worked_table("llama-3.1-70b", "bf16"))`).',
+        value=round(W_LLAMA, 2),
+        unit="GiB",
+    ),
     *exercise(
         "00-2",
         "K3 at FP8, 256K context, one sequence: how big is one copy of its KV cache? "
@@ -235,8 +240,10 @@ widgets.explorer(model=model, weights=weights, kv_dtype=kv_dtype, context=contex
         f"MLA: $24·(512 + 64)·1$ B = 13,824 B per token, × 262,144 tokens = {MLA_ONE:,.3f} GiB. "
         f"KDA: $69·(96·128·128 + 110,592)·4$ B = 464,633,856 B = 0.433 GiB, whatever the context. "
         f"Together {KV_K3_FP8_256K:,.2f} GiB "
-        "(`tables.kv_worked_table(\"kimi-k3\", kv_dtype=\"fp8\", context=\"256K\")`).",
-        value=round(KV_K3_FP8_256K, 2), unit="GiB"),
+        '(`tables.kv_worked_table("kimi-k3", kv_dtype="fp8", context="256K")`).',
+        value=round(KV_K3_FP8_256K, 2),
+        unit="GiB",
+    ),
     *exercise(
         "00-3",
         "On 16 H200 as TP=8 × PP=2, every GPU of a stage keeps that stage's MLA latent whole, and the KDA state "
@@ -245,7 +252,9 @@ widgets.explorer(model=model, weights=weights, kv_dtype=kv_dtype, context=contex
         f"$8 × {MLA_ONE:,.3f}$ = {8 * MLA_ONE:,.1f} GiB of latent. The state is split, so it is counted once: 0.433 GiB. "
         f"Summed: {KV_SUMMED:,.2f} GiB, the `KV cache` row of `tables.copies_table(plan)` "
         f"against {one_kv:,.2f} GiB for one copy.",
-        value=round(KV_SUMMED, 2), unit="GiB"),
+        value=round(KV_SUMMED, 2),
+        unit="GiB",
+    ),
 ]
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ Every number in the prose and the exercises' answers is computed here by k3lib (
 
 Usage:  .venv/bin/python scripts/notebooks/01_weights.py
 """
+
 from __future__ import annotations
 
 import sys
@@ -11,11 +12,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nbtool import build, code, exercise, md, nav, objectives, parameters  # noqa: E402
+from nbtool import build, code, exercise, md, nav, objectives, parameters
 
-from k3lib.core.memory import weights_bytes, weights_bytes_by_group  # noqa: E402
-from k3lib.core.models import get_model  # noqa: E402
-from k3lib.views.citations import AUDIT_LINK, guide_quote  # noqa: E402
+from k3lib.core.memory import weights_bytes, weights_bytes_by_group
+from k3lib.core.models import get_model
+from k3lib.views.citations import AUDIT_LINK, guide_quote
 
 STEM = "01-weights"
 GiB = 2**30
@@ -42,12 +43,15 @@ Weights are the floor of the budget: they do not shrink with a shorter context o
 Their size is parameters × bits, summed over the model's tensors, and a checkpoint does not store every tensor the same way.
 Notation as in [00](00-vram-anatomy.ipynb): $P$ parameters, $b_w$ bits per weight, GiB = 2^30 bytes, GB = 10^9 bytes.
 """),
-    objectives([
-        "Compute $W = P·b_w/8$ with block scales counted in $b_w$ (MXFP4: 4.25 bits, Q4_K: 4.5).",
-        "Read which tensors of a checkpoint are quantized and which stay BF16, and what each costs.",
-        "Say why an MoE model keeps every expert in memory although a token uses few.",
-        "Size the weights of K3, a dense model and a hybrid model at any precision.",
-    ], minutes=25),
+    objectives(
+        [
+            "Compute $W = P·b_w/8$ with block scales counted in $b_w$ (MXFP4: 4.25 bits, Q4_K: 4.5).",
+            "Read which tensors of a checkpoint are quantized and which stay BF16, and what each costs.",
+            "Say why an MoE model keeps every expert in memory although a token uses few.",
+            "Size the weights of K3, a dense model and a hybrid model at any precision.",
+        ],
+        minutes=25,
+    ),
     code("""
 from k3lib.views import anatomy, charts, notebook, tables, weights_view
 from k3lib.views.table_format import reader_table
@@ -132,7 +136,7 @@ reader_table(pd.concat([tables.weights_worked_table("llama-3.1-70b", "bf16").ass
                        ignore_index=True))
 """),
     md(f"""
-**Takeaway:** K3 as shipped is {K3.params_total / 1e9:,.1f} billion parameters at {weights_bytes(K3, 'native') * 8 / K3.params_total:.2f} bits on average: {W_K3:,.1f} GiB.
+**Takeaway:** K3 as shipped is {K3.params_total / 1e9:,.1f} billion parameters at {weights_bytes(K3, "native") * 8 / K3.params_total:.2f} bits on average: {W_K3:,.1f} GiB.
 
 ## The precision ladder on real models
 
@@ -182,7 +186,7 @@ reader_table(tables.precision_ladder_comparison(["llama-3.1-70b", "kimi-k3"], pr
 """),
     md(f"""
 Llama shrinks by 1 − 4.5/16 = 72 %, to {W_LLAMA_Q4:,.1f} GiB.
-K3 all in Q4_K_M is {weights_bytes(K3, 'q4_k_m') / GiB:,.1f} GiB, {'smaller' if weights_bytes(K3, 'q4_k_m') < weights_bytes(K3, 'native') else 'larger'} than the native {W_K3:,.1f}: its experts grow from 4.25 to 4.5 bits (+{ROUTED_Q4K - ROUTED_MXFP4:,.1f} GiB), while its other tensors shrink from 16 to 4.5 bits (−{(K3.params_total - ROUTED_P) * 11.5 / 8 / GiB:,.1f} GiB).
+K3 all in Q4_K_M is {weights_bytes(K3, "q4_k_m") / GiB:,.1f} GiB, {"smaller" if weights_bytes(K3, "q4_k_m") < weights_bytes(K3, "native") else "larger"} than the native {W_K3:,.1f}: its experts grow from 4.25 to 4.5 bits (+{ROUTED_Q4K - ROUTED_MXFP4:,.1f} GiB), while its other tensors shrink from 16 to 4.5 bits (−{(K3.params_total - ROUTED_P) * 11.5 / 8 / GiB:,.1f} GiB).
 The ones left in BF16 are few, so the native mix is already about as small as 4-bit gets.
 
 ## Explore
@@ -207,8 +211,10 @@ weights_view.weights_explorer(model=model if model in weights_view.architectures
         "How many GiB are they in MXFP4?",
         f"$92·896·3·3,584·3,072$ = {ROUTED_P:,} parameters × 4.25 bits / 8 = {ROUTED_MXFP4:,.2f} GiB, "
         f"{100 * ROUTED_MXFP4 / W_K3:.1f} % of the {W_K3:,.1f} GiB checkpoint "
-        "(`reader_table(weights_view.tensor_formats_table(\"kimi-k3\"))`).",
-        value=round(ROUTED_MXFP4, 2), unit="GiB"),
+        '(`reader_table(weights_view.tensor_formats_table("kimi-k3"))`).',
+        value=round(ROUTED_MXFP4, 2),
+        unit="GiB",
+    ),
     *exercise(
         "01-2",
         "Had the routed experts been stored in Q4_K (256 weights in 144 bytes) instead of MXFP4 (32 in 17), "
@@ -216,7 +222,9 @@ weights_view.weights_explorer(model=model if model in weights_view.architectures
         f"Q4_K is $8·144/256$ = 4.5 bits and MXFP4 $8·17/32$ = 4.25, so the experts grow by "
         f"{ROUTED_P:,} × 0.25 / 8 bytes = {ROUTED_Q4K - ROUTED_MXFP4:,.2f} GiB, about "
         f"{(ROUTED_Q4K - ROUTED_MXFP4) / (USABLE_H200):.1f} of an H200.",
-        value=round(ROUTED_Q4K - ROUTED_MXFP4, 2), unit="GiB"),
+        value=round(ROUTED_Q4K - ROUTED_MXFP4, 2),
+        unit="GiB",
+    ),
     *exercise(
         "01-3",
         "Llama 3.1 70B has 70,553,706,496 parameters. How many GiB in Q4_K_M (4.5 bits per weight), "
@@ -224,7 +232,9 @@ weights_view.weights_explorer(model=model if model in weights_view.architectures
         f"70,553,706,496 × 4.5 / 8 / 2^30 = {W_LLAMA_Q4:,.2f} GiB: one H200 holds it with room for a long cache. "
         f"At BF16 it is {W_LLAMA_BF16:,.2f} GiB, which also fits one H200's {USABLE_H200:,.1f} GiB by weights "
         "alone, but leaves too little for the cache at 128K (lesson 00 gives it two).",
-        value=round(W_LLAMA_Q4, 2), unit="GiB"),
+        value=round(W_LLAMA_Q4, 2),
+        unit="GiB",
+    ),
 ]
 
 if __name__ == "__main__":

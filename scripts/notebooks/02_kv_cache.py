@@ -4,6 +4,7 @@ Every number in the prose and the exercises' answers is computed here by k3lib (
 
 Usage:  .venv/bin/python scripts/notebooks/02_kv_cache.py
 """
+
 from __future__ import annotations
 
 import sys
@@ -11,11 +12,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nbtool import build, code, exercise, md, nav, objectives, parameters  # noqa: E402
+from nbtool import build, code, exercise, md, nav, objectives, parameters
 
-from k3lib.core.memory import kv_bytes_per_token, kv_cache_bytes  # noqa: E402
-from k3lib.core.models import get_model  # noqa: E402
-from k3lib.views.citations import AUDIT_LINK, guide_quote  # noqa: E402
+from k3lib.core.memory import kv_bytes_per_token, kv_cache_bytes
+from k3lib.core.models import get_model
+from k3lib.views.citations import AUDIT_LINK, guide_quote
 
 STEM = "02-kv-cache"
 GiB = 2**30
@@ -30,7 +31,9 @@ K3_SEQS_40 = 40 * GiB // K3_32K_FP8
 LLAMA_SEQS_40 = 40 * GiB // kv_cache_bytes(LLAMA, context_tokens=32_768, batch=1, kv_dtype="bf16")
 LLAMA_READ_128K = kv_cache_bytes(LLAMA, context_tokens=131_072, batch=1, kv_dtype="bf16") / GiB
 H200_BW = 4.8e12
-SEQS_128K = {m.id: 64 * GiB // kv_cache_bytes(m, context_tokens=131_072, batch=1, kv_dtype="bf16") for m in (K3, LLAMA, QWEN)}
+SEQS_128K = {
+    m.id: 64 * GiB // kv_cache_bytes(m, context_tokens=131_072, batch=1, kv_dtype="bf16") for m in (K3, LLAMA, QWEN)
+}
 
 cells = [
     md(f"""
@@ -44,12 +47,15 @@ The KV cache is the variable part of the budget: it grows with every token of ev
 We start with why it exists (prefill and decode), then write its per-token formula for each attention design, on K3, a dense model (Llama 3.1 70B) and a hybrid (Qwen3-Next 80B), and end with what a budget buys: sequences served at once.
 Notation as in [00](00-vram-anatomy.ipynb): $L$ layers, $K$ KV heads, $H$ head dim, $T$ tokens, $B$ batch, $b$ bytes per element; GiB = 2^30 bytes.
 """),
-    objectives([
-        "Explain prefill and decode, and what each decoded token reads with a cache and recomputes without one.",
-        "Compute bytes per token for GQA ($2·L·K·H·b$), MLA ($L·(r_{kv}+d_{rope})·b$) and a hybrid's constant state.",
-        "Size one sequence's cache at any context and KV dtype, for K3, a dense and a hybrid model.",
-        "Turn a cache budget into the number of sequences served at once.",
-    ], minutes=35),
+    objectives(
+        [
+            "Explain prefill and decode, and what each decoded token reads with a cache and recomputes without one.",
+            "Compute bytes per token for GQA ($2·L·K·H·b$), MLA ($L·(r_{kv}+d_{rope})·b$) and a hybrid's constant state.",
+            "Size one sequence's cache at any context and KV dtype, for K3, a dense and a hybrid model.",
+            "Turn a cache budget into the number of sequences served at once.",
+        ],
+        minutes=35,
+    ),
     code("""
 import pandas as pd
 
@@ -179,11 +185,11 @@ reader_table(budget)
 kv_growth.sequences_chart(budget)
 """),
     md(f"""
-**Takeaway:** the same 64 GiB holds {SEQS_128K['llama-3.1-70b']} Llama 3.1 70B conversation at 128K, but {SEQS_128K['kimi-k3']} of K3 and {SEQS_128K['qwen3-next-80b']} of the hybrid: the attention design, not the parameter count, sets how many users a cache serves.
+**Takeaway:** the same 64 GiB holds {SEQS_128K["llama-3.1-70b"]} Llama 3.1 70B conversation at 128K, but {SEQS_128K["kimi-k3"]} of K3 and {SEQS_128K["qwen3-next-80b"]} of the hybrid: the attention design, not the parameter count, sets how many users a cache serves.
 
 ## Predict, then run
 
-K3's cache at 1M tokens and BF16 is {kv_cache_bytes(K3, context_tokens=1_048_576, batch=1, kv_dtype='bf16') / GiB:,.2f} GiB per sequence.
+K3's cache at 1M tokens and BF16 is {kv_cache_bytes(K3, context_tokens=1_048_576, batch=1, kv_dtype="bf16") / GiB:,.2f} GiB per sequence.
 **Predict** the figure with an FP8 cache, and then with an INT4 cache: does it halve each time?
 """),
     code("""
@@ -215,8 +221,10 @@ kv_growth.kv_explorer(model=model if model in kv_growth.cache_models() else "kim
         "(24 MLA layers of 512 + 64 elements; 69 KDA layers of 96·128·128 + 110,592 FP32 elements)?",
         f"$24·576·1$ = 13,824 B per token × 1,048,576 = 13.5 GiB, plus the state $69·(96·128·128 + 110,592)·4$ B "
         f"= 0.433 GiB: {K3_1M_FP8:,.2f} GiB "
-        "(`tables.kv_context_table(\"kimi-k3\", contexts=[\"1M\"])`).",
-        value=round(K3_1M_FP8, 2), unit="GiB"),
+        '(`tables.kv_context_table("kimi-k3", contexts=["1M"])`).',
+        value=round(K3_1M_FP8, 2),
+        unit="GiB",
+    ),
     *exercise(
         "02-2",
         "A server keeps 40 GiB for the cache. How many 32K-token K3 sequences (FP8 cache) fit, and how many "
@@ -224,8 +232,10 @@ kv_growth.kv_explorer(model=model if model in kv_growth.cache_models() else "kim
         f"K3: 13,824 B × 32,768 + 464,633,856 B of state = {K3_32K_FP8:,} B per sequence, so "
         f"⌊40·2^30 / {K3_32K_FP8:,}⌋ = {K3_SEQS_40} sequences. "
         f"Llama: 327,680 × 32,768 = 10 GiB per sequence, so {LLAMA_SEQS_40} "
-        "(`kv_growth.sequences_table([\"kimi-k3\"], budget_bytes=40 * 2**30, contexts=[\"32K\"], kv_dtype=\"fp8\")`).",
-        value=K3_SEQS_40, unit="sequences"),
+        '(`kv_growth.sequences_table(["kimi-k3"], budget_bytes=40 * 2**30, contexts=["32K"], kv_dtype="fp8")`).',
+        value=K3_SEQS_40,
+        unit="sequences",
+    ),
     *exercise(
         "02-3",
         "Llama 3.1 70B decodes at 128K of context with a BF16 cache. How many GiB of cache does each decoded token "
@@ -233,7 +243,9 @@ kv_growth.kv_explorer(model=model if model in kv_growth.cache_models() else "kim
         f"$2·80·8·128·2$ = 327,680 B per token × 131,072 tokens = {LLAMA_READ_128K:,.0f} GiB per decoded token, "
         f"{LLAMA_READ_128K * GiB / H200_BW * 1e3:,.1f} ms at 4.8·10^12 B/s, before the weights are read: "
         "at long context the cache, not the weights, bounds the speed of one sequence.",
-        value=round(LLAMA_READ_128K, 2), unit="GiB"),
+        value=round(LLAMA_READ_128K, 2),
+        unit="GiB",
+    ),
 ]
 
 if __name__ == "__main__":
