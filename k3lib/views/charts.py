@@ -50,7 +50,7 @@ def _need(df: pd.DataFrame, *columns: str) -> None:
 
 
 def budget_stacked_bar(data: "Plan | Sequence[Plan] | Mapping[str, Plan] | pd.DataFrame", *, per: str = "total",
-                       unit: str = "GiB", title: str | None = None) -> "alt.LayerChart":
+                       unit: str = "GiB", title: str | None = None) -> "alt.LayerChart | alt.FacetChart":
     """One horizontal bar per configuration, stacked by component (weights, KV cache,
     activation, overhead), with a black tick at the memory available.
 
@@ -85,7 +85,7 @@ def budget_stacked_bar(data: "Plan | Sequence[Plan] | Mapping[str, Plan] | pd.Da
         title=title or f"Memory budget {where} ({unit}); black tick = memory available", width=520)
 
 
-def precision_ladder_chart(df: pd.DataFrame, *, title: str | None = None) -> "alt.LayerChart":
+def precision_ladder_chart(df: pd.DataFrame, *, title: str | None = None) -> "alt.LayerChart | alt.FacetChart":
     """Weight bytes per precision (bars), grouped by model, labelled with the saving vs BF16.
 
     ``df``: :func:`k3lib.views.tables.precision_ladder_table` or ``precision_ladder_comparison``.
@@ -137,7 +137,7 @@ def kv_vs_context_chart(df: pd.DataFrame, *, log_y: bool = False, title: str | N
     ).properties(title=title or f"KV cache vs context, batch 1 ({UNIT_NOTE[unit]})", width=460)
 
 
-def kv_per_token_comparison_chart(df: pd.DataFrame, *, title: str | None = None) -> "alt.LayerChart":
+def kv_per_token_comparison_chart(df: pd.DataFrame, *, title: str | None = None) -> "alt.LayerChart | alt.FacetChart":
     """KV bytes per token across models (bars, KiB = 1,024 bytes), coloured by attention design.
 
     ``df``: :func:`k3lib.views.tables.kv_per_token_table`.
@@ -157,7 +157,7 @@ def kv_per_token_comparison_chart(df: pd.DataFrame, *, title: str | None = None)
                                             width=420)
 
 
-def reference_heatmap(df: pd.DataFrame, *, title: str | None = None) -> "alt.LayerChart":
+def reference_heatmap(df: pd.DataFrame, *, title: str | None = None) -> "alt.LayerChart | alt.FacetChart":
     """The reference table (weights × context → total) as a labelled heatmap.
 
     ``df``: :func:`k3lib.views.tables.reference_table` (columns ``total_<unit>_<context>``).

@@ -133,7 +133,9 @@ def _verified(cfg, *, engine: str):
         from k3lib.engines import estimate_for_engine
 
         cmd = commands.vllm_command(plan)
-        u = float(cmd.value("--gpu-memory-utilization"))
+        u_text = cmd.value("--gpu-memory-utilization")
+        assert u_text is not None                      # vllm_command always writes the flag
+        u = float(u_text)
         est = estimate_for_engine("vllm", model=cfg.model, gpu=cfg.gpu, gpus=cfg.gpus, tp=cfg.tp, pp=cfg.pp,
                                   context=cfg.context_tokens, batch=cfg.batch, kv_dtype=cfg.kv_dtype,
                                   weights=cfg.weights, gpu_memory_utilization=u)
@@ -171,7 +173,7 @@ def launch_choice(*, model: Any, gpu: Any, gpus: object, context: object, nodes:
     where = lay.describe()
     own = best_configuration(gpus=n, nodes=lay.nodes, **kw)
     checked = _verified(own, engine=engine) if own is not None else None
-    if checked is not None:
+    if own is not None and checked is not None:
         plan, cmd, why = checked
         return LaunchChoice(engine, "fits", f"Loads on your {n}× {hw.id} ({where}): {own.label}.", own, cmd, why)
     miss = (f"Nothing loads on your {n}× {hw.id} ({where}) with {engine} at "
@@ -183,7 +185,7 @@ def launch_choice(*, model: Any, gpu: Any, gpus: object, context: object, nodes:
             continue
         cfg = best_configuration(gpus=count, **kw)
         checked = _verified(cfg, engine=engine) if cfg is not None else None
-        if checked is not None:
+        if cfg is not None and checked is not None:
             plan, cmd, why = checked
             return LaunchChoice(engine, "cheapest", f"{miss}. Cheapest configuration that loads (not your "
                                 f"inventory): {cfg.label}.", cfg, cmd, why)

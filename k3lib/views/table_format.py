@@ -2,8 +2,14 @@
 named in the column; sizes rounded to 2 decimals, percentages to 1; precision labels."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GB, GiB, context_label  # noqa: F401  (re-exported for the tables)
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _UNITS = {"GiB": GiB, "GB": GB}
 
@@ -27,7 +33,8 @@ def _label(fmt_or_dtype: str) -> str:
             "native": "native"}.get(fmt_or_dtype, fmt_or_dtype)
 
 
-def shown(data: object, *, decimals: int = 2, columns: tuple[str, ...] | None = None) -> object:
+def shown(data: pd.DataFrame | Mapping[str, object], *, decimals: int = 2,
+          columns: tuple[str, ...] | None = None) -> pd.DataFrame:
     """A table for a reader (a DataFrame of strings, default index dropped): integers with
     thousands separators, floats to at most ``decimals`` places (never ``e+``), a missing value
     as "—" (never ``NaN``/``<NA>``). ``data`` is a DataFrame or a mapping ``{item: value}``
@@ -134,7 +141,7 @@ class ReaderTable:
     :func:`reader_header`, and **no index**, in JupyterLab (HTML) and as text alike.
     ``frame`` is the formatted DataFrame (all strings) for tests and further use."""
 
-    def __init__(self, frame: object) -> None:
+    def __init__(self, frame: pd.DataFrame) -> None:
         self.frame = frame
 
     def _repr_html_(self) -> str:
@@ -147,7 +154,7 @@ class ReaderTable:
         return repr(self)
 
 
-def reader_table(data: object, *, decimals: int = 2, headers: bool = True,
+def reader_table(data: pd.DataFrame | Mapping[str, object], *, decimals: int = 2, headers: bool = True,
                  columns: tuple[str, ...] | None = None) -> ReaderTable:
     """What a reader should see of ``data`` (a DataFrame, or a mapping ``{item: value}`` shown as
     ``item | value`` rows named by ``columns``): the index hidden (a named, non-default index

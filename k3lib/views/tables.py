@@ -19,7 +19,7 @@ Conventions:
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -27,7 +27,8 @@ from k3lib.core.architecture import Architecture
 from k3lib.core.checkpoints import checkpoints_for
 from k3lib.core.memory import kv_bytes_per_token, kv_cache_bytes, weights_bytes, weights_bytes_by_group
 from k3lib.core.errors import K3InputError
-from k3lib.core.models import ModelSpec, PublishedProfile, get_model
+from k3lib.core.hardware import GPUSpec
+from k3lib.core.models import ModelSpec, PublishedProfile, get_model, get_profile
 from k3lib.core.search import min_gpus_plan
 from k3lib.core.plan import Assumptions, Plan, make_plan
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
@@ -41,7 +42,7 @@ from k3lib.views.tables_kv import (KV_COMPARISON_MODELS, KV_TABLE_CONTEXTS, KV_T
 
 #: guide 000's worked example: Q4 weights, FP8 KV cache, 256K context, H100 80 GB
 GUIDE_000 = "kimi-k3@guide-000"
-GUIDE_000_CONFIG: Mapping[str, object] = {"model": GUIDE_000, "weights": "q4", "kv_dtype": "fp8",
+GUIDE_000_CONFIG: Mapping[str, Any] = {"model": GUIDE_000, "weights": "q4", "kv_dtype": "fp8",
                                           "context": "256K", "gpu": "h100-sxm", "batch": 1}
 #: the worked example's own numbers: "activation = 10 GB", "overhead = 48 GB (8 GPUs × 6 GB)"
 GUIDE_000_WORKED_ASSUMPTIONS = Assumptions(activation_bytes=10 * GiB, overhead_total_bytes=48 * GiB)
@@ -68,7 +69,7 @@ MOE_MODELS = ("kimi-k3", "kimi-k2", "deepseek-v3", "qwen3-235b-a22b", "gpt-oss-1
 
 
 def guide_000_plan(*, gpus: int = 6, assumptions: Assumptions | None = GUIDE_000_WORKED_ASSUMPTIONS,
-                   **overrides: object) -> Plan:
+                   **overrides: Any) -> Plan:
     """Guide 000's worked example as a :class:`~k3lib.core.plan.Plan` (Q4, FP8 KV, 256K, H100),
     with its own activation (10 GiB) and overhead (48 GiB in total) unless overridden.
 
@@ -191,7 +192,7 @@ def worked_example_table(plan: Plan, *, unit: str = "GiB") -> pd.DataFrame:
 
 
 def gpu_count_table(*, gpus: Iterable[int] = (5, 6), assumptions: Assumptions | None = GUIDE_000_WORKED_ASSUMPTIONS,
-                    unit: str = "GiB", **config: object) -> pd.DataFrame:
+                    unit: str = "GiB", **config: Any) -> pd.DataFrame:
     """The same configuration on different GPU counts (default: guide 000's 5 vs 6 H100).
 
     ``config`` overrides :data:`GUIDE_000_CONFIG`; ``assumptions=None`` uses the model's
@@ -207,7 +208,7 @@ def gpu_count_table(*, gpus: Iterable[int] = (5, 6), assumptions: Assumptions | 
     return pd.DataFrame(rows)
 
 
-def min_gpus(*, model: "str | ModelSpec", weights: str, kv_dtype: str, context: object, gpu: str = "h100-sxm",
+def min_gpus(*, model: "str | ModelSpec", weights: str, kv_dtype: str, context: object, gpu: str | GPUSpec = "h100-sxm",
              batch: int = 1, assumptions: Assumptions | None = None, max_gpus: int = 128,
              whole_nodes: bool = True) -> int | None:
     """Fewest GPUs on which the plan fits (:func:`k3lib.core.search.min_gpus_plan`: deployable
@@ -357,7 +358,7 @@ def guide_weights_comparison() -> pd.DataFrame:
     000's 594 is read as GiB (594·2^30 B = 637.8 GB). ``bits_per_param`` = bits ÷ 2.8T
     (or ÷ the real parameter count for rows computed from K3's config).
     """
-    g0, g4, k3 = get_model(GUIDE_000), get_model("kimi-k3@guide-004"), get_model("kimi-k3")
+    g0, g4, k3 = get_profile(GUIDE_000), get_profile("kimi-k3@guide-004"), get_model("kimi-k3")
     # the 4-bit row's file is unsloth's UD-Q4_K_XL (no Q4_K_M file of K3 exists): named from data/checkpoints.csv
     q4 = next(c for c in checkpoints_for(k3, "llama.cpp") if c.id == "ud-q4_k_xl")
     headline = g0.params_total

@@ -27,7 +27,7 @@ MAX_BATCH = 16
 
 def explorer_update(*, model: str, weights: str, kv_dtype: str, context: object, gpu: str, gpus: object,
                     batch: object = 1, unit: str = "GiB",
-                    ) -> "tuple[pd.DataFrame | None, alt.LayerChart | None, str]":
+                    ) -> "tuple[pd.DataFrame | None, alt.LayerChart | alt.FacetChart | None, str]":
     """One configuration → ``(budget table, per-GPU stacked bar, one-line message)``.
 
     Bad input never raises and never shows a number: it returns ``(None, None,
@@ -87,7 +87,7 @@ def gpu_count_choices(model: object, gpu: object, *, current: object = None,
     except (K3InputError, KeyError, ValueError):
         counts = list(range(1, max_gpus + 1))
     try:
-        n = int(current)  # type: ignore[arg-type]
+        n = int(current)  # type: ignore[call-overload]  # anything a widget holds; not a count → the list
     except (TypeError, ValueError):
         return counts
     return counts if n in counts else sorted({*counts, n})

@@ -159,7 +159,7 @@ def layout_explorer(**initial: Any):
     TP, PP and EP offer only the values :func:`layout_choices` allows."""
     import ipywidgets as w
 
-    v = {"model": "kimi-k3", "gpu": "h200-sxm", "nodes": 2, "tp": 8, "pp": 2, "ep": 1,
+    v: dict[str, Any] = {"model": "kimi-k3", "gpu": "h200-sxm", "nodes": 2, "tp": 8, "pp": 2, "ep": 1,
          "weights": "native", "kv_dtype": "bf16", "context": "256K"} | initial
     c = layout_choices(model=v["model"], gpu=v["gpu"], nodes=v["nodes"], tp=v["tp"], pp=v["pp"], ep=v["ep"])
     controls = {
