@@ -117,3 +117,18 @@ def test_holdout_shown_as_percent():
 def test_report_frame_html_reads_as_text():
     text = frame_html(pd.DataFrame({"stage": [0], "total_GiB": [69.17], "share_of_total_%": [78.3], "fits": [True]}))
     assert "total (GiB)" in text and "share of total (%)" in text and ">yes<" in text and "True" not in text
+
+
+def test_layouts_around_a_plan_and_a_plan_that_does_not_load():
+    from k3lib.core.errors import K3InputError
+
+    plan = plan_for_engine(model="llama-3.1-70b", gpu="h100-sxm", gpus=4, context=1280, with_limits=False)
+    plans, left = speed.layouts_around(plan, model="llama-3.1-70b")
+    # its own TP=4; the same 4 GPUs as TP=2 × PP=2; twice the GPUs, one 8-GPU node as TP=8
+    assert list(plans) == ["4 GPUs, TP=4", "4 GPUs, TP=2 × PP=2", "8 GPUs, TP=8"] and left == {}
+    assert [(p.gpus, p.tp, p.pp) for p in plans.values()] == [(4, 4, 1), (4, 2, 2), (8, 8, 1)]
+    one = plan_for_engine(model="llama-3.1-70b", gpu="h100-sxm", gpus=1, context=1280, with_limits=False)
+    with pytest.raises(K3InputError) as exc:
+        speed.require_loads(one)  # 141 GB of BF16 weights on one 80 GB GPU
+    assert exc.value.field == "gpus"
+    speed.require_loads(plan)  # loads: nothing raised

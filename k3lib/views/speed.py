@@ -5,6 +5,8 @@ basis and held-aside error.
 """
 from __future__ import annotations
 
+import re
+
 from collections.abc import Sequence
 from typing import Any
 
@@ -478,6 +480,51 @@ def loading_layouts(*, model="llama-3.1-70b", gpu: str = "h100-sxm", layouts: Se
     return plans, left
 
 
+def layout_name(plan) -> str:
+    """A plan's layout as the explorer names it: ``1 GPU``, ``4 GPUs, TP=4``, ``16 GPUs, TP=8 × PP=2``."""
+    if plan.gpus == 1:
+        return "1 GPU"
+    return f"{plan.gpus} GPUs, TP={plan.tp}" + (f" × PP={plan.pp}" if plan.pp > 1 else "")
+
+
+def require_loads(plan) -> None:
+    """Stop a lesson whose plan does not load (it has no speed) with one input error naming
+    ``gpus``; inside :func:`k3lib.views.notebook.parameter_errors` it reads as one line."""
+    from k3lib.core.errors import K3InputError
+
+    if not plan.fits:
+        raise K3InputError("gpus", f"{plan.model.id} does not load on {plan.gpus}× {plan.gpu.id}, so it has no "
+                           f"speed: {plan.reason}", "more GPUs (`k3plan plan` finds the fewest that fit)")
+
+
+def layouts_around(plan, *, model, input_tokens: int = 1024, output_tokens: int = 256) -> tuple[dict, dict]:
+    """Layouts to compare with ``plan`` for the same ``model`` and GPU: its own, the same GPUs
+    with half the TP and twice the pipeline stages, and twice the GPUs (the engine's own split).
+    (plans that load by :func:`layout_name`, why each other one is left out) — nothing is drawn
+    for a layout that does not load."""
+    from k3lib.core.errors import K3InputError
+    from k3lib.engines.deployment import plan_for_engine
+
+    shapes = [dict(gpus=plan.gpus, tp=plan.tp, pp=plan.pp)]
+    if plan.tp > 1 and plan.tp % 2 == 0:
+        shapes.append(dict(gpus=plan.gpus, tp=plan.tp // 2, pp=plan.pp * 2))
+    shapes.append(dict(gpus=plan.gpus * 2))
+    plans, left = {}, {}
+    for shape in shapes:
+        try:
+            p = plan_for_engine(model=model, gpu=plan.gpu.id, context=input_tokens + output_tokens,
+                                with_limits=False, **shape)
+        except K3InputError as exc:
+            name = f"{shape['gpus']} GPUs" + (f", TP={shape['tp']} × PP={shape['pp']}" if "tp" in shape else "")
+            left[name] = str(exc)
+            continue
+        if p.fits:
+            plans.setdefault(layout_name(p), p)
+        else:
+            left[layout_name(p)] = "does not load: " + p.reason
+    return plans, left
+
+
 def layouts_table(plans: dict, left_out: dict) -> Any:
     """The layouts of :func:`loading_layouts`: one row each — GPUs, whether it loads, the most
     requests its KV cache holds at the plans' context, or why it is left out."""
@@ -486,8 +533,8 @@ def layouts_table(plans: dict, left_out: dict) -> Any:
     rows = [{"layout": name, "GPUs": p.gpus, "loads": "yes",
              "KV capacity (tokens)": f"{p.engine.kv_capacity_tokens:,}" if p.engine is not None else "—",
              "why not": "—"} for name, p in plans.items()]
-    rows += [{"layout": name, "GPUs": LAYOUTS[name]["gpus"], "loads": "no", "KV capacity (tokens)": "—",
-              "why not": why} for name, why in left_out.items()]
+    rows += [{"layout": name, "GPUs": int(re.match(r"\d+", name)[0]) if re.match(r"\d+", name) else "—",
+              "loads": "no", "KV capacity (tokens)": "—", "why not": why} for name, why in left_out.items()]
     return _shown(pd.DataFrame(rows))
 
 
@@ -504,17 +551,22 @@ def printed_table(plan) -> Any:
 
 def speed_explorer(*, model="llama-3.1-70b", gpu: str = "h100-sxm",
                    layouts: Sequence[str] = ("4 GPUs, TP=4", "8 GPUs, TP=8", "8 GPUs, TP=4 × PP=2"),
-                   input_tokens: int = 1024, output_tokens: int = 256):
+                   input_tokens: int = 1024, output_tokens: int = 256, plans: dict | None = None):
     """An ipywidgets explorer (thin layer over :func:`figures_table`): a layout (only those that
     load) and a concurrency (only what that layout's KV cache holds, re-offered when the layout
     changes); the figures, each with its basis, update. Estimates are computed once per choice and
-    kept. Needs ipywidgets."""
+    kept. ``plans``: named plans to offer instead of ``model`` on ``layouts`` (e.g.
+    :func:`layouts_around`). Needs ipywidgets."""
     import ipywidgets as w
 
     from k3lib.serving import serving_estimate
 
-    plans, left = loading_layouts(model=model, gpu=gpu, layouts=layouts, input_tokens=input_tokens,
-                                  output_tokens=output_tokens)
+    if plans is None:
+        plans, left = loading_layouts(model=model, gpu=gpu, layouts=layouts, input_tokens=input_tokens,
+                                      output_tokens=output_tokens)
+    else:
+        plans, left = {k: p for k, p in plans.items() if p.fits}, {k: "does not load" for k, p in plans.items()
+                                                                      if not p.fits}
     if not plans:
         return w.HTML("<p style='color:#b00020'><b>No layout loads</b>: "
                       + "; ".join(f"{k}: {v}" for k, v in left.items()) + "</p>")

@@ -93,6 +93,7 @@ from k3lib.views import params
 source = params.model_source(model, model_path)
 with notebook.parameter_errors():
     plan = plan_for_engine(model=source, gpu=gpu, gpus=gpus, context=input_tokens + output_tokens, with_limits=False)
+    speed.require_loads(plan)  # a plan that does not load has no speed: one line naming gpus
 plan.verdict()
 """),
     md(r"""
@@ -222,12 +223,12 @@ speed.curve_shown(curve)
 speed.throughput_latency_chart(curve, title=f"{plan.model.name} on {plan.gpus}× {plan.gpu.name}")
 """),
     md("""
-The same model on three layouts: wider tensor parallelism shortens each step (more bandwidth per layer) but spends GPUs; pipeline stages keep more memory for the cache but a sequence waits for each stage in turn.
+The same model on other layouts of the same GPU: the plan's own, the same GPUs with half the tensor parallelism and twice the pipeline stages, and twice the GPUs.
+Wider tensor parallelism shortens each step (more bandwidth per layer) but spends GPUs; pipeline stages keep more memory for the cache but a sequence waits for each stage in turn.
 A layout that does not load is left out (it has no speed), and said so:
 """),
     code("""
-layouts, left_out = speed.loading_layouts(model=source, gpu=gpu, input_tokens=input_tokens, output_tokens=output_tokens,
-                                          layouts=("4 GPUs, TP=4", "8 GPUs, TP=8", "8 GPUs, TP=4 × PP=2"))
+layouts, left_out = speed.layouts_around(plan, model=source, input_tokens=input_tokens, output_tokens=output_tokens)
 speed.layouts_table(layouts, left_out)
 """),
     code("""
@@ -239,8 +240,7 @@ Try it: a layout (only those that load) and a concurrency (only what that layout
 Widgets need a live kernel; in a static export this cell shows nothing.
 """),
     code("""
-speed.speed_explorer(model=source, gpu=gpu, input_tokens=input_tokens, output_tokens=output_tokens,
-                     layouts=tuple(layouts))
+speed.speed_explorer(plans=layouts, input_tokens=input_tokens, output_tokens=output_tokens)
 """),
     md("""
 ## 6. How good is the model?
