@@ -6,7 +6,6 @@ basis and held-aside error.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Sequence
 from typing import Any
 
