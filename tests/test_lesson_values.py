@@ -176,7 +176,9 @@ def test_04_hbm_to_unified_bandwidth_ratio():
     assert round(ratio, 1) == 4.1
 
 
-# ------------------------------------------------------------------ 05 decision checklist (guide profile)
+# ------------------------------------------------------------------ the checklist on guide 000's profile (the guide's
+#                                                                     figures are audited in 07; 05's own answers:
+#                                                                     tests/test_exercises_05.py)
 
 
 def test_05_cheatsheet_spot_checks_by_hand():

@@ -63,10 +63,11 @@ def cheatsheet_heatmap(df: pd.DataFrame, *, title: str | None = None) -> "alt.La
     cells = base.transform_filter("datum.loads").mark_rect(stroke="white").encode(
         color=alt.Color("max_context_K:Q", title="max context (K tokens)",
                         scale=alt.Scale(scheme="viridis", type="log")))
-    text = base.mark_text(fontSize=9).encode(
+    text = base.mark_text(fontSize=11).encode(
         text="label:N",
         color=alt.condition("datum.max_context_K > 300", alt.value("black"), alt.value("white")))
-    return (empty + cells + text).properties(title=title, width=60 * len(precisions), height=12 * len(order))
+    return (empty + cells + text).properties(title=title, width=max(320, 80 * len(precisions)),
+                                             height=18 * len(order))
 
 
 def priority_matrix_chart(matrix: pd.DataFrame, *, per: str = "GPU", title: str | None = None) -> "alt.LayerChart":
@@ -97,3 +98,64 @@ def priority_matrix_chart(matrix: pd.DataFrame, *, per: str = "GPU", title: str 
     spread = base.mark_bar(opacity=0.35).encode(x="low_GiB:Q", x2="high_GiB:Q", color=color, tooltip=tip)
     text = base.mark_text(align="left", dx=4).encode(x="high_GiB:Q", text="label:N")
     return (bars + spread + text).properties(title=title, width=420, height=28 * len(levers))
+
+
+#: outcome of a decision on the checklist's path, and its colour
+OUTCOME_COLOURS = {"go on": "#1a7f37", "stop here": "#cf222e", "for information": "#8c959f"}
+
+
+def decision_path(checklist, *, choice=None) -> pd.DataFrame:
+    """The checklist as a decision path: one row per step with its question, its answer
+    (the step's figure) and its outcome — ``go on``, ``stop here`` (the inventory cannot do
+    it: add GPUs or lower the precision) or ``for information``. ``checklist`` is a
+    :class:`k3lib.studies.checklist.Checklist`; ``choice`` a
+    :func:`k3lib.views.explorers.launch_choice` result, the last row (what to launch) when given.
+
+    Outcomes: step 2 stops when no precision loads; step 3 when the chosen KV dtype's longest
+    context is below the target; step 5 when the last trial does not load the target; the
+    rest inform.
+    """
+    c = checklist
+    target = c.context_tokens
+    limit = c.context.limit(c.kv_dtype).max_context_tokens if c.precision.weights else 0
+    seq = c.test_sequence
+    rows = [(1, "How much memory is there, after overhead?", c.budget.figure, "go on"),
+            (2, "Which precision loads?", c.precision.figure, "go on" if c.precision.weights else "stop here"),
+            (3, "How long a context fits?", c.context.figure, "go on" if limit >= target else "stop here")]
+    if c.optimizations is not None:
+        rows.append((4, "What do the optimizations save?", c.optimizations.figure, "for information"))
+    rows.append((5, "Does half, then all, of the target load?", seq.figure,
+                 "go on" if seq.final_max_model_len >= target else "stop here"))
+    if c.throughput is not None:
+        rows.append((6, "How fast will it decode?", c.throughput.figure, "for information"))
+    rows.append((7, "How many GPUs to buy for production?", c.add_one.figure, "for information"))
+    frame = pd.DataFrame(rows, columns=["step", "question", "answer", "outcome"])
+    if choice is not None:
+        cfg = choice.configuration
+        answer = {"fits": f"on your GPUs: {cfg.label}" if cfg else "",
+                  "cheapest": f"nothing on your GPUs; the cheapest that loads: {cfg.label}" if cfg else ""}.get(
+            choice.status, "nothing loads on this GPU type")
+        frame.loc[len(frame)] = [8, "So: what to launch?", answer, "go on" if choice.status == "fits" else "stop here"]
+    return frame
+
+
+def decision_path_chart(path: pd.DataFrame, *, width: int = 600) -> "alt.LayerChart":
+    """The decision path drawn top to bottom: a dot per step coloured by its outcome, joined
+    by a line, with the question and the answer beside it (``path`` from :func:`decision_path`)."""
+    import altair as alt
+
+    _need(path, "step", "question", "answer", "outcome")
+    data = path.assign(row=range(len(path)), label=[f"{s}. {q}" for s, q in zip(path["step"], path["question"])])
+    y = alt.Y("row:O", axis=None)
+    base = alt.Chart(data).encode(y=y)
+    line = base.mark_rule(color="#d0d7de", strokeWidth=3).encode(x=alt.value(12), y2=alt.Y2Datum(0))
+    dots = base.mark_circle(size=260, opacity=1).encode(
+        x=alt.value(12),
+        color=alt.Color("outcome:N", title="outcome", scale=alt.Scale(domain=list(OUTCOME_COLOURS),
+                                                                      range=list(OUTCOME_COLOURS.values()))),
+        tooltip=["question:N", "answer:N", "outcome:N"])
+    question = base.mark_text(align="left", dx=0, dy=-8, fontSize=12, fontWeight="bold").encode(
+        x=alt.value(32), text="label:N")
+    answer = base.mark_text(align="left", dy=8, fontSize=12, limit=width - 40).encode(x=alt.value(32), text="answer:N")
+    return ((line + dots + question + answer).properties(width=width, height=44 * len(data))
+            .configure_view(strokeWidth=0).configure_legend(labelFontSize=12, titleFontSize=12, orient="bottom"))
