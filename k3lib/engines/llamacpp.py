@@ -420,7 +420,7 @@ def llamacpp_offload_split(model: Any, *, n_gpu_layers: int, n_ctx: int, weights
     seq = layer_sequence(arch)
     parts = {"gpu": [seq[i] for i in on_gpu], "host": [seq[i] for i in range(arch.num_layers) if i not in on_gpu]}
     view = llamacpp_view(arch)                  # llama.cpp's own per-family layout, for the whole model
-    settings = dict(n_seq=1, flash_attn=True, type_k="f16", type_v="f16", n_ubatch=512, swa_full=False,
+    settings: dict[str, Any] = dict(n_seq=1, flash_attn=True, type_k="f16", type_v="f16", n_ubatch=512, swa_full=False,
                     kv_unified=False, n_rs_seq=0, rules="0c1e570", ik_mla=None)
     unknown = set(cache) - set(settings)
     if unknown:

@@ -264,7 +264,7 @@ class _Length(int):
     """The length of a long array (the tokenizer's token list) instead of its values."""
 
 
-def _scalar(meta: dict, key: str, default: Any = None) -> Any:
+def _scalar(meta: dict[str, Any], key: str, default: Any = None) -> Any:
     v = meta.get(key, default)
     if isinstance(v, list):
         nz = [x for x in v if x]
@@ -272,7 +272,7 @@ def _scalar(meta: dict, key: str, default: Any = None) -> Any:
     return v
 
 
-def _per_layer(meta: dict, key: str, n_layers: int, default: int | None) -> list[int | None]:
+def _per_layer(meta: dict[str, Any], key: str, n_layers: int, default: int | None) -> list[int | None]:
     v = meta.get(key)
     if isinstance(v, list):
         if len(v) != n_layers:
@@ -281,7 +281,7 @@ def _per_layer(meta: dict, key: str, n_layers: int, default: int | None) -> list
     return [int(v) if v is not None else default] * n_layers
 
 
-def _swa_layers(arch: str, meta: dict, n_layers: int) -> tuple[int, list[bool]]:
+def _swa_layers(arch: str, meta: dict[str, Any], n_layers: int) -> tuple[int, list[bool]]:
     """(window, which layers slide) from metadata and llama.cpp's per-family rules."""
     window = _scalar(meta, f"{arch}.attention.sliding_window", 0) or 0
     if arch == "llama4":
@@ -311,7 +311,7 @@ def _swa_layers(arch: str, meta: dict, n_layers: int) -> tuple[int, list[bool]]:
     return int(window), [n == 0 or (i % n) < n - 1 for i in range(n_layers)]
 
 
-def _context_tokens(meta: dict, arch: str, source: str) -> tuple[int, str | None]:
+def _context_tokens(meta: dict[str, Any], arch: str, source: str) -> tuple[int, str | None]:
     """``{arch}.context_length`` and the assumption made (None if none): absent → 4,096 with the
     assumption stated; present as 0 (or a per-layer list of zeros) → :class:`K3InputError` naming the key."""
     key = f"{arch}.context_length"
@@ -325,7 +325,7 @@ def _context_tokens(meta: dict, arch: str, source: str) -> tuple[int, str | None
     return int(ctx), None
 
 
-def _mamba_fields(meta: dict, arch: str, source: str) -> dict[str, int]:
+def _mamba_fields(meta: dict[str, Any], arch: str, source: str) -> dict[str, int]:
     """A Mamba(-2) mixer's sizes from ``{arch}.ssm.*``: inner_size ($d_{inner}$), state_size
     ($d_{state}$), group_count ($n_g$; 0 for Mamba-1), time_step_rank (heads) and conv_kernel."""
     out = {}
@@ -349,7 +349,7 @@ def _warn_assumed(arch: str, source: str, assumed: list[str]) -> None:
                  read_as=f"a transformer from the standard {arch}.* keys and tensor names")
 
 
-def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, source: str) -> Architecture:
+def architecture_from_gguf(meta: dict[str, Any], tensors: list[TensorInfo], *, id: str, source: str) -> Architecture:
     """Build an :class:`Architecture` from GGUF metadata and tensor shapes; warns
     (:class:`~k3lib.loaders.hf_config.AssumedFieldWarning`) for an architecture not in
     :data:`KNOWN_GGUF_ARCHITECTURES` and for a missing ``context_length``."""
@@ -358,7 +358,7 @@ def architecture_from_gguf(meta: dict, tensors: list[TensorInfo], *, id: str, so
     return out
 
 
-def _architecture_and_assumptions(meta: dict, tensors: list[TensorInfo], *, id: str,
+def _architecture_and_assumptions(meta: dict[str, Any], tensors: list[TensorInfo], *, id: str,
                                   source: str) -> tuple[Architecture, list[str]]:
     """(the architecture, the keys assumed: every one for an unknown architecture, the
     context window for any)."""
@@ -416,10 +416,10 @@ def _architecture_and_assumptions(meta: dict, tensors: list[TensorInfo], *, id: 
     else:
         heads = req("attention.head_count")
     head_count = _per_layer(meta, f"{arch}.attention.head_count", n_layers, heads)[:n_layers_main]
-    kv_list = _per_layer(meta, f"{arch}.attention.head_count_kv", n_layers, None)[:n_layers_main]
+    kv_given = _per_layer(meta, f"{arch}.attention.head_count_kv", n_layers, None)[:n_layers_main]
     if unknown and meta.get(f"{arch}.attention.head_count_kv") is None:
         assumed.append(f"attention.head_count_kv = attention.head_count = {heads} (multi-head attention)")
-    kv_list = [heads if k is None else k for k in kv_list]
+    kv_list: list[int] = [heads if k is None else k for k in kv_given]
     if pure_ssm:                             # Mamba / RWKV: no attention layer at all
         kv_list = [0] * n_layers_main
     if not _scalar(meta, f"{arch}.attention.key_length") and d % heads:
@@ -474,7 +474,7 @@ def _architecture_and_assumptions(meta: dict, tensors: list[TensorInfo], *, id: 
         q_heads = max(h for h in head_count if h) if any(head_count) else heads
         first_attn = next((i for i in range(n_layers_main) if i not in recur), 0)
         q_shape = shapes.get(f"blk.{first_attn}.attn_q.weight") or (0, 0)
-        gqa = dict(num_heads=q_heads,
+        gqa: dict[str, Any] = dict(num_heads=q_heads,
                    kv_heads=kv_attn, head_dim=key_len, v_head_dim=val_len if val_len != key_len else 0,
                    qk_norm=any(n.endswith(".attn_q_norm.weight") for n in shapes),
                    output_gate=len(q_shape) > 1 and q_shape[1] == 2 * q_heads * key_len)   # q and its gate fused
@@ -510,7 +510,7 @@ def _architecture_and_assumptions(meta: dict, tensors: list[TensorInfo], *, id: 
         conv = _scalar(meta, f"{arch}.ssm.conv_kernel") or 4
         state = _scalar(meta, f"{arch}.ssm.state_size")
         if arch in MAMBA_GGUF_ARCHITECTURES:
-            m = _mamba_fields(meta, arch, source)
+            m: dict[str, Any] = _mamba_fields(meta, arch, source)
             groups.append(AttentionGroup(kind="mamba", count=len(recurrent), num_heads=m["ssm_heads"], **m))
         elif arch in RWKV_GGUF_ARCHITECTURES:
             hs = req("wkv.head_size")
