@@ -506,7 +506,7 @@ def gpu_choices(config: object, gpu: object, *, current: object = None, max_gpus
     except (K3InputError, KeyError, ValueError, OSError):
         counts = list(range(1, max_gpus + 1))
     try:
-        n = int(current)  # type: ignore[arg-type]
+        n = int(str(current))
     except (TypeError, ValueError):
         return counts
     return counts if n in counts else sorted({*counts, n})

@@ -439,7 +439,7 @@ def curve_shown(frame, *, decimals: int = 1) -> Any:
 
 
 #: layouts the explorer offers by name: GPUs and their split (TP inside a node, PP across stages)
-LAYOUTS = {"1 GPU": dict(gpus=1), "2 GPUs, TP=2": dict(gpus=2, tp=2), "4 GPUs, TP=4": dict(gpus=4, tp=4),
+LAYOUTS: dict[str, dict[str, Any]] = {"1 GPU": dict(gpus=1), "2 GPUs, TP=2": dict(gpus=2, tp=2), "4 GPUs, TP=4": dict(gpus=4, tp=4),
            "8 GPUs, TP=8": dict(gpus=8, tp=8), "8 GPUs, TP=4 × PP=2": dict(gpus=8, tp=4, pp=2)}
 
 
@@ -464,7 +464,8 @@ def loading_layouts(*, model="llama-3.1-70b", gpu: str = "h100-sxm", layouts: Se
     from k3lib.core.errors import K3InputError
     from k3lib.engines.deployment import plan_for_engine
 
-    plans, left = {}, {}
+    plans: dict[str, Any] = {}
+    left: dict[str, str] = {}
     for name in layouts:
         try:
             plan = plan_for_engine(model=model, gpu=gpu, context=input_tokens + output_tokens, with_limits=False,
@@ -508,7 +509,8 @@ def layouts_around(plan, *, model, input_tokens: int = 1024, output_tokens: int 
     if plan.tp > 1 and plan.tp % 2 == 0:
         shapes.append(dict(gpus=plan.gpus, tp=plan.tp // 2, pp=plan.pp * 2))
     shapes.append(dict(gpus=plan.gpus * 2))
-    plans, left = {}, {}
+    plans: dict[str, Any] = {}
+    left: dict[str, str] = {}
     for shape in shapes:
         try:
             p = plan_for_engine(model=model, gpu=plan.gpu.id, context=input_tokens + output_tokens,
@@ -532,7 +534,7 @@ def layouts_table(plans: dict, left_out: dict) -> Any:
     rows = [{"layout": name, "GPUs": p.gpus, "loads": "yes",
              "KV capacity (tokens)": f"{p.engine.kv_capacity_tokens:,}" if p.engine is not None else "—",
              "why not": "—"} for name, p in plans.items()]
-    rows += [{"layout": name, "GPUs": int(re.match(r"\d+", name)[0]) if re.match(r"\d+", name) else "—",
+    rows += [{"layout": name, "GPUs": "".join(re.findall(r"^\d+", name)) or "—",
               "loads": "no", "KV capacity (tokens)": "—", "why not": why} for name, why in left_out.items()]
     return _shown(pd.DataFrame(rows))
 
