@@ -300,3 +300,32 @@ def test_granitehybrid_mamba_layers_are_mamba():
     arch = architecture_from_gguf(meta, EMB, id="gh", source="t")
     assert sorted((g.kind, g.count) for g in arch.attention) == [("full", 1), ("mamba", 3)]
     assert llamacpp_memory(arch, n_ctx=4096)["s"] == 3 * 64 * 512 * 4          # 3 layers × d_state × d_inner × 4 B
+
+
+# config.json of the same three tiny models: parameters equal llama_model_n_params that llama.cpp@0c1e570
+# printed for the tier's GGUF (tests/llamacpp/families.py), states equal its R/S lines
+_HF = {
+    "falcon_h1": ({"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+                   "head_dim": 64, "intermediate_size": 512, "mamba_d_ssm": 512, "mamba_n_heads": 8,
+                   "mamba_n_groups": 2, "mamba_d_state": 64, "mamba_d_conv": 4}, 4_484_448, (36_864, 524_288)),
+    "mamba2": ({"hidden_size": 256, "num_hidden_layers": 4, "num_heads": 8, "head_dim": 64, "expand": 2,
+                "n_groups": 2, "state_size": 64, "conv_kernel": 4}, 2_124_128, (36_864, 524_288)),
+    "lfm2": ({"hidden_size": 256, "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "intermediate_size": 768, "block_auto_adjust_ff_dim": True, "block_multiple_of": 256,
+              "conv_L_cache": 3, "layer_types": ["conv", "conv", "full_attention", "conv", "conv", "full_attention"]},
+             4_069_888, (8_192, 0)),
+}
+
+
+@pytest.mark.parametrize("mtype", sorted(_HF))
+def test_state_families_from_config_json(mtype):
+    from k3lib.loaders.hf_config import architecture_from_hf_config
+
+    fields, n_params, (r, s) = _HF[mtype]
+    cfg = {"model_type": mtype, "vocab_size": 512, "max_position_embeddings": 65536, "tie_word_embeddings": False,
+           **fields}
+    arch = architecture_from_hf_config(cfg, id=mtype)
+    assert arch.params_total == n_params
+    m = llamacpp_memory(arch, n_ctx=4096)
+    assert (m["r"], m["s"]) == (r, s)
+    assert arch.num_layers == len(arch.layer_order())

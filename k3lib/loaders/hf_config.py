@@ -60,7 +60,8 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Any, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from k3lib.core.architecture import (AttentionGroup, Architecture, MLPSpec, first_dense_moe_indices,
                                      interleaved_moe_indices)
@@ -74,6 +75,7 @@ KNOWN_MODEL_TYPES = (
     "gemma", "gemma2", "phi3", "deepseek_v2", "qwen2_moe",
     "gemma3n", "gemma3n_text", "gemma4", "gemma4_text",
     "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text",
+    "falcon_h1", "mamba2", "lfm2",
 )
 #: Qwen3-Next and Qwen3.5 (transformers ``Qwen3_5TextConfig`` builds on Qwen3-Next: gated attention
 #: every ``full_attention_interval``-th layer, Gated DeltaNet between, QK-norm, a gated shared expert);
@@ -210,7 +212,7 @@ def model_type_of(cfg: Mapping[str, Any]) -> str:
     return top or text
 
 
-def _ignore_matcher(patterns: list[Any]):
+def _ignore_matcher(patterns: list[Any]) -> Callable[[str], bool]:
     """A predicate: is a module name in ``patterns``? A pattern is ``re:REGEX`` (matched from
     the start, compressed-tensors), or a run of whole name components anywhere in the name
     (``lm_head``, ``model.layers.0``, ``mlp``, ``model.layers.*.self_attn`` with ``*`` one
@@ -260,7 +262,8 @@ def _group_layers(tc: Mapping[str, Any]) -> dict[str, list[int]]:
     """Layer indices holding each linear group: every layer for attention; the MoE layers
     (:func:`_moe_layer_indices`) for the experts, the others for the dense MLP (all, without
     experts)."""
-    n = tc.get("num_hidden_layers") if isinstance(tc.get("num_hidden_layers"), int) else 0
+    n_given = tc.get("num_hidden_layers")
+    n = n_given if isinstance(n_given, int) else 0
     experts = tc.get("n_routed_experts") or tc.get("num_experts") or tc.get("num_local_experts") or 0
     moe = set(_moe_layer_indices(tc, n)) if experts else set()
     every = list(range(n))
@@ -513,7 +516,8 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
     unknown = mtype not in KNOWN_MODEL_TYPES
     d = _req(tc, "hidden_size", src, prefix)
     n_layers = _req(tc, "num_hidden_layers", src, prefix)
-    heads = _req(tc, "num_attention_heads", src, prefix)
+    # Mamba-2 has no attention: its heads are the SSM's (transformers Mamba2Config.num_heads)
+    heads = _req(tc, "num_heads" if mtype == "mamba2" else "num_attention_heads", src, prefix)
     vocab = _req(tc, "vocab_size", src, prefix)
     kv_heads = _opt_int(tc, "num_key_value_heads", src, 0, prefix)
     if not kv_heads:
@@ -525,7 +529,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
         head_dim = d // heads
         if unknown:
             assumed.append(f"head_dim = hidden_size / num_attention_heads = {head_dim}")
-        elif mtype not in ("llama", "mistral", "qwen2", "mixtral", "qwen2_moe", "phi3", "") and not tc.get("kv_lora_rank"):
+        elif mtype not in ("llama", "mistral", "qwen2", "mixtral", "qwen2_moe", "phi3", "lfm2", "") and not tc.get("kv_lora_rank"):
             warnings.warn(f"head_dim missing: assumed hidden_size / num_attention_heads = {head_dim}",
                           AssumedFieldWarning, stacklevel=2)
     max_ctx, ctx_assumed = max_context_from_config(cfg, src)
@@ -533,7 +537,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
         assumed.append(f"max_position_embeddings = {max_ctx} (the file states no context window)")
     groups: list[AttentionGroup] = []
     attn_kinds: list[str] | None = None
-    gqa = dict(num_heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+    gqa: dict[str, Any] = dict(num_heads=heads, kv_heads=kv_heads, head_dim=head_dim,
                qkv_bias=bool(tc.get("attention_bias") or mtype == "qwen2"),
                o_bias=bool(tc.get("attention_bias") and mtype == "gpt_oss"),
                qk_norm=mtype in ("qwen3", "qwen3_moe", "glm4_moe") or mtype in _QWEN_NEXT_TYPES or mtype in _GEMMA_QK_NORM
@@ -542,7 +546,37 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
     if mtype in ("qwen2", "qwen2_moe") and "attention_bias" not in tc:
         gqa["qkv_bias"] = True
     lac = tc.get("linear_attn_config")
-    if tc.get("kv_lora_rank"):
+    if mtype == "falcon_h1":
+        # Falcon-H1 (transformers FalconH1Config): a Mamba-2 mixer beside the attention in every layer;
+        # d_inner = mamba_d_ssm, else mamba_expand × hidden_size (convert_hf_to_gguf.py FalconH1Model)
+        gqa.update(parallel_ssm=True, ssm_inner=_opt_int(tc, "mamba_d_ssm", src, 0, prefix)
+                   or _opt_int(tc, "mamba_expand", src, 2, prefix) * d,
+                   ssm_state=_opt_int(tc, "mamba_d_state", src, 256, prefix),
+                   ssm_groups=_opt_int(tc, "mamba_n_groups", src, 1, prefix),
+                   ssm_heads=_opt_int(tc, "mamba_n_heads", src, 128, prefix),
+                   conv_kernel=_opt_int(tc, "mamba_d_conv", src, 4, prefix))
+    if mtype == "mamba2":
+        # transformers Mamba2Config / Mamba2Mixer: intermediate_size = expand × hidden_size
+        groups.append(AttentionGroup(kind="mamba", count=n_layers, num_heads=heads, ssm_heads=heads,
+                                     ssm_inner=int(float(tc.get("expand") or 2) * d),
+                                     ssm_state=_opt_int(tc, "state_size", src, 128, prefix),
+                                     ssm_groups=_opt_int(tc, "n_groups", src, 8, prefix),
+                                     conv_kernel=_opt_int(tc, "conv_kernel", src, 4, prefix)))
+    elif mtype == "lfm2":
+        # transformers Lfm2Config: layer_types ("conv" / "full_attention"), else full_attn_idxs; the conv
+        # layers are gated short convolutions over hidden_size channels with conv_L_cache taps
+        types = tc.get("layer_types")
+        if not isinstance(types, list) or len(types) != n_layers:
+            at = set(tc.get("full_attn_idxs") or [])
+            types = ["full_attention" if i in at else "conv" for i in range(n_layers)]
+        attn_kinds = ["full" if t == "full_attention" else "shortconv" for t in types]
+        n_full = attn_kinds.count("full")
+        if n_full:
+            groups.append(AttentionGroup(kind="full", count=n_full, **dict(gqa, qk_norm=True)))
+        if n_layers - n_full:
+            groups.append(AttentionGroup(kind="shortconv", count=n_layers - n_full, num_heads=1, ssm_inner=d,
+                                         conv_kernel=_opt_int(tc, "conv_L_cache", src, 3, prefix)))
+    elif tc.get("kv_lora_rank"):
         mla = dict(kind="mla", num_heads=heads, q_lora_rank=tc.get("q_lora_rank") or 0,
                    kv_lora_rank=_req(tc, "kv_lora_rank", src, prefix),
                    qk_nope_head_dim=tc.get("qk_nope_head_dim", 128),
@@ -635,13 +669,23 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
                       router_score_bias=mtype in ("deepseek_v3", "kimi_k2", "kimi_linear", "kimi_k3", "glm4_moe", "minimax_m2")
                       or tc.get("topk_method") == "noaux_tc",
                       shared_expert_gate=mtype in _QWEN_NEXT_TYPES or mtype == "qwen2_moe")
+    elif mtype == "mamba2":
+        mlp = MLPSpec(dense_layers=n_layers, dense_intermediate=0)       # no FFN: the mixer is the layer
+        moe_at = ()
     else:
         inter = _intermediate(tc, "intermediate_size", tc.get("num_kv_shared_layers") or 0)
+        if mtype == "lfm2" and inter and tc.get("block_auto_adjust_ff_dim"):
+            # transformers Lfm2MLP: ⌈mult·⌊2I/3⌋⌉ rounded up to block_multiple_of
+            inter = int(2 * inter / 3)
+            if tc.get("block_ffn_dim_multiplier") is not None:
+                inter = int(float(tc["block_ffn_dim_multiplier"]) * inter)
+            mult = int(tc.get("block_multiple_of") or 256)
+            inter = mult * ((inter + mult - 1) // mult)
         if not inter:
             _req(tc, "intermediate_size", src, prefix)
         mlp = MLPSpec(dense_layers=n_layers, dense_intermediate=inter)
         moe_at = ()
-    tie_default = mtype.startswith("gemma")  # Gemma ties input and output embeddings
+    tie_default = mtype.startswith(("gemma", "mamba2", "lfm2"))  # these tie input and output embeddings
     tie = bool(tc.get("tie_word_embeddings", cfg.get("tie_word_embeddings", tie_default)))
     if unknown and "tie_word_embeddings" not in tc and "tie_word_embeddings" not in cfg:
         assumed.append("tie_word_embeddings = false (separate lm_head)")
@@ -652,7 +696,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
         attention=tuple(groups), mlp=mlp, max_context_tokens=int(max_ctx), tie_word_embeddings=tie,
         native_formats=_native_formats(cfg, tc), source=src, family=mtype,
         mtp_layers=int(tc.get("num_nextn_predict_layers") or 0),
-        norms_per_layer=4 if mtype.startswith(("gemma2", "gemma3", "gemma4")) else 2,
+        norms_per_layer=4 if mtype.startswith(("gemma2", "gemma3", "gemma4")) else 1 if mtype == "mamba2" else 2,
         per_layer_input_dim=int(tc.get("hidden_size_per_layer_input") or 0),
         per_layer_input_vocab=int(tc.get("vocab_size_per_layer_input") or 0)
         if tc.get("hidden_size_per_layer_input") else 0,
@@ -711,7 +755,7 @@ def _vit_params(v: Mapping[str, Any], *, gated: bool = False, biases: bool = Tru
     attn = 4 * h * h + (4 * h if biases else 0)
     mlp = (3 * h * i) if gated else (2 * h * i + (i + h if biases else 0))
     norms = 4 * h if biases else 2 * h
-    return n * (attn + mlp + norms) + c * p * p * h + (h if biases else 0)
+    return int(n * (attn + mlp + norms) + c * p * p * h + (h if biases else 0))
 
 
 def vision_tower_params(cfg: Mapping[str, Any]) -> int:
@@ -732,12 +776,12 @@ def vision_tower_params(cfg: Mapping[str, Any]) -> int:
     if top == "mistral3" or vt == "pixtral":
         merge = cfg.get("spatial_merge_size", 2)
         n = _vit_params(v, gated=True, biases=False) + h          # + ln_pre
-        return n + h * merge * merge * h + h + h * d + d * d       # patch merger, norm, 2-layer projector
+        return int(n + h * merge * merge * h + h + h * d + d * d)  # patch merger, norm, 2-layer projector
     if top == "kimi_vl" or vt == "moonvit":
         kh, kw = (v.get("merge_kernel_size") or [2, 2])[:2]
         pos = v.get("init_pos_emb_height", 64) * v.get("init_pos_emb_width", 64) * h
         m = h * kh * kw
-        return _vit_params(v) + pos + 2 * h + 2 * m + m * m + m + m * d + d
+        return int(_vit_params(v) + pos + 2 * h + 2 * m + m * m + m + m * d + d)
     if top.startswith("llama4"):
         img, p = v.get("image_size", 336), v.get("patch_size", 14)
         tokens = (img // p) ** 2 + 1
@@ -745,11 +789,11 @@ def vision_tower_params(cfg: Mapping[str, Any]) -> int:
         ratio = v.get("pixel_shuffle_ratio", 0.5)
         shuffled = int(h / (ratio * ratio))
         n = _vit_params(v) - h + tokens * h + h + 4 * h             # no patch bias; pos emb, class emb, pre/post norms
-        return n + shuffled * proj_in + proj_in * proj_out + v.get("vision_output_dim", proj_out) * d
+        return int(n + shuffled * proj_in + proj_in * proj_out + v.get("vision_output_dim", proj_out) * d)
     # SigLIP (Gemma 3) and other plain ViTs: learned position embedding + post-norm + projector
     img, p = v.get("image_size", 224), v.get("patch_size", 14)
     n = _vit_params(v) + (img // p) ** 2 * h + 2 * h
-    return n + h * d + h
+    return int(n + h * d + h)
 
 
 def checkpoint_dtype_bytes(cfg: Mapping[str, Any]) -> int:
