@@ -6,6 +6,7 @@ the model (--model, --config, --gguf, --safetensors), the GPUs and their layout 
 speed) both import them from here; neither imports the other's commands back. (Moved unchanged
 from ``k3lib.cli``.)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,8 +16,6 @@ from k3lib.core.errors import K3InputError
 from k3lib.core.units import GB, GiB, parse_size_bytes
 
 UNITS = {"GiB": GiB, "GB": GB}
-
-
 
 
 def _utilization(args: argparse.Namespace) -> float | None:
@@ -34,15 +33,30 @@ def _size(args: argparse.Namespace, name: str) -> int | None:
 def add_model_source_args(p: argparse.ArgumentParser, *, default_model: str = "kimi-k3") -> None:
     """The model options every planning command takes: a built-in id, or the user's own file."""
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--model", default=default_model,
-                        help=f"built-in model id (see `k3plan models`), or a Hugging Face repository org/name "
-                             f"(org/name/FILE.gguf for one GGUF file) read from the local cache; default {default_model}")
-    source.add_argument("--config", metavar="PATH", default=None,
-                        help="a local Hugging Face config.json (or its folder) instead of --model")
-    source.add_argument("--gguf", metavar="FILE", default=None,
-                        help="a local .gguf file: architecture from its metadata, weights = its exact tensor bytes")
-    source.add_argument("--safetensors", metavar="DIR", default=None,
-                        help="a local safetensors checkpoint (folder with config.json): weights = exact tensor bytes")
+    source.add_argument(
+        "--model",
+        default=default_model,
+        help=f"built-in model id (see `k3plan models`), or a Hugging Face repository org/name "
+        f"(org/name/FILE.gguf for one GGUF file) read from the local cache; default {default_model}",
+    )
+    source.add_argument(
+        "--config",
+        metavar="PATH",
+        default=None,
+        help="a local Hugging Face config.json (or its folder) instead of --model",
+    )
+    source.add_argument(
+        "--gguf",
+        metavar="FILE",
+        default=None,
+        help="a local .gguf file: architecture from its metadata, weights = its exact tensor bytes",
+    )
+    source.add_argument(
+        "--safetensors",
+        metavar="DIR",
+        default=None,
+        help="a local safetensors checkpoint (folder with config.json): weights = exact tensor bytes",
+    )
 
 
 def model_from_args(args: argparse.Namespace):
@@ -57,34 +71,65 @@ def add_layout_args(p: argparse.ArgumentParser) -> None:
     """The GPUs and their layout: --gpu, --gpus, --nodes, --tp, --pp (estimate, report, speed)."""
     p.add_argument("--gpu", default="h100-sxm", help="GPU id or alias (see `k3plan gpus`); default h100-sxm")
     p.add_argument("--gpus", default="8", help="number of GPUs in total (default 8)")
-    p.add_argument("--nodes", default=None, help="nodes the GPUs are spread over (default: one node up to the "
-                   "GPU's node size, e.g. 8, then whole nodes)")
-    p.add_argument("--tp", default=None, help="tensor-parallel size (default: as wide as the heads allow inside a node)")
+    p.add_argument(
+        "--nodes",
+        default=None,
+        help="nodes the GPUs are spread over (default: one node up to the GPU's node size, e.g. 8, then whole nodes)",
+    )
+    p.add_argument(
+        "--tp", default=None, help="tensor-parallel size (default: as wide as the heads allow inside a node)"
+    )
     p.add_argument("--pp", default=None, help="pipeline-parallel size (default: the rest, across nodes)")
 
 
 def add_engine_args(p: argparse.ArgumentParser) -> None:
     """--engine and every engine option; an option the chosen engine does not take is refused."""
-    p.add_argument("--engine", default=None, metavar="NAME",
-                   help="the engine the plan is for: vllm, sglang, llama.cpp, transformers, or generic (k3lib's "
-                        "component model, no engine); default vllm, llama.cpp for --gguf, the guide's own policy "
-                        "for a guide profile. Its rules decide the verdict")
-    p.add_argument("--gpu-memory-utilization", default=None, metavar="F",
-                   help="vLLM: the fraction of GPU memory vLLM may use (vLLM's default 0.9)")
-    p.add_argument("--max-num-seqs", default=None, metavar="N",
-                   help="vLLM: --max-num-seqs, the sampler's batch in its profiling run (vLLM's default 1024)")
-    p.add_argument("--cpu-offload-gb", default=None, metavar="GIB",
-                   help="vLLM: --cpu-offload-gb, GiB of weights per GPU kept in CPU memory (streamed every step)")
-    p.add_argument("--mem-fraction-static", default=None, metavar="F",
-                   help="SGLang: --mem-fraction-static (default: SGLang's rule by GPU size)")
-    p.add_argument("--n-gpu-layers", default=None, metavar="N",
-                   help="llama.cpp: -ngl, the layers on the GPUs (the last N−1 and the output head; "
-                        "-1 = all, the default)")
-    p.add_argument("--override-tensor", action="append", default=None, metavar="PATTERN",
-                   help="llama.cpp: -ot PATTERN=CPU, tensors kept in system RAM (repeatable; e.g. exps "
-                        "for the routed experts)")
-    p.add_argument("--flash-attn", default=None, choices=("on", "off"),
-                   help="llama.cpp: -fa on/off (default on)")
+    p.add_argument(
+        "--engine",
+        default=None,
+        metavar="NAME",
+        help="the engine the plan is for: vllm, sglang, llama.cpp, transformers, or generic (k3lib's "
+        "component model, no engine); default vllm, llama.cpp for --gguf, the guide's own policy "
+        "for a guide profile. Its rules decide the verdict",
+    )
+    p.add_argument(
+        "--gpu-memory-utilization",
+        default=None,
+        metavar="F",
+        help="vLLM: the fraction of GPU memory vLLM may use (vLLM's default 0.9)",
+    )
+    p.add_argument(
+        "--max-num-seqs",
+        default=None,
+        metavar="N",
+        help="vLLM: --max-num-seqs, the sampler's batch in its profiling run (vLLM's default 1024)",
+    )
+    p.add_argument(
+        "--cpu-offload-gb",
+        default=None,
+        metavar="GIB",
+        help="vLLM: --cpu-offload-gb, GiB of weights per GPU kept in CPU memory (streamed every step)",
+    )
+    p.add_argument(
+        "--mem-fraction-static",
+        default=None,
+        metavar="F",
+        help="SGLang: --mem-fraction-static (default: SGLang's rule by GPU size)",
+    )
+    p.add_argument(
+        "--n-gpu-layers",
+        default=None,
+        metavar="N",
+        help="llama.cpp: -ngl, the layers on the GPUs (the last N−1 and the output head; -1 = all, the default)",
+    )
+    p.add_argument(
+        "--override-tensor",
+        action="append",
+        default=None,
+        metavar="PATTERN",
+        help="llama.cpp: -ot PATTERN=CPU, tensors kept in system RAM (repeatable; e.g. exps for the routed experts)",
+    )
+    p.add_argument("--flash-attn", default=None, choices=("on", "off"), help="llama.cpp: -fa on/off (default on)")
     p.add_argument("--n-ubatch", default=None, metavar="N", help="llama.cpp: -ub, the physical batch (default 512)")
 
 
@@ -98,8 +143,11 @@ def _loaded_from_args(args: argparse.Namespace):
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        loaded = load_source(config=getattr(args, "config", None), gguf=getattr(args, "gguf", None),
-                             safetensors=getattr(args, "safetensors", None))
+        loaded = load_source(
+            config=getattr(args, "config", None),
+            gguf=getattr(args, "gguf", None),
+            safetensors=getattr(args, "safetensors", None),
+        )
         if loaded is None and is_repo_spec(getattr(args, "model", None)):
             loaded = load_hub(args.model)
     for w in caught:
@@ -110,8 +158,8 @@ def _loaded_from_args(args: argparse.Namespace):
 def engine_settings_from_args(args: argparse.Namespace, engine_id: str):
     """The engine options given on the command line, as an EngineSettings for ``engine_id``;
     an option the engine does not take is one K3InputError naming the flag."""
-    from k3lib.engines.deployment import ENGINE_OPTIONS, EngineSettings
     from k3lib.core.units import parse_positive_int
+    from k3lib.engines.deployment import ENGINE_OPTIONS, EngineSettings
 
     values: dict = {}
     util = _utilization(args)
@@ -126,21 +174,29 @@ def engine_settings_from_args(args: argparse.Namespace, engine_id: str):
     ngl = getattr(args, "n_gpu_layers", None)
     if ngl is not None:
         text = str(ngl).strip()
-        values["n_gpu_layers"] = int(text) if text in ("-1", "0") else parse_positive_int(
-            text, "n-gpu-layers", "a whole number ≥ 0, or -1 for every layer")
+        values["n_gpu_layers"] = (
+            int(text)
+            if text in ("-1", "0")
+            else parse_positive_int(text, "n-gpu-layers", "a whole number ≥ 0, or -1 for every layer")
+        )
     ot = getattr(args, "override_tensor", None)
     if ot:
         import re
+
         for pat in ot:
             try:
                 re.compile(pat)
             except re.error as exc:
-                raise K3InputError("override-tensor", f"{pat!r} is not a regular expression ({exc})",
-                                   "a pattern of tensor names such as exps or 'blk\\.[0-9]+\\.ffn_.*_exps'") from None
+                raise K3InputError(
+                    "override-tensor",
+                    f"{pat!r} is not a regular expression ({exc})",
+                    "a pattern of tensor names such as exps or 'blk\\.[0-9]+\\.ffn_.*_exps'",
+                ) from None
         values["override_tensor"] = tuple(ot)
     off = getattr(args, "cpu_offload_gb", None)
     if off is not None:
         import re
+
         text = str(off).strip()
         if not re.fullmatch(r"[0-9]{1,5}(\.[0-9]{1,3})?", text):
             raise K3InputError("cpu-offload-gb", f"{off!r} is not a number of GiB", "e.g. 8 or 12.5")
@@ -156,9 +212,12 @@ def engine_settings_from_args(args: argparse.Namespace, engine_id: str):
         if name not in allowed:
             flag = "--" + name.replace("_", "-")
             owner = next(e for e, opts in ENGINE_OPTIONS.items() if name in opts)
-            raise K3InputError(name.replace("_", "-"), f"{flag} is a {owner} option; the plan is for {engine_id}",
-                               f"--engine {owner}" + (f", or one of {', '.join('--' + a.replace('_', '-') for a in allowed)}"
-                                                      if allowed else ""))
+            raise K3InputError(
+                name.replace("_", "-"),
+                f"{flag} is a {owner} option; the plan is for {engine_id}",
+                f"--engine {owner}"
+                + (f", or one of {', '.join('--' + a.replace('_', '-') for a in allowed)}" if allowed else ""),
+            )
     return EngineSettings(engine_id, **values)
 
 

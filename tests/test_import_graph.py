@@ -31,6 +31,7 @@ or a module importing itself) *and* between layers, which the rank rule already 
 Every offence is reported as ``file:line  importer → imported``; :func:`test_checker_sees_*`
 feed the checker tiny synthetic graphs so that it is known to turn red.
 """
+
 from __future__ import annotations
 
 import ast
@@ -42,14 +43,23 @@ PACKAGE = "k3lib"
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / PACKAGE
 
 #: layer name → rank, bottom (0) to top; the package itself and its top-level modules rank highest
-LAYER_RANKS: dict[str, int] = {"core": 0, "loaders": 1, "engines": 2, "serving": 3, "studies": 4, "guides": 5,
-                               "views": 6, "report": 7}
+LAYER_RANKS: dict[str, int] = {
+    "core": 0,
+    "loaders": 1,
+    "engines": 2,
+    "serving": 3,
+    "studies": 4,
+    "guides": 5,
+    "views": 6,
+    "report": 7,
+}
 TOP_RANK = 8
 
 
 @dataclass(frozen=True)
 class ImportEdge:
     """One import statement of a ``k3lib`` module naming another ``k3lib`` module."""
+
     importer: str
     imported: str
     path: str
@@ -79,12 +89,13 @@ def _absolute_base(node: ast.ImportFrom, *, importer: str, is_package: bool) -> 
     if node.level == 0:
         return node.module or ""
     package_parts = importer.split(".") if is_package else importer.split(".")[:-1]
-    base_parts = package_parts[:len(package_parts) - (node.level - 1)]
+    base_parts = package_parts[: len(package_parts) - (node.level - 1)]
     return ".".join(base_parts + ([node.module] if node.module else []))
 
 
-def imports_in_source(source: str, *, importer: str, is_package: bool, known: set[str],
-                      path: str = "<source>") -> list[ImportEdge]:
+def imports_in_source(
+    source: str, *, importer: str, is_package: bool, known: set[str], path: str = "<source>"
+) -> list[ImportEdge]:
     """The edges to ``known`` modules of every import in ``source``, at any depth (lazy ones too).
 
     ``import a.b.c`` names ``a.b.c``; ``from a.b import c`` names ``a.b.c`` when that is a known
@@ -119,9 +130,13 @@ def package_import_edges(package_dir: Path = PACKAGE_DIR) -> list[ImportEdge]:
     repo = package_dir.parent
     edges: list[ImportEdge] = []
     for name, path in modules.items():
-        edges += imports_in_source(path.read_text(encoding="utf-8"), importer=name,
-                                   is_package=path.name == "__init__.py", known=known,
-                                   path=str(path.relative_to(repo)))
+        edges += imports_in_source(
+            path.read_text(encoding="utf-8"),
+            importer=name,
+            is_package=path.name == "__init__.py",
+            known=known,
+            path=str(path.relative_to(repo)),
+        )
     return edges
 
 
@@ -206,6 +221,7 @@ def import_cycles(edges: list[ImportEdge]) -> list[list[ImportEdge]]:
 
 # --- the package itself ---------------------------------------------------------------------------
 
+
 def test_the_package_has_modules_and_edges():
     edges = package_import_edges()
     assert len(package_modules(PACKAGE_DIR)) > 100
@@ -215,7 +231,8 @@ def test_the_package_has_modules_and_edges():
 def test_no_import_runs_up_the_layers():
     offences = upward_imports(package_import_edges())
     assert not offences, "imports that run up the layers:\n" + "\n".join(
-        f"{e}  ({layer_rank(e.importer)} → {layer_rank(e.imported)})" for e in offences)
+        f"{e}  ({layer_rank(e.importer)} → {layer_rank(e.imported)})" for e in offences
+    )
 
 
 def test_no_import_circles():
@@ -225,24 +242,44 @@ def test_no_import_circles():
 
 # --- the checker, on synthetic graphs -------------------------------------------------------------
 
-KNOWN = {"k3lib", "k3lib.core", "k3lib.core.memory", "k3lib.core.units", "k3lib.views", "k3lib.views.tables",
-         "k3lib.engines", "k3lib.engines.vllm"}
+KNOWN = {
+    "k3lib",
+    "k3lib.core",
+    "k3lib.core.memory",
+    "k3lib.core.units",
+    "k3lib.views",
+    "k3lib.views.tables",
+    "k3lib.engines",
+    "k3lib.engines.vllm",
+}
 
 
 def test_checker_reads_absolute_relative_and_lazy_imports():
-    source = ("import k3lib.core.units\n"
-              "from k3lib.core import memory\n"
-              "from k3lib.core.memory import kv_cache_bytes\n"
-              "from . import vllm\n"
-              "from ..views.tables import render\n"
-              "import numpy\n"
-              "def f():\n"
-              "    from k3lib.views import tables\n")
-    edges = imports_in_source(source, importer="k3lib.engines.llamacpp", is_package=False,
-                              known=KNOWN | {"k3lib.engines.llamacpp"}, path="x.py")
+    source = (
+        "import k3lib.core.units\n"
+        "from k3lib.core import memory\n"
+        "from k3lib.core.memory import kv_cache_bytes\n"
+        "from . import vllm\n"
+        "from ..views.tables import render\n"
+        "import numpy\n"
+        "def f():\n"
+        "    from k3lib.views import tables\n"
+    )
+    edges = imports_in_source(
+        source,
+        importer="k3lib.engines.llamacpp",
+        is_package=False,
+        known=KNOWN | {"k3lib.engines.llamacpp"},
+        path="x.py",
+    )
     assert [(e.imported, e.line) for e in edges] == [
-        ("k3lib.core.units", 1), ("k3lib.core.memory", 2), ("k3lib.core.memory", 3), ("k3lib.engines.vllm", 4),
-        ("k3lib.views.tables", 5), ("k3lib.views.tables", 8)]
+        ("k3lib.core.units", 1),
+        ("k3lib.core.memory", 2),
+        ("k3lib.core.memory", 3),
+        ("k3lib.engines.vllm", 4),
+        ("k3lib.views.tables", 5),
+        ("k3lib.views.tables", 8),
+    ]
 
 
 def test_checker_resolves_relative_imports_of_a_package_init():
@@ -252,26 +289,31 @@ def test_checker_resolves_relative_imports_of_a_package_init():
 
 def test_checker_sees_an_upward_import_with_its_line():
     source = "import k3lib.core.units\n\n\ndef late():\n    from k3lib.views.tables import render\n"
-    edges = imports_in_source(source, importer="k3lib.core.memory", is_package=False, known=KNOWN,
-                              path="k3lib/core/memory.py")
+    edges = imports_in_source(
+        source, importer="k3lib.core.memory", is_package=False, known=KNOWN, path="k3lib/core/memory.py"
+    )
     offences = upward_imports(edges)
     assert [str(e) for e in offences] == ["k3lib/core/memory.py:5  k3lib.core.memory → k3lib.views.tables"]
 
 
 def test_checker_allows_imports_down_and_sideways():
-    edges = [ImportEdge("k3lib.views.tables", "k3lib.core.units", "a.py", 1),
-             ImportEdge("k3lib.core.memory", "k3lib.core.units", "b.py", 1),
-             ImportEdge("k3lib.cli", "k3lib.views.tables", "c.py", 1)]
+    edges = [
+        ImportEdge("k3lib.views.tables", "k3lib.core.units", "a.py", 1),
+        ImportEdge("k3lib.core.memory", "k3lib.core.units", "b.py", 1),
+        ImportEdge("k3lib.cli", "k3lib.views.tables", "c.py", 1),
+    ]
     assert upward_imports(edges) == []
     assert import_cycles(edges) == []
 
 
 def test_checker_sees_a_circle_of_three_and_a_self_import():
-    edges = [ImportEdge("k3lib.core.a", "k3lib.core.b", "a.py", 1),
-             ImportEdge("k3lib.core.b", "k3lib.core.c", "b.py", 2),
-             ImportEdge("k3lib.core.c", "k3lib.core.a", "c.py", 3),
-             ImportEdge("k3lib.core.c", "k3lib.core.d", "c.py", 4),
-             ImportEdge("k3lib.core.e", "k3lib.core.e", "e.py", 5)]
+    edges = [
+        ImportEdge("k3lib.core.a", "k3lib.core.b", "a.py", 1),
+        ImportEdge("k3lib.core.b", "k3lib.core.c", "b.py", 2),
+        ImportEdge("k3lib.core.c", "k3lib.core.a", "c.py", 3),
+        ImportEdge("k3lib.core.c", "k3lib.core.d", "c.py", 4),
+        ImportEdge("k3lib.core.e", "k3lib.core.e", "e.py", 5),
+    ]
     cycles = import_cycles(edges)
     assert sorted(sorted(e.line for e in c) for c in cycles) == [[1, 2, 3], [5]]
 

@@ -7,6 +7,7 @@ $$KV_{avail} = C_{gpu} - \\lceil W_{gpu} / N \\rceil - A_{compute} - O$$
 
 (Moved unchanged from ``estimate_for_engine``'s llama.cpp branch.)
 """
+
 from __future__ import annotations
 
 from k3lib.core.errors import K3InputError
@@ -27,49 +28,103 @@ def llamacpp_estimate(x: EstimateInputs) -> EngineEstimate:
     type_k = options.get("type_k") or ("f16" if kv_dtype in ("auto", "bf16", "f16", "fp16") else kv_dtype)
     type_v = options.get("type_v") or type_k
     ub = options.get("n_ubatch", 512)
-    cache = dict(n_seq=n_batch, flash_attn=fa, type_k=type_k, type_v=type_v, n_ubatch=ub,
-                 swa_full=options.get("swa_full", False), kv_unified=options.get("kv_unified", False),
-                 n_rs_seq=options.get("n_rs_seq", 0), ik_mla=options.get("ik_mla"))
+    cache = dict(
+        n_seq=n_batch,
+        flash_attn=fa,
+        type_k=type_k,
+        type_v=type_v,
+        n_ubatch=ub,
+        swa_full=options.get("swa_full", False),
+        kv_unified=options.get("kv_unified", False),
+        n_rs_seq=options.get("n_rs_seq", 0),
+        ik_mla=options.get("ik_mla"),
+    )
     mem = llamacpp_memory(model, n_ctx=ctx * n_batch, **cache)
     ngl = options.get("n_gpu_layers")
     ot = tuple(options.get("override_tensor") or ())
     if ngl is not None and (isinstance(ngl, bool) or not isinstance(ngl, int) or ngl < -1):
         raise K3InputError("n_gpu_layers", f"{ngl!r}", "a whole number ≥ 0, or -1 for every layer")
-    split = llamacpp_offload_split(model, n_gpu_layers=-1 if ngl is None else ngl, n_ctx=ctx * n_batch,
-                                   weights=weights, override_tensor=ot, **cache)
+    split = llamacpp_offload_split(
+        model,
+        n_gpu_layers=-1 if ngl is None else ngl,
+        n_ctx=ctx * n_batch,
+        weights=weights,
+        override_tensor=ot,
+        **cache,
+    )
     w = -(-split["gpu"]["weights"] // n_gpus)
     need = -(-split["gpu"]["kv"] // n_gpus)
-    act = llamacpp_compute_buffer_bytes(model, context_tokens=ctx, n_ctx=ctx * n_batch, n_seq=n_batch,
-                                        flash_attn=fa, n_ubatch=ub, swa_full=cache["swa_full"],
-                                        kv_unified=cache["kv_unified"])
+    act = llamacpp_compute_buffer_bytes(
+        model,
+        context_tokens=ctx,
+        n_ctx=ctx * n_batch,
+        n_seq=n_batch,
+        flash_attn=fa,
+        n_ubatch=ub,
+        swa_full=cache["swa_full"],
+        kv_unified=cache["kv_unified"],
+    )
     rt = int(options.get("cuda_context_bytes", 0.5 * GiB))
     avail = total - w - act - rt
     per_cell = mem["total"] / max(1, mem["cells"] * mem["streams"])
     cap = int(max(avail, 0) * n_gpus // per_cell) if per_cell else 0
     fits = need <= avail
     host = split["host"]["weights"] + split["host"]["kv"]
-    printed = {"CUDA0 model buffer size": f"{w / MiB:,.2f} MiB",
-               "CPU model buffer size": f"{split['host']['weights'] / MiB:,.2f} MiB",
-               "CUDA0 KV buffer size": f"{need / MiB:,.2f} MiB",
-               f"llama_kv_cache: size ({mem['cells']:,} cells)":
-                   f"{(mem['k'] + mem['v']) / MiB:,.2f} MiB, K ({type_k}): {mem['k'] / MiB:,.2f} MiB, "
-                   f"V ({type_v}): {mem['v'] / MiB:,.2f} MiB"}
+    printed = {
+        "CUDA0 model buffer size": f"{w / MiB:,.2f} MiB",
+        "CPU model buffer size": f"{split['host']['weights'] / MiB:,.2f} MiB",
+        "CUDA0 KV buffer size": f"{need / MiB:,.2f} MiB",
+        f"llama_kv_cache: size ({mem['cells']:,} cells)": f"{(mem['k'] + mem['v']) / MiB:,.2f} MiB, K ({type_k}): {mem['k'] / MiB:,.2f} MiB, "
+        f"V ({type_v}): {mem['v'] / MiB:,.2f} MiB",
+    }
     if mem["swa_cells"]:
         printed[f"llama_kv_cache: size ({mem['swa_cells']:,} cells, sliding window)"] = (
-            f"{(mem['swa_k'] + mem['swa_v']) / MiB:,.2f} MiB")
+            f"{(mem['swa_k'] + mem['swa_v']) / MiB:,.2f} MiB"
+        )
     if mem["r"] or mem["s"]:
-        printed["llama_memory_recurrent: size"] = (f"{(mem['r'] + mem['s']) / MiB:,.2f} MiB, R (f32): "
-                                                   f"{mem['r'] / MiB:,.2f} MiB, S (f32): {mem['s'] / MiB:,.2f} MiB")
+        printed["llama_memory_recurrent: size"] = (
+            f"{(mem['r'] + mem['s']) / MiB:,.2f} MiB, R (f32): "
+            f"{mem['r'] / MiB:,.2f} MiB, S (f32): {mem['s'] / MiB:,.2f} MiB"
+        )
     printed["CUDA0 compute buffer size"] = f"{act / MiB:,.2f} MiB (modelled; see llamacpp_compute_buffer_bytes)"
-    notes.append(f"cells = {mem['cells']:,} per stream × {mem['streams']} stream(s)"
-                 + (f"; SWA cells {mem['swa_cells']:,}" if mem["swa_cells"] else "")
-                 + " (rules of ggml-org/llama.cpp@0c1e570, checked on a real build by tests/llamacpp)")
+    notes.append(
+        f"cells = {mem['cells']:,} per stream × {mem['streams']} stream(s)"
+        + (f"; SWA cells {mem['swa_cells']:,}" if mem["swa_cells"] else "")
+        + " (rules of ggml-org/llama.cpp@0c1e570, checked on a real build by tests/llamacpp)"
+    )
     if ngl is not None or ot:
-        notes.append(f"-ngl {ngl if ngl is not None else -1}" + "".join(f" -ot {p}=CPU" for p in ot)
-                     + f": {split['gpu_layers']} layers on the GPUs; {host / GiB:,.2f} GiB of weights and "
-                     "KV stay in system RAM")
-    reason = (f"{'fits' if fits else 'does not fit'}: KV {need / MiB:,.0f} MiB needed, "
-              f"{max(avail, 0) / MiB:,.0f} MiB left after weights and buffers")
-    return EngineEstimate(prof.id, prof.version, arch.id, hw.id, n_gpus, n_gpus, ctx, n_batch, f"{type_k}/{type_v}",
-                          total, total, w, act, rt, 0, max(avail, 0), need, cap,
-                          (max(avail, 0) / need * n_batch) if need else 0.0, fits, reason, printed, tuple(notes))
+        notes.append(
+            f"-ngl {ngl if ngl is not None else -1}"
+            + "".join(f" -ot {p}=CPU" for p in ot)
+            + f": {split['gpu_layers']} layers on the GPUs; {host / GiB:,.2f} GiB of weights and "
+            "KV stay in system RAM"
+        )
+    reason = (
+        f"{'fits' if fits else 'does not fit'}: KV {need / MiB:,.0f} MiB needed, "
+        f"{max(avail, 0) / MiB:,.0f} MiB left after weights and buffers"
+    )
+    return EngineEstimate(
+        prof.id,
+        prof.version,
+        arch.id,
+        hw.id,
+        n_gpus,
+        n_gpus,
+        ctx,
+        n_batch,
+        f"{type_k}/{type_v}",
+        total,
+        total,
+        w,
+        act,
+        rt,
+        0,
+        max(avail, 0),
+        need,
+        cap,
+        (max(avail, 0) / need * n_batch) if need else 0.0,
+        fits,
+        reason,
+        printed,
+        tuple(notes),
+    )

@@ -7,6 +7,7 @@ A row's error is ``100 · (predicted − logged) / logged`` %, reproduced when `
 >>> check_row("KV", 1024.0, 1029.0, "MiB", KV_TOLERANCE_PCT, "2·L·K·H·b·T").within
 True
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,8 +36,15 @@ class CheckRow:
     rule: str
 
 
-def check_row(component: str, logged: float, predicted: float, unit: str, tol: float, rule: str,
-              allowed: "tuple[float, float] | None" = None) -> CheckRow:
+def check_row(
+    component: str,
+    logged: float,
+    predicted: float,
+    unit: str,
+    tol: float,
+    rule: str,
+    allowed: tuple[float, float] | None = None,
+) -> CheckRow:
     """Logged vs predicted; reproduced when within ``tol`` % or, with ``allowed`` = (lo, hi), when the
     logged figure lies in what the engine's rounded prints leave open (lo ≤ logged ≤ hi)."""
     err = 100.0 * (predicted - logged) / logged if logged else (0.0 if not predicted else 100.0)

@@ -7,6 +7,7 @@ $$tokens = \\lfloor (f · C_{gpu} - W_{rank} - O) / cell \\rfloor$$
 With PP > 1 each stage is costed by :func:`~k3lib.engines.estimate_pp.pipeline_estimate`.
 (Moved unchanged from ``estimate_for_engine``'s SGLang branch.)
 """
+
 from __future__ import annotations
 
 from k3lib.core.layout import check_tp
@@ -22,11 +23,23 @@ def sglang_estimate(x: EstimateInputs) -> EngineEstimate:
     prof, model, arch, hw, n_gpus = x.profile, x.model, x.arch, x.gpu, x.gpus
     tp_i, pp_i, ctx, n_batch, kv_dtype = x.tp, x.pp, x.context_tokens, x.batch, x.kv_dtype
     weights, dtype_bytes, options, base_b = x.weights, x.dtype_bytes, x.options, x.base_dtype_bytes
-    check_tp(arch, tp_i)                         # the core's rule (KV heads replicated when TP > K)
+    check_tp(arch, tp_i)  # the core's rule (KV heads replicated when TP > K)
     if pp_i > 1:
-        return pipeline_estimate(prof, model, hw, n_gpus=n_gpus, tp=tp_i, pp=pp_i, ctx=ctx, batch=n_batch,
-                                 kv_dtype=kv_dtype, weights=weights, util=x.gpu_memory_utilization,
-                                 dtype_bytes=dtype_bytes, options=options)
+        return pipeline_estimate(
+            prof,
+            model,
+            hw,
+            n_gpus=n_gpus,
+            tp=tp_i,
+            pp=pp_i,
+            ctx=ctx,
+            batch=n_batch,
+            kv_dtype=kv_dtype,
+            weights=weights,
+            util=x.gpu_memory_utilization,
+            dtype_bytes=dtype_bytes,
+            options=options,
+        )
     total = hw.memory_bytes("usable")
     kv_label = str(kv_dtype)
     notes: list[str] = []
@@ -41,11 +54,38 @@ def sglang_estimate(x: EstimateInputs) -> EngineEstimate:
     state = sglang_state_bytes(arch, tp=tp_i, batch=n_batch)
     need = int(cell * ctx * n_batch + state)
     fits = avail > 0 and need <= avail
-    printed = {"mem_fraction_static": f"{frac:.3f}", "Load weight end. mem usage": f"{w / GiB:.2f} GB",
-               "KV Cache is allocated. #tokens": f"{cap:,}",
-               "K size + V size": f"{cap * cell / GiB:.2f} GB"}
-    reason = (f"{'fits' if fits else 'does not fit'}: {n_batch} × {ctx:,} tokens need {_gib(need)}; "
-              f"the pool holds {cap:,} tokens ({_gib(max(avail, 0))})")
-    return EngineEstimate(prof.id, prof.version, arch.id, hw.id, n_gpus, tp_i, ctx, n_batch, kv_label, total,
-                          budget, w, 0, rt, 0, max(avail, 0), need, int(cap),
-                          (cap / ctx) if ctx else 0.0, fits, reason, printed, tuple(notes))
+    printed = {
+        "mem_fraction_static": f"{frac:.3f}",
+        "Load weight end. mem usage": f"{w / GiB:.2f} GB",
+        "KV Cache is allocated. #tokens": f"{cap:,}",
+        "K size + V size": f"{cap * cell / GiB:.2f} GB",
+    }
+    reason = (
+        f"{'fits' if fits else 'does not fit'}: {n_batch} × {ctx:,} tokens need {_gib(need)}; "
+        f"the pool holds {cap:,} tokens ({_gib(max(avail, 0))})"
+    )
+    return EngineEstimate(
+        prof.id,
+        prof.version,
+        arch.id,
+        hw.id,
+        n_gpus,
+        tp_i,
+        ctx,
+        n_batch,
+        kv_label,
+        total,
+        budget,
+        w,
+        0,
+        rt,
+        0,
+        max(avail, 0),
+        need,
+        int(cap),
+        (cap / ctx) if ctx else 0.0,
+        fits,
+        reason,
+        printed,
+        tuple(notes),
+    )

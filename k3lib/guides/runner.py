@@ -3,17 +3,22 @@
 It imports the check modules — importing one registers its checks in
 :mod:`k3lib.guides.registry` — and the registry; no check imports the runner.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable
+from collections.abc import Iterable
 
 from k3lib.core.errors import K3InputError
-# importing a check module registers its checks; patterns are tried in this order
-from k3lib.guides import checks_000_facts  # noqa: F401  (registers)
-from k3lib.guides import checks_000_derived  # noqa: F401  (registers)
-from k3lib.guides import checks_004  # noqa: F401  (registers)
-from k3lib.guides import checks_extra  # noqa: F401  (registers)
+
+# importing a check module registers its checks (no claim matches two patterns, so the order is free:
+# tests/test_audit_registry.py)
+from k3lib.guides import (
+    checks_000_derived,  # noqa: F401  (registers)
+    checks_000_facts,  # noqa: F401  (registers)
+    checks_004,  # noqa: F401  (registers)
+    checks_extra,  # noqa: F401  (registers)
+)
 from k3lib.guides.claims import Claim, load_claims
 from k3lib.guides.registry import _BY_ID, _BY_PATTERN
 from k3lib.guides.verdicts import Check, Verdict

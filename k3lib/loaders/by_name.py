@@ -9,6 +9,7 @@ downloaded. (Moved unchanged from ``k3lib.views.any_model``, whose views import 
 >>> load_model("llama-3.1-70b").require_architecture().num_layers
 80
 """
+
 from __future__ import annotations
 
 import os
@@ -42,10 +43,10 @@ def _load_fixture(name: str) -> LoadedModel:
     return load_config(fixture_configs()[name], id=name)
 
 
-def load_model(config: "str | os.PathLike[str] | LoadedModel") -> LoadedModel:
+def load_model(config: str | os.PathLike[str] | LoadedModel) -> LoadedModel:
     """A fixture config by name, or a path to a config.json (or its folder), a ``.gguf`` file
     or a safetensors checkpoint. Nothing is downloaded. A loaded model is returned as is."""
-    from k3lib.loaders import load_path   # the package's dispatcher over the three file kinds
+    from k3lib.loaders import load_path  # the package's dispatcher over the three file kinds
 
     if isinstance(config, LoadedModel):
         return config
@@ -54,12 +55,15 @@ def load_model(config: "str | os.PathLike[str] | LoadedModel") -> LoadedModel:
         return _load_fixture(text)
     p = Path(text).expanduser()
     if not p.exists():
-        raise K3InputError("config", f"{text!r} is neither a fixture config nor an existing path",
-                           "a path, or one of " + ", ".join(fixture_configs()))
+        raise K3InputError(
+            "config",
+            f"{text!r} is neither a fixture config nor an existing path",
+            "a path, or one of " + ", ".join(fixture_configs()),
+        )
     return load_path(p)
 
 
-def load_architecture(model: "str | os.PathLike[str] | LoadedModel") -> tuple[Architecture, LoadedModel]:
+def load_architecture(model: str | os.PathLike[str] | LoadedModel) -> tuple[Architecture, LoadedModel]:
     """``(architecture, loaded model)`` of :func:`load_model`'s model; a file without shapes (a bare
     GGUF tensor table) raises :class:`~k3lib.core.errors.K3InputError`."""
     loaded = load_model(model)

@@ -4,21 +4,39 @@ claims explorer widget and the notebook's validated parameters (no display here)
 The verdicts themselves are made in :mod:`k3lib.guides` (the checks, their registry and the
 runner :func:`k3lib.guides.runner.audit_all`); this module only tabulates and draws them.
 Run ``python -m k3lib.views.guide_audit`` for the two-column verdict counts."""
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.memory import kv_cache_bytes, weights_bytes_by_group
 from k3lib.core.units import GB, GiB
 from k3lib.guides.checks_000_derived import _min_own_gpus
+from k3lib.guides.checks_004 import (
+    G004_OVERHEAD,
+    GGUF_FILE,
+    TIER_FORMAT,
+    _g004_table_rows,
+    _table_kv_gb,
+    implied_bits_per_weight,
+    table_total_gb,
+)
 from k3lib.guides.checks_extra import NATIVE
-from k3lib.guides.checks_004 import (G004_OVERHEAD, GGUF_FILE, TIER_FORMAT, _g004_table_rows, _table_kv_gb,
-                                     implied_bits_per_weight, table_total_gb)
 from k3lib.guides.claims import COLUMN_VERDICTS, G000_OVERHEAD_PER_GPU_RULE, GUIDES, VERDICTS, get_claim, load_claims
-from k3lib.guides.refs import (_g000, _k3, _unit_bytes, published_bytes, published_files, real_kv_bytes,
-                               real_node_gpus, real_state_bytes, real_weights_bytes)
+from k3lib.guides.refs import (
+    _g000,
+    _k3,
+    _unit_bytes,
+    published_bytes,
+    published_files,
+    real_kv_bytes,
+    real_node_gpus,
+    real_state_bytes,
+    real_weights_bytes,
+)
 from k3lib.guides.runner import audit_all, audit_claim
 from k3lib.guides.verdicts import Verdict
 
@@ -26,8 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas
 
 
-
-def audit_table(verdicts: Sequence[Verdict] | None = None) -> "pandas.DataFrame":
+def audit_table(verdicts: Sequence[Verdict] | None = None) -> pandas.DataFrame:
     """One row per claim: what the guide says, both computed values, both verdicts and the combined one."""
     import pandas as pd
 
@@ -36,20 +53,38 @@ def audit_table(verdicts: Sequence[Verdict] | None = None) -> "pandas.DataFrame"
     rows = []
     for v in verdicts:
         c = claims[v.claim_id]
-        rows.append({
-            "claim_id": c.claim_id, "guide": c.guide, "section": c.section, "quote": c.quote,
-            "quantity": c.quantity, "claim_kind": c.claim_kind, "claimed": c.value, "claimed_high": c.value_high,
-            "unit_as_written": c.unit_as_written,
-            "own_verdict": v.own_verdict, "own_value": v.own_value,
-            "real_verdict": v.real_verdict, "real_value": v.real_value, "unit": v.unit,
-            "verdict": v.verdict, "computed": v.computed_value, "real_k3": v.real_value,
-            "tolerance": v.tolerance, "tolerance_free": v.tolerance_free, "assumption": v.assumption,
-            "explanation": v.explanation, "formula": v.formula, "basis": v.basis, "check": v.check,
-        })
+        rows.append(
+            {
+                "claim_id": c.claim_id,
+                "guide": c.guide,
+                "section": c.section,
+                "quote": c.quote,
+                "quantity": c.quantity,
+                "claim_kind": c.claim_kind,
+                "claimed": c.value,
+                "claimed_high": c.value_high,
+                "unit_as_written": c.unit_as_written,
+                "own_verdict": v.own_verdict,
+                "own_value": v.own_value,
+                "real_verdict": v.real_verdict,
+                "real_value": v.real_value,
+                "unit": v.unit,
+                "verdict": v.verdict,
+                "computed": v.computed_value,
+                "real_k3": v.real_value,
+                "tolerance": v.tolerance,
+                "tolerance_free": v.tolerance_free,
+                "assumption": v.assumption,
+                "explanation": v.explanation,
+                "formula": v.formula,
+                "basis": v.basis,
+                "check": v.check,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def verdict_counts(table: "pandas.DataFrame | None" = None) -> "pandas.DataFrame":
+def verdict_counts(table: pandas.DataFrame | None = None) -> pandas.DataFrame:
     """The two-column summary: claims per verdict, against the guide's own inputs and for the real K3,
     per guide and in all."""
     import pandas as pd
@@ -66,7 +101,7 @@ def verdict_counts(table: "pandas.DataFrame | None" = None) -> "pandas.DataFrame
     return counts.astype(int)
 
 
-def combined_counts(table: "pandas.DataFrame | None" = None) -> "pandas.DataFrame":
+def combined_counts(table: pandas.DataFrame | None = None) -> pandas.DataFrame:
     """Claims per guide and combined verdict (the folding of :func:`k3lib.guides.verdicts.combine`), with totals."""
     import pandas as pd
 
@@ -82,8 +117,13 @@ def combined_counts(table: "pandas.DataFrame | None" = None) -> "pandas.DataFram
 COLUMNS = ("either", "own", "real")
 
 
-def filter_claims(table: "pandas.DataFrame", guide: str = "all", verdict: str = "all", column: str = "either",
-                  columns: Sequence[str] | None = None) -> "pandas.DataFrame":
+def filter_claims(
+    table: pandas.DataFrame,
+    guide: str = "all",
+    verdict: str = "all",
+    column: str = "either",
+    columns: Sequence[str] | None = None,
+) -> pandas.DataFrame:
     """Rows of ``table`` for one guide and one column verdict (``"all"`` keeps every value); ``column``
     says which verdict the filter reads: ``own``, ``real`` or ``either``. The notebook widget's callback."""
     if guide != "all" and guide not in GUIDES:
@@ -102,20 +142,37 @@ def filter_claims(table: "pandas.DataFrame", guide: str = "all", verdict: str = 
     return out[list(columns)] if columns else out
 
 
-DISPLAY_COLUMNS = ("claim_id", "quote", "claimed", "unit_as_written", "own_value", "own_verdict", "real_value",
-                   "real_verdict", "unit")
+DISPLAY_COLUMNS = (
+    "claim_id",
+    "quote",
+    "claimed",
+    "unit_as_written",
+    "own_value",
+    "own_verdict",
+    "real_value",
+    "real_verdict",
+    "unit",
+)
 COLUMN_TINTS = {"holds": "#e8f5e9", "contradicted": "#fde8e8", "stated input": "#eef3fb", "not checkable": "#eeeeee"}
-VERDICT_COLORS = {"reproduced": "#2e7d32", "reproduced only under assumption": "#b7791f",
-                  "contradicted": "#c62828", "not checkable": "#757575"}
-VERDICT_TINTS = {"reproduced": "#e8f5e9", "reproduced only under assumption": "#fff4d6",
-                 "contradicted": "#fde8e8", "not checkable": "#eeeeee"}
+VERDICT_COLORS = {
+    "reproduced": "#2e7d32",
+    "reproduced only under assumption": "#b7791f",
+    "contradicted": "#c62828",
+    "not checkable": "#757575",
+}
+VERDICT_TINTS = {
+    "reproduced": "#e8f5e9",
+    "reproduced only under assumption": "#fff4d6",
+    "contradicted": "#fde8e8",
+    "not checkable": "#eeeeee",
+}
 
 
 def _fmt(x) -> str:
     return "" if x is None or x != x else f"{x:,.4g}"
 
 
-def style_verdicts(table: "pandas.DataFrame", columns: Sequence[str] = DISPLAY_COLUMNS):
+def style_verdicts(table: pandas.DataFrame, columns: Sequence[str] = DISPLAY_COLUMNS):
     """A pandas Styler with each verdict cell tinted (static HTML: renders offline)."""
     t = table[list(columns)] if columns else table
 
@@ -124,13 +181,17 @@ def style_verdicts(table: "pandas.DataFrame", columns: Sequence[str] = DISPLAY_C
         return f"background-color: {color}" if color else ""
 
     verdict_cols = [c for c in ("own_verdict", "real_verdict") if c in t.columns]
-    return (t.style.map(tint, subset=verdict_cols)
-            .format({"claimed": "{:,.4g}", "own_value": _fmt, "real_value": _fmt}, na_rep="")
-            .set_uuid("guide-audit").hide(axis="index"))
+    return (
+        t.style.map(tint, subset=verdict_cols)
+        .format({"claimed": "{:,.4g}", "own_value": _fmt, "real_value": _fmt}, na_rep="")
+        .set_uuid("guide-audit")
+        .hide(axis="index")
+    )
 
 
-def claims_explorer(table: "pandas.DataFrame | None" = None, guide: str = "all", verdict: str = "contradicted",
-                    column: str = "either"):
+def claims_explorer(
+    table: pandas.DataFrame | None = None, guide: str = "all", verdict: str = "contradicted", column: str = "either"
+):
     """Three dropdowns (guide, verdict, which column) over the claims table, starting on
     "contradicted" in either column; the output updates in place via :func:`filter_claims`."""
     import ipywidgets as w
@@ -200,20 +261,32 @@ DEPLOYER_CONTRADICTIONS = (
 BIGGEST_CONTRADICTIONS = DEPLOYER_CONTRADICTIONS
 
 
-def biggest_contradictions(verdicts: Sequence[Verdict] | None = None) -> "pandas.DataFrame":
+def biggest_contradictions(verdicts: Sequence[Verdict] | None = None) -> pandas.DataFrame:
     """The claims of :data:`DEPLOYER_CONTRADICTIONS` present in the CSV: claim, both values, both verdicts."""
     import pandas as pd
 
     by_id = {v.claim_id: v for v in (audit_all() if verdicts is None else verdicts)}
     claims = {c.claim_id: c for c in load_claims()}
-    return pd.DataFrame([{"claim_id": cid, "quote": claims[cid].quote, "claimed": claims[cid].value,
-                          "unit_as_written": claims[cid].unit_as_written, "own_value": by_id[cid].own_value,
-                          "own_verdict": by_id[cid].own_verdict, "real_value": by_id[cid].real_value,
-                          "real_verdict": by_id[cid].real_verdict, "unit": by_id[cid].unit}
-                         for cid in DEPLOYER_CONTRADICTIONS if cid in by_id])
+    return pd.DataFrame(
+        [
+            {
+                "claim_id": cid,
+                "quote": claims[cid].quote,
+                "claimed": claims[cid].value,
+                "unit_as_written": claims[cid].unit_as_written,
+                "own_value": by_id[cid].own_value,
+                "own_verdict": by_id[cid].own_verdict,
+                "real_value": by_id[cid].real_value,
+                "real_verdict": by_id[cid].real_verdict,
+                "unit": by_id[cid].unit,
+            }
+            for cid in DEPLOYER_CONTRADICTIONS
+            if cid in by_id
+        ]
+    )
 
 
-def working(claim_id: str) -> "pandas.DataFrame":
+def working(claim_id: str) -> pandas.DataFrame:
     """The steps of one check as a ``param | formula | value | unit`` table."""
     import pandas as pd
 
@@ -227,9 +300,10 @@ def working(claim_id: str) -> "pandas.DataFrame":
 # ---------------------------------------------------------------- reconciliation with K3
 
 
-def kv_reconciliation() -> "pandas.DataFrame":
+def kv_reconciliation() -> pandas.DataFrame:
     """KV bytes per token: guide 000's figures vs K3's MLA latent, per dtype."""
     import pandas as pd
+
     from k3lib.core.precisions import get_kv_dtype
 
     rows = []
@@ -237,55 +311,84 @@ def kv_reconciliation() -> "pandas.DataFrame":
         b = get_kv_dtype(dt).bytes_per_element
         guide = _g000().kv_bytes_per_token(b)
         real = _k3().kv_bytes_per_token(b)
-        rows.append({"kv_dtype": dt.upper(), "guide 000 (B/token)": guide, "K3 MLA latent (B/token)": real,
-                     "guide / K3": round(guide / real, 2)})
+        rows.append(
+            {
+                "kv_dtype": dt.upper(),
+                "guide 000 (B/token)": guide,
+                "K3 MLA latent (B/token)": real,
+                "guide / K3": round(guide / real, 2),
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def kv_cache_at_contexts(contexts: Sequence[int] = (131072, 262144, 524288, 1048576), unit: str = "GiB"
-                         ) -> "pandas.DataFrame":
+def kv_cache_at_contexts(
+    contexts: Sequence[int] = (131072, 262144, 524288, 1048576), unit: str = "GiB"
+) -> pandas.DataFrame:
     """BF16 KV cache at each context: guide 000 vs K3 (MLA + KDA state), in ``unit``."""
     import pandas as pd
 
     s = _unit_bytes(unit)
     rows = []
     for t in contexts:
-        rows.append({"context (tokens)": t,
-                     f"guide 000 ({unit})": kv_cache_bytes(_g000(), context_tokens=t, batch=1, kv_dtype="bf16") / s,
-                     f"K3 MLA ({unit})": real_kv_bytes(kv_dtype="bf16", context_tokens=t, include_state=False) / s,
-                     f"K3 KDA state ({unit})": real_state_bytes() / s,
-                     f"K3 total ({unit})": real_kv_bytes(kv_dtype="bf16", context_tokens=t) / s})
+        rows.append(
+            {
+                "context (tokens)": t,
+                f"guide 000 ({unit})": kv_cache_bytes(_g000(), context_tokens=t, batch=1, kv_dtype="bf16") / s,
+                f"K3 MLA ({unit})": real_kv_bytes(kv_dtype="bf16", context_tokens=t, include_state=False) / s,
+                f"K3 KDA state ({unit})": real_state_bytes() / s,
+                f"K3 total ({unit})": real_kv_bytes(kv_dtype="bf16", context_tokens=t) / s,
+            }
+        )
     return pd.DataFrame(rows).round(2)
 
 
-def gguf_matches() -> "pandas.DataFrame":
+def gguf_matches() -> pandas.DataFrame:
     """Guide 004's weights column against K3's published files (GGUF cells) or K3 at the tier's type ('est.')."""
     import pandas as pd
 
-    by_id = {v.claim_id: v for v in audit_all([c for c in load_claims()
-                                               if c.guide == "guide-004" and c.quantity == "weights"])}
+    by_id = {
+        v.claim_id: v
+        for v in audit_all([c for c in load_claims() if c.guide == "guide-004" and c.quantity == "weights"])
+    }
     rows = []
     for c in load_claims():
         if c.claim_id in by_id:
             v = by_id[c.claim_id]
-            rows.append({"tier": c.precision, "weights (GB)": c.value, "kind": "est." if "est." in c.quote else "GGUF",
-                         "bits per weight": round(implied_bits_per_weight(c.value), 2),
-                         "K3 file or type": GGUF_FILE.get(c.precision, TIER_FORMAT[c.precision]),
-                         "K3 (GB)": round(v.real_value, 2), "difference (%)": round(100 * (c.value / v.real_value - 1), 2),
-                         "real K3": v.real_verdict})
+            rows.append(
+                {
+                    "tier": c.precision,
+                    "weights (GB)": c.value,
+                    "kind": "est." if "est." in c.quote else "GGUF",
+                    "bits per weight": round(implied_bits_per_weight(c.value), 2),
+                    "K3 file or type": GGUF_FILE.get(c.precision, TIER_FORMAT[c.precision]),
+                    "K3 (GB)": round(v.real_value, 2),
+                    "difference (%)": round(100 * (c.value / v.real_value - 1), 2),
+                    "real K3": v.real_verdict,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def published_table(unit: str = "GB") -> "pandas.DataFrame":
+def published_table(unit: str = "GB") -> pandas.DataFrame:
     """``data/measured/kimi-k3-published.csv`` in one ``unit``."""
     import pandas as pd
 
     s = _unit_bytes(unit)
-    return pd.DataFrame([{"file": f.label, f"size ({unit})": round(f.bytes / s, 2), "exact": f.exact,
-                          "bits per weight": round(f.bytes * 8 / _k3().params_total, 2)} for f in published_files()])
+    return pd.DataFrame(
+        [
+            {
+                "file": f.label,
+                f"size ({unit})": round(f.bytes / s, 2),
+                "exact": f.exact,
+                "bits per weight": round(f.bytes * 8 / _k3().params_total, 2),
+            }
+            for f in published_files()
+        ]
+    )
 
 
-def g004_table_check() -> "pandas.DataFrame":
+def g004_table_check() -> pandas.DataFrame:
     """Every total cell of guide 004's table against its own rule W + 27,648·T/2^30 + 1."""
     import pandas as pd
 
@@ -294,12 +397,19 @@ def g004_table_check() -> "pandas.DataFrame":
     for c in load_claims():
         if c.guide == "guide-004" and c.claim_id.startswith("g004-total-") and c.context_tokens:
             rule = table_total_gb(weights[c.precision], c.context_tokens)
-            rows.append({"tier": c.precision, "context (tokens)": c.context_tokens, "stated (GB)": c.value,
-                         "own rule (GB)": round(rule, 2), "stated − rule (GB)": round(c.value - rule, 1) + 0.0})
+            rows.append(
+                {
+                    "tier": c.precision,
+                    "context (tokens)": c.context_tokens,
+                    "stated (GB)": c.value,
+                    "own rule (GB)": round(rule, 2),
+                    "stated − rule (GB)": round(c.value - rule, 1) + 0.0,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def offload_split(unit: str = "GB") -> "pandas.DataFrame":
+def offload_split(unit: str = "GB") -> pandas.DataFrame:
     """Guide 004's offload split (33 GB VRAM + 1,531 GB RAM) against its own table and K3 at Q4_K."""
     import pandas as pd
 
@@ -321,24 +431,30 @@ def offload_split(unit: str = "GB") -> "pandas.DataFrame":
     return pd.DataFrame([{"item": k, f"size ({unit})": round(v / s, 1)} for k, v in rows])
 
 
-def unique_params_examined() -> "pandas.DataFrame":
+def unique_params_examined() -> pandas.DataFrame:
     """The 'effective unique parameters ≈ 1/10' claim against K3's parameter groups."""
     import pandas as pd
 
     k3 = _k3()
     g = k3.param_groups()
     total = k3.params_total
-    rows = [("all parameters (stored)", total),
-            ("routed experts (92 × 896)", g["routed_experts"]),
-            ("everything but routed experts", total - g["routed_experts"]),
-            ("active per token (16 of 896 experts)", k3.params_active),
-            ("one-tenth of 2.8T, as the guide says", 280 * 10**9),
-            ("what 594 GiB holds at 2 B each", 594 * GiB // 2)]
-    return pd.DataFrame([{"parameters": k, "count (B)": round(v / 1e9, 1), "share of total (%)": round(100 * v / total, 1)}
-                         for k, v in rows])
+    rows = [
+        ("all parameters (stored)", total),
+        ("routed experts (92 × 896)", g["routed_experts"]),
+        ("everything but routed experts", total - g["routed_experts"]),
+        ("active per token (16 of 896 experts)", k3.params_active),
+        ("one-tenth of 2.8T, as the guide says", 280 * 10**9),
+        ("what 594 GiB holds at 2 B each", 594 * GiB // 2),
+    ]
+    return pd.DataFrame(
+        [
+            {"parameters": k, "count (B)": round(v / 1e9, 1), "share of total (%)": round(100 * v / total, 1)}
+            for k, v in rows
+        ]
+    )
 
 
-def use_instead(unit: str = "GB") -> "pandas.DataFrame":
+def use_instead(unit: str = "GB") -> pandas.DataFrame:
     """The guides' headline sizes next to K3's real ones, in one ``unit`` (guide 000's 'GB' are GiB)."""
     import pandas as pd
 
@@ -348,39 +464,85 @@ def use_instead(unit: str = "GB") -> "pandas.DataFrame":
     rows = [
         ("weights, BF16", g0.weights_bytes_by_tier["bf16"], w4["fp16"], real_weights_bytes("bf16"), "2,779.5B × 2 B"),
         ("weights, native checkpoint", None, None, published_bytes(NATIVE), "published: MXFP4 experts + BF16 rest"),
-        ("weights, 8-bit", g0.weights_bytes_by_tier["q8"], w4["8-bit"], published_bytes("UD-Q8_K_XL"),
-         "published UD-Q8_K_XL"),
-        ("weights, 4-bit", g0.weights_bytes_by_tier["q4"], w4["4-bit"], published_bytes("UD-Q4_K_XL"),
-         "published UD-Q4_K_XL"),
-        ("weights, 2-bit", g0.weights_bytes_by_tier["q2"], w4["2-bit"], published_bytes("UD-Q2_K_XL"),
-         "published UD-Q2_K_XL"),
-        ("KV cache, BF16, 128K", kv_cache_bytes(g0, context_tokens=131072, batch=1, kv_dtype="bf16"),
-         _table_kv_gb(131072) * GiB, real_kv_bytes(kv_dtype="bf16", context_tokens=131072), "27,648 B/token + KDA state"),
-        ("KV cache, BF16, 1M", kv_cache_bytes(g0, context_tokens=1048576, batch=1, kv_dtype="bf16"), None,
-         real_kv_bytes(kv_dtype="bf16", context_tokens=1048576), "27,648 B/token + KDA state"),
+        (
+            "weights, 8-bit",
+            g0.weights_bytes_by_tier["q8"],
+            w4["8-bit"],
+            published_bytes("UD-Q8_K_XL"),
+            "published UD-Q8_K_XL",
+        ),
+        (
+            "weights, 4-bit",
+            g0.weights_bytes_by_tier["q4"],
+            w4["4-bit"],
+            published_bytes("UD-Q4_K_XL"),
+            "published UD-Q4_K_XL",
+        ),
+        (
+            "weights, 2-bit",
+            g0.weights_bytes_by_tier["q2"],
+            w4["2-bit"],
+            published_bytes("UD-Q2_K_XL"),
+            "published UD-Q2_K_XL",
+        ),
+        (
+            "KV cache, BF16, 128K",
+            kv_cache_bytes(g0, context_tokens=131072, batch=1, kv_dtype="bf16"),
+            _table_kv_gb(131072) * GiB,
+            real_kv_bytes(kv_dtype="bf16", context_tokens=131072),
+            "27,648 B/token + KDA state",
+        ),
+        (
+            "KV cache, BF16, 1M",
+            kv_cache_bytes(g0, context_tokens=1048576, batch=1, kv_dtype="bf16"),
+            None,
+            real_kv_bytes(kv_dtype="bf16", context_tokens=1048576),
+            "27,648 B/token + KDA state",
+        ),
         ("KDA state per sequence (FP32)", None, None, real_state_bytes(), "116,158,464 × 4 B"),
     ]
-    out = [{"quantity": q, f"guide 000 ({unit})": None if a is None else round(a / s, 1),
-            f"guide 004 ({unit})": None if b is None else round(b / s, 1), f"K3 real ({unit})": round(r / s, 1),
-            "how": how} for q, a, b, r, how in rows]
+    out = [
+        {
+            "quantity": q,
+            f"guide 000 ({unit})": None if a is None else round(a / s, 1),
+            f"guide 004 ({unit})": None if b is None else round(b / s, 1),
+            f"K3 real ({unit})": round(r / s, 1),
+            "how": how,
+        }
+        for q, a, b, r, how in rows
+    ]
     return pd.DataFrame(out)
 
 
-def real_gpu_counts() -> "pandas.DataFrame":
+def real_gpu_counts() -> pandas.DataFrame:
     """GPUs K3 really needs, in whole 8-GPU nodes with TP inside a node (the shared planner), next to
     the guide's own counts (8 GB per GPU, one pool). Published: vLLM's recipe serves K3 on 16× H200
     (TP8×PP2) and needs 32× H100."""
     import pandas as pd
 
     rows = []
-    for fmt, kv, ctx in (("q4", "fp8", 131072), ("q4", "fp8", 262144), ("q8", "fp8", 262144),
-                         ("bf16", "bf16", 524288), ("native", "bf16", 262144)):
-        rows.append({"weights": fmt, "kv_dtype": kv, "context (tokens)": ctx,
-                     "guide 000 (H100s)": _min_own_gpus(fmt, kv, ctx, G000_OVERHEAD_PER_GPU_RULE) if fmt != "native" else None,
-                     "K3 real (H100s, whole nodes)": real_node_gpus(weights=fmt, kv_dtype=kv, context=ctx),
-                     "K3 real (H200s, whole nodes)": real_node_gpus(weights=fmt, kv_dtype=kv, context=ctx, gpu="h200")})
-    return pd.DataFrame(rows).astype({"guide 000 (H100s)": "Int64", "K3 real (H100s, whole nodes)": "Int64",
-                                      "K3 real (H200s, whole nodes)": "Int64"})
+    for fmt, kv, ctx in (
+        ("q4", "fp8", 131072),
+        ("q4", "fp8", 262144),
+        ("q8", "fp8", 262144),
+        ("bf16", "bf16", 524288),
+        ("native", "bf16", 262144),
+    ):
+        rows.append(
+            {
+                "weights": fmt,
+                "kv_dtype": kv,
+                "context (tokens)": ctx,
+                "guide 000 (H100s)": _min_own_gpus(fmt, kv, ctx, G000_OVERHEAD_PER_GPU_RULE)
+                if fmt != "native"
+                else None,
+                "K3 real (H100s, whole nodes)": real_node_gpus(weights=fmt, kv_dtype=kv, context=ctx),
+                "K3 real (H200s, whole nodes)": real_node_gpus(weights=fmt, kv_dtype=kv, context=ctx, gpu="h200"),
+            }
+        )
+    return pd.DataFrame(rows).astype(
+        {"guide 000 (H100s)": "Int64", "K3 real (H100s, whole nodes)": "Int64", "K3 real (H200s, whole nodes)": "Int64"}
+    )
 
 
 if __name__ == "__main__":  # python -m k3lib.views.guide_audit
