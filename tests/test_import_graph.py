@@ -3,9 +3,9 @@
 Every module of ``k3lib`` is read with :mod:`ast` (nothing is imported), and every
 ``import``/``from … import`` in it counts — at module level, inside functions (a lazy import is
 where a circle hides) and under ``if TYPE_CHECKING:`` (a type named from a higher layer is still a
-dependency on it: give the lower layer a Protocol, or pass the value down). An edge ``a → b`` joins two ``k3lib`` modules when ``a``
-imports ``b`` (``from k3lib.x import y`` points at the module ``k3lib.x.y`` when that is a
-module, else at ``k3lib.x``).
+dependency on it: give the lower layer a Protocol, or pass the value down). An edge ``a → b``
+joins two ``k3lib`` modules when ``a`` imports ``b`` (``from k3lib.x import y`` points at the
+module ``k3lib.x.y`` when that is a module, else at ``k3lib.x``).
 
 The layers, bottom to top; a module may import its own layer and the ones below it, never one
 above (rank(target) ≤ rank(importer)):
@@ -21,12 +21,14 @@ rank  layer        what it holds
 5     ``guides``   the guides' claims, the audit's checks, registry and runner
 6     ``views``    presentation: tables, charts, widgets, notebook parameters
 7     ``report``   parameterized HTML reports
-8     top          ``k3lib`` itself, ``k3lib.cli``, ``k3lib.cli_studies``, ``k3lib.__main__``
+8     top          ``k3lib`` itself and its modules: ``cli``, ``cli_args``, ``cli_studies``, ``__main__``
 ====  ===========  ====================================================================
 
 Formulas at the bottom, presentation on top: a view may call an engine, an engine never draws.
 Circles are forbidden between modules (a strongly connected component of more than one module,
 or a module importing itself) *and* between layers, which the rank rule already implies.
+
+A new subpackage must take its place in :data:`LAYER_RANKS` (a test fails until it does).
 
 Every offence is reported as ``file:line  importer → imported``; :func:`test_checker_sees_*`
 feed the checker tiny synthetic graphs so that it is known to turn red.
@@ -226,6 +228,13 @@ def test_the_package_has_modules_and_edges():
     edges = package_import_edges()
     assert len(package_modules(PACKAGE_DIR)) > 100
     assert len(edges) > 300
+
+
+def test_every_subpackage_has_a_layer():
+    subpackages = {p.relative_to(PACKAGE_DIR).parts[0] for p in PACKAGE_DIR.rglob("*.py")} - {
+        p.name for p in PACKAGE_DIR.glob("*.py")
+    }
+    assert subpackages == set(LAYER_RANKS), "give each subpackage a rank in LAYER_RANKS"
 
 
 def test_no_import_runs_up_the_layers():
