@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from k3lib.core.data import DATA_DIR
+from k3lib.core.architecture import Architecture
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import get_gpu
 from k3lib.serving.concurrency import QUANTITIES, predict
@@ -235,7 +236,7 @@ def _row_inputs(key: tuple) -> "ServingInputs | str":
         if plan.engine is not None:
             _ROW_CAPACITY[key] = (int(plan.engine.kv_capacity_tokens),
                                   dict(plan.engine.settings).get("max_num_seqs"))
-        if ep > 1 and ep != inp.ep:
+        if ep > 1 and ep != inp.ep and isinstance(plan.model, Architecture):   # (EP needs an architecture)
             inp = dataclasses.replace(inp, ep=ep, stages=stage_bytes(plan.model, plan.weight_format, tp=inp.tp,
                                                                      pp=inp.pp, ep=ep))
         if offload:
@@ -535,7 +536,7 @@ def _summary(engine: str, cls: str, quantity: str, ratios: list[float]) -> Holdo
 
 def fit_calibration(rows: tuple[SpeedRow, ...], source: str = "") -> Calibration:
     """Fit on the ``fit`` rows, measure on the ``holdout`` rows (see the module docstring)."""
-    skipped = []
+    skipped: list[tuple[str, str]] = []
     fit: list[tuple[SpeedRow, str, np.ndarray]] = []
     for r, inp in _plannable(rows, "fit", skipped):
         g = _log_ratio_grid(r)
@@ -573,11 +574,11 @@ def fit_calibration(rows: tuple[SpeedRow, ...], source: str = "") -> Calibration
             skipped.append((r.id, f"{inp.device} has no compute figure for {r.quantity}"))
             continue
         ratios.setdefault((eng, inp.hardware_class, r.quantity), []).append(float(pred) / r.value)
-    by_eq: dict = {}
-    by_class: dict = {}
-    for (e, c, q), rs in ratios.items():
+    by_eq: dict[tuple[str, str, str], list[float]] = {}
+    by_class: dict[tuple[str, str, str], list[float]] = {}
+    for (e, hw_cls, q), rs in ratios.items():
         by_eq.setdefault((e, "*", q), []).extend(rs)
-        for key in ((e, c, q), (e, c, "*"), ("*", c, "*"), ("*", "*", "*")):
+        for key in ((e, hw_cls, q), (e, hw_cls, "*"), ("*", hw_cls, "*"), ("*", "*", "*")):
             by_class.setdefault(key, []).extend(rs)
     return Calibration(source, tuple(rows), constants,
                        tuple(_summary(*k, v) for k, v in sorted(by_eq.items())),
@@ -633,6 +634,8 @@ def holdout_summary(cal: "Calibration | None" = None) -> dict:
     """All held-aside rows pooled: rows, share within ±30 %, and the engine × class and engine ×
     quantity medians farthest from 1 (the issue's bar: share ≥ 0.5, no median off by > 1.5×)."""
     cal = calibration() if cal is None else cal
+    if cal is None:   # no data/measured/speed.csv: nothing held aside (as holdout_table's empty table)
+        return {"rows": 0, "within_30_pct": None, "worst_median": None, "skipped": 0}
     pooled = next(h for h in cal.holdout_by_class if h.engine == "*" and h.hardware_class == "*")
     meds = [h for h in cal.holdout if h.engine != "*"] + \
         [h for h in cal.holdout_by_class if h.engine != "*" and h.quantity == "*"]

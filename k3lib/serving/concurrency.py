@@ -23,7 +23,7 @@ with concurrency × input.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from k3lib.core.errors import K3InputError
 import numpy as np
@@ -159,7 +159,8 @@ def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, con
     figure is the served one's, and ``ttft_s`` adds :func:`queue_wait_s`."""
     _check(concurrency, input_tokens, output_tokens)
     if capacity is not None and capacity >= 1 and concurrency > capacity:
-        kw = dict(concurrency=capacity, input_tokens=input_tokens, output_tokens=output_tokens, arrivals=arrivals,
+        kw: dict[str, Any] = dict(concurrency=capacity, input_tokens=input_tokens, output_tokens=output_tokens,
+                                  arrivals=arrivals,
                   prompts=prompts, identical_sequences=identical_sequences)
         if quantity != "ttft_s":
             return predict(inp, quantity, eff, **kw)
@@ -273,7 +274,7 @@ def throughput_curve(inp: ServingInputs, eff: Efficiency = CEILING, *, concurren
     cs = list(concurrencies) or [2**i for i in range(0, 20) if 2**i <= (max_concurrency_ or 256)]
     out = []
     for c in cs:
-        kw = dict(concurrency=c, input_tokens=input_tokens, output_tokens=output_tokens)
+        kw: dict[str, Any] = dict(concurrency=c, input_tokens=input_tokens, output_tokens=output_tokens)
         total = predict(inp, "output_tokens_per_s_total", eff, **kw)
         tpot = predict(inp, "tpot_s", eff, **kw)
         out.append(CurvePoint(c, total, total / max(1, inp.gpus), 1 / tpot, tpot,

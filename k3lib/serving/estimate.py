@@ -18,6 +18,7 @@ raises :class:`PlanDoesNotLoad` (a :class:`~k3lib.core.errors.K3InputError`); th
 from __future__ import annotations
 
 import dataclasses
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,7 +116,7 @@ class ServingEstimate:
                 "notes": list(self.notes)}
 
 
-def _estimate(inp: ServingInputs, *, concurrency: int, input_tokens: int, output_tokens: int,
+def _estimate(inp: ServingInputs | types.SimpleNamespace, *, concurrency: int, input_tokens: int, output_tokens: int,
               price_per_gpu_hour: float | None, mode: str, cal: Calibration | None, max_conc: int | None,
               measured_key: dict | None, notes: tuple[str, ...], predictor=None,
               hardware_class: str | None = None) -> ServingEstimate:
@@ -141,16 +142,20 @@ def _estimate(inp: ServingInputs, *, concurrency: int, input_tokens: int, output
     consts = cal.constants_for(inp.engine, cls) if (cal is not None and mode == "fitted") else None
     eff = consts.efficiency if consts is not None else CEILING
     basis = "fitted model" if consts is not None else "theoretical ceiling"
-    kw = dict(concurrency=concurrency, input_tokens=input_tokens, output_tokens=output_tokens)
+    kw: dict[str, Any] = dict(concurrency=concurrency, input_tokens=input_tokens, output_tokens=output_tokens)
     figs: dict[str, Figure] = {}
     for q in QUANTITIES:
         row = cal.measured(**measured_key, concurrency=concurrency, input_tokens=input_tokens,
-                           output_tokens=output_tokens, quantity=q) if (consts and measured_key) else None
+                           output_tokens=output_tokens, quantity=q) if (cal and consts and measured_key) else None
         if row is not None:
             figs[q] = Figure(row.value, QUANTITY_UNITS[q], "measured", 0.0)
             continue
-        v = predictor(q, eff, **kw) if predictor is not None else predict(inp, q, eff, **kw)
-        err = cal.expected_error_pct(inp.engine, cls, q) if consts is not None else None
+        if predictor is not None:
+            v = predictor(q, eff, **kw)
+        else:
+            assert isinstance(inp, ServingInputs)      # a stand-in namespace comes with its own predictor
+            v = predict(inp, q, eff, **kw)
+        err = cal.expected_error_pct(inp.engine, cls, q) if (cal is not None and consts is not None) else None
         figs[q] = Figure(None if v is None else float(v), QUANTITY_UNITS[q], basis, err)
     total = figs["output_tokens_per_s_total"]
     per_gpu = None if total.value is None else total.value / max(1, inp.gpus)
@@ -246,8 +251,6 @@ def offload_serving_estimate(*, model: Any, engine: str = "llama.cpp", gpu: Any 
     >>> e.decode_tokens_per_s_per_sequence.basis, e.hardware_class
     ('theoretical ceiling', 'consumer GPU')
     """
-    import types
-
     from k3lib.serving.hardware import hardware_class as _hw_class
     from k3lib.serving.offload import offload_decode_seconds, offload_prefill_tokens_per_s
     from k3lib.serving.roofline import serving_engine
