@@ -77,7 +77,7 @@ def decode_tokens_per_s(cfg: ReportConfig, offloaded=None) -> tuple[float | None
         return None, f"not computed for this configuration ({exc})", ""
     if t.expected_tokens_per_s is not None:
         err = f", ±{t.expected_error_pct:.0f} % on held-aside runs" if t.expected_error_pct is not None else ""
-        short = t.expected_basis + (f" ±{t.expected_error_pct:.0f} %" if t.expected_error_pct is not None else "")
+        short = (t.expected_basis or "") + (f" ±{t.expected_error_pct:.0f} %" if t.expected_error_pct is not None else "")
         return t.expected_tokens_per_s, (f"serving model ({t.expected_basis}{err}) at the full context; "
                                          f"bandwidth ceiling {t.tokens_per_s:,.1f}"), short
     return (t.tokens_per_s, "theoretical ceiling: bandwidth with every weight on the GPUs; real decode is lower",

@@ -36,6 +36,7 @@ from k3lib.studies.steps import (AddOneGPU, Budget, ContextChoice, ContextLimit,
                                  _weights_size)
 
 if TYPE_CHECKING:
+    from k3lib.engines.deployment import EngineSettings
     from k3lib.serving.offload_model import OffloadPlan
 
 
@@ -164,7 +165,7 @@ class Checklist:
 
 
 def run_checklist(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: object, context: object,
-                  nodes: object = None, kv_dtype: str = "fp8", batch: object = 1, engine: str = "vllm",
+                  nodes: object = None, kv_dtype: str = "fp8", batch: object = 1, engine: str | EngineSettings = "vllm",
                   assumptions: Assumptions | None = None, host: object = None, ram: object = None,
                   ram_bandwidth: object = None) -> Checklist:
     """Run the seven steps for an inventory (GPU type × count) and a target context.
