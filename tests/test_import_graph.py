@@ -331,3 +331,23 @@ def test_layer_ranks_put_core_at_the_bottom_and_the_cli_on_top():
     assert layer_rank("k3lib.core.memory") == 0
     assert layer_rank("k3lib.views.tables") == 6
     assert layer_rank("k3lib.cli") == layer_rank("k3lib") == TOP_RANK
+
+
+def test_checker_reads_a_package_on_disk(tmp_path):
+    """A tiny package with a lazy upward import and a two-module circle, read from files."""
+    files = {
+        "k3lib/__init__.py": "",
+        "k3lib/core/__init__.py": "",
+        "k3lib/core/a.py": "import math\n\n\ndef f():\n    from k3lib.views.b import g\n",
+        "k3lib/views/__init__.py": "",
+        "k3lib/views/b.py": "from k3lib.views import c\n",
+        "k3lib/views/c.py": "from .b import g\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    edges = package_import_edges(tmp_path / "k3lib")
+    assert [str(e) for e in upward_imports(edges)] == ["k3lib/core/a.py:5  k3lib.core.a → k3lib.views.b"]
+    assert [sorted(str(e) for e in c) for c in import_cycles(edges)] == [
+        ["k3lib/views/b.py:1  k3lib.views.b → k3lib.views.c", "k3lib/views/c.py:1  k3lib.views.c → k3lib.views.b"]
+    ]
