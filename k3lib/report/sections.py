@@ -15,13 +15,13 @@ from k3lib.report.html import (REPORT_CSS, context_text, esc, frame_html, gib_te
 from k3lib.report.parameters import PARAMETERS, ReportConfig, cli_command
 
 
-def setup() -> str:
+def setup() -> None:
     """Set up the report kernel: :func:`k3lib.views.notebook.skip_slow_iri_checker`, then the
     offline Altair renderer of :func:`k3lib.views.notebook.setup` (SVG through vl-convert)."""
     from k3lib.views.notebook import setup as notebook_setup, skip_slow_iri_checker
 
     skip_slow_iri_checker()
-    return notebook_setup()
+    notebook_setup()
 
 
 def chart_or_note(chart, what: str):
