@@ -159,7 +159,7 @@ def reader_table(data: pd.DataFrame | Mapping[str, object], *, decimals: int = 2
     """What a reader should see of ``data`` (a DataFrame, or a mapping ``{item: value}`` shown as
     ``item | value`` rows named by ``columns``): the index hidden (a named, non-default index
     becomes the first column), integers with thousands separators, floats to ``decimals`` places
-    (:func:`reader_number`), a missing value as "—", and headers that keep their unit
+    (:func:`reader_number`; fewer when every float of a column needs fewer), a missing value as "—", and headers that keep their unit
     (``kv_cache_GiB`` → "kv cache (GiB)"; ``headers=False`` keeps the names as they are).
 
     >>> import pandas as pd
@@ -188,10 +188,12 @@ def reader_table(data: pd.DataFrame | Mapping[str, object], *, decimals: int = 2
         names = [n if n is not None else "" for n in df.index.names]
         df = df.rename_axis(names).reset_index()  # row labels ("KV cache", "256K") become a column
     def column(col: "pd.Series") -> "pd.Series":
-        # one number of places per column: none when every float in it is whole (token counts,
-        # GPU counts stored as floats), else ``decimals`` for all, so 1,346.00 sits over 1,343.50
+        # one number of places per column, the fewest (up to ``decimals``) that show every float in
+        # it: none for token or GPU counts stored as floats, 1 for percentages rounded to 0.1, so
+        # 1,346.00 sits over 1,343.50 and 24.2 is not written 24.20
         floats = [x for x in col if isinstance(x, float) and x == x and abs(x) != float("inf")]
-        places = 0 if floats and all(x.is_integer() for x in floats) else decimals
+        places = max((next(d for d in range(decimals + 1) if round(x, d) == round(x, decimals))
+                      for x in floats), default=decimals)
         return col.map(lambda x: reader_number(x, places, whole=False))
 
     df = df.astype(object).apply(column)
