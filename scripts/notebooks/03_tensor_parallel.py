@@ -152,7 +152,7 @@ shown(llama_tp)
 charts.readable(charts.per_gpu_stacked_bar(charts.layouts_long(llama_tp)))
 """),
     md(f"""
-The weights and the cache halve with each doubling ($8 ≤ K = 8$ KV heads, so the cache still splits).
+The weights and the cache halve with each doubling: up to $TP = K = 8$ KV heads the cache still splits.
 The red sliver appears at TP=2 and then stays the same width: that is section 4.
 
 **Takeaway:** for a dense GQA model up to $TP = K$, almost everything divides by TP; at TP=1 it does not fit on a {H200_GIB:.1f} GiB H200, at TP=2 it does.

@@ -161,7 +161,7 @@ charts.verdict_line(all_gpu.verdict())
 shown(figures_table(serving_estimate(all_gpu)))
 """),
     md("""
-Guide 000 (“Kimi K3 VRAM Requirements: How Much Memory You Actually Need to Run K3”, a public article) calls CPU offloading “10–100× slower” and “not a deployment strategy”; the ratio of the two fitted figures above is the workbook's answer, and [07](07-guide-audit.ipynb) audits the guide's figures for offload devices.
+Guide 000 (“Kimi K3 VRAM Requirements: How Much Memory You Actually Need to Run K3”, a public article) calls CPU offloading “10–100× slower” and “not a deployment strategy”; compare the "decode per sequence" rows of section 2's table and this one for the workbook's answer (both fitted, each with its error), and see [07](07-guide-audit.ipynb) for the audit of the guides' offload figures.
 
 **Takeaway:** offload trades one or two orders of magnitude of speed for 16 GPUs' worth of VRAM; it is a way to run the model, not to serve it.
 

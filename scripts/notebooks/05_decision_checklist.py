@@ -10,6 +10,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from nbtool import build, code, exercise, md, nav, objectives, parameters
 
+from k3lib.core.hardware import get_gpu
 from k3lib.core.models import get_model
 from k3lib.studies import checklist
 
@@ -21,6 +22,9 @@ GiB = 2**30
 K3 = get_model("kimi-k3")
 BUDGET_16_H200 = checklist.step1_budget(model="kimi-k3", gpu="h200", gpus=16,
                                         assumptions=checklist.checklist_assumptions())
+K3_NATIVE_GIB = checklist.step2_precision(model="kimi-k3", budget=BUDGET_16_H200,
+                                          assumptions=checklist.checklist_assumptions()).weights_bytes / GiB
+H100_GIB, H200_GIB = (get_gpu(g).memory_bytes("usable") / GiB for g in ("h100-sxm", "h200-sxm"))
 K3_KV_FP8 = K3.kv_bytes_per_token(1)
 TOKENS_PER_GIB_FP8 = GiB / K3_KV_FP8
 RECOMMENDED_40K = checklist.recommended_context_tokens("40K")
@@ -98,15 +102,15 @@ launch = {engine: explorers.launch_choice(model=model, gpu=gpu, gpus=gpus, nodes
           for engine in ("vllm", "llama.cpp")}
 charts.decision_path_chart(charts.decision_path(steps, choice=launch["vllm"]))
 """),
-    md("""
-**Predict, then run.** K3's native weights are about 1,453 GiB. On 8 H100s (79.2 GiB each) which step stops the path — and on 16 H200s (140.4 GiB each)? Decide, then change `gpu` and `gpus` in the explorer below.
+    md(f"""
+**Predict, then run.** K3's native weights are {K3_NATIVE_GIB:,.1f} GiB. On 8 H100s ({H100_GIB:.1f} GiB each) which step stops the path — and on 16 H200s ({H200_GIB:.1f} GiB each)? Decide, then change `gpu` and `gpus` in the explorer below.
 
 ## 2. The seven steps, one at a time
 
 **Step 1 — count your GPUs.**
 The real budget is what is left once every GPU has paid its overhead:
 
-$$B = G·C_{gpu} - G·O$$
+$$B = G·C_{{gpu}} - G·O$$
 """),
     code("""
 budget = checklist.step1_budget(model=model, gpu=gpu, gpus=gpus, assumptions=a)
