@@ -26,7 +26,6 @@ heads, $K$ KV heads, $H$ head dim, $T$ tokens, $b$ bytes per element; GiB = 2^30
 """
 from __future__ import annotations
 
-import html
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -546,8 +545,7 @@ def explorer(*, config: str = "llama-3.1-70b", engine: str = "vllm", gpu: str = 
     box = w.VBox([w.HBox([c["config"], c["engine"]]), w.HBox([c["gpu"], c["gpus"]]),
                   w.HBox([c["context"], c["nodes"]]), out])
 
-    from IPython.display import HTML
-
+    from k3lib.views.lines import verdict_line
     from k3lib.views.table_format import shown
 
     busy = [False]
@@ -558,10 +556,9 @@ def explorer(*, config: str = "llama-3.1-70b", engine: str = "vllm", gpu: str = 
         result = explorer_update(**{k: ctl.value for k, ctl in controls.items()})
         box.last_update = result
         table, message = result
-        colour = "#1a7f37" if message.startswith("FITS") else "#b00020"
         with out:
             out.clear_output(wait=True)
-            display(HTML(f"<p style='color:{colour};font-weight:bold'>{html.escape(message)}</p>"))
+            display(verdict_line(message))   # green when it fits, red otherwise
             if table is not None:
                 display(shown(table))
 

@@ -399,23 +399,22 @@ def holdout_shown(frame) -> Any:
 def bound_line(plan, *, concurrency: int, context_tokens: int = 0) -> Any:
     """A coloured verdict line for the roofline: whether a decode step of ``concurrency``
     sequences at ``context_tokens`` waits on memory or on compute, and from which batch compute
-    binds (:func:`compute_bound_batch`; theoretical ceiling). An IPython HTML object."""
-    from IPython.display import HTML
+    binds (:func:`compute_bound_batch`; theoretical ceiling): a :class:`~k3lib.views.lines.Line`."""
+    from k3lib.views.lines import DOES_NOT_FIT, STATEMENT, Line
 
     b = compute_bound_batch(plan, context_tokens=context_tokens)
     memory = b is None or concurrency < b
     where = "never up to 65,536 sequences" if b is None else f"from a batch of {b:,}"
-    colour = "#1f5fa8" if memory else "#b00020"
     text = (f"Decode of {concurrency:,} sequences at {context_tokens:,} tokens is "
             f"<b>{'memory-bound' if memory else 'compute-bound'}</b> on {plan.gpu.name}; "
             f"it turns compute-bound {where} (theoretical ceiling).")
-    return HTML(f"<p style='color:{colour};font-size:14px'>{text}</p>")
+    return Line(text, STATEMENT if memory else DOES_NOT_FIT)
 
 
 def timeline_line(frame) -> Any:
     """A coloured line above :func:`timeline_chart`: time to first token, the decode steps and the
-    share of the request's time they take (theoretical ceiling). An IPython HTML object."""
-    from IPython.display import HTML
+    share of the request's time they take (theoretical ceiling): a :class:`~k3lib.views.lines.Line`."""
+    from k3lib.views.lines import Line
 
     first = float(frame.loc[frame["phase"] == "prefill", "time (ms)"].max())
     end = float(frame["time (ms)"].max())
@@ -423,7 +422,7 @@ def timeline_line(frame) -> Any:
     text = (f"Prefill of the prompt: <b>{first:,.1f} ms</b>; then <b>{steps:,} decode steps</b> of about "
             f"{(end - first) / max(1, steps):,.1f} ms each: decode is <b>{100 * (end - first) / end:.1f} %</b> "
             "of the request's time (theoretical ceiling).")
-    return HTML(f"<p style='color:#1f5fa8;font-size:14px'>{text}</p>")
+    return Line(text)
 
 
 def _shown(frame, decimals: int = 2):

@@ -62,6 +62,7 @@ import tempfile
 import pandas as pd
 
 from k3lib.views import any_model, notebook
+from k3lib.views.lines import Line  # one line of text, shown without quotes
 from k3lib.views.table_format import shown  # tables for a reader: separators, "—" for missing
 pd.set_option("display.max_rows", 25)  # long tables are shown by their head; the full frame is one call away
 pd.set_option("display.max_colwidth", None)  # whole rules and reasons
@@ -87,7 +88,7 @@ model_path: str = ""  # a config.json, GGUF or safetensors folder; overrides con
 setup = any_model.validate(config=config, engine=engine, gpu=gpu, gpus=gpus, context=context, nodes=nodes,
                            model_path=model_path)
 model = setup.model
-setup.describe()
+Line(setup.describe())
 """),
     md(r"""
 ## 1. A config and its breakdown

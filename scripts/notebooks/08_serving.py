@@ -67,6 +67,7 @@ Serving words: **TTFT** (time to first token), **TPOT** (time per output token),
 """),
     code("""
 from k3lib.views import notebook, speed
+from k3lib.views.lines import verdict_line  # a verdict as a coloured line
 from k3lib.engines.deployment import plan_for_engine
 from k3lib.serving import serving_estimate
 
@@ -94,7 +95,7 @@ source = params.model_source(model, model_path)
 with notebook.parameter_errors():
     plan = plan_for_engine(model=source, gpu=gpu, gpus=gpus, context=input_tokens + output_tokens, with_limits=False)
     speed.require_loads(plan)  # a plan that does not load has no speed: one line naming gpus
-plan.verdict()
+verdict_line(plan.verdict())
 """),
     md(r"""
 ## 1. Why the cache exists
