@@ -96,6 +96,8 @@ MODEL_ALIASES: dict[str, ModelAlias] = {
         "scaling and context differ)"),
     "microsoft/phi-4": ModelAlias("config:microsoft--phi-4.json", "its own config.json (data/measured/configs)"),
     "Qwen/Qwen3-8B": ModelAlias("config:Qwen--Qwen3-8B.json", "its own config.json (data/measured/configs)"),
+    "Qwen/Qwen2.5-7B-Instruct": ModelAlias("config:Qwen--Qwen2.5-7B-Instruct.json",
+                                           "its own config.json (data/measured/configs)"),
     "google/gemma-3-4b-it": ModelAlias("config:google--gemma-3-4b-it.json",
                                        "its own config.json (data/measured/configs)"),
 }
