@@ -23,17 +23,86 @@ The audit is split by concern; this module gathers the public names:
 >>> audit_claim(get_claim("g000-fp8kv-gpus-after")).own_verdict
 'contradicted'
 """
+
 from __future__ import annotations
 
-from k3lib.guides.claims import (BASES, CLAIMS_CSV, COLUMN_VERDICTS, EXPECTATIONS_CSV, G000_ACTIVATION,  # noqa: F401
-                                 G000_OVERHEAD_PER_GPU_EXAMPLE, G000_OVERHEAD_PER_GPU_RULE, G000_OVERHEAD_TOTAL,
-                                 G004_ACTIVE_PARAMS, G004_OVERHEAD, G004_RAM_BANDWIDTH, GUIDE_UNIT, GUIDES,
-                                 LONG_CONTEXT, VERDICTS, Claim, claim_from_row, get_claim, load_claims, profile)
-from k3lib.guides.refs import (PublishedFile, measured_outside_weights_kv_gib, nearest_published,  # noqa: F401
-                               published_bytes, published_files, real_kv_bytes, real_node_gpus, real_state_bytes,
-                               real_weights_bytes)
-from k3lib.guides.verdicts import EXACT, Figure, Tolerance, Verdict, combine, judge, written_tolerance  # noqa: F401
-from k3lib.guides.runner import audit_all, audit_claim, checker_for  # noqa: F401
-from k3lib.guides.checks_000_facts import *  # noqa: F401,F403,E402
-from k3lib.guides.checks_000_derived import *  # noqa: F401,F403,E402
-from k3lib.guides.checks_004 import *  # noqa: F401,F403,E402
+from k3lib.guides.claims import (
+    BASES,
+    CLAIMS_CSV,
+    COLUMN_VERDICTS,
+    EXPECTATIONS_CSV,
+    G000_ACTIVATION,
+    G000_OVERHEAD_PER_GPU_EXAMPLE,
+    G000_OVERHEAD_PER_GPU_RULE,
+    G000_OVERHEAD_TOTAL,
+    G004_ACTIVE_PARAMS,
+    G004_OVERHEAD,
+    G004_RAM_BANDWIDTH,
+    GUIDE_UNIT,
+    GUIDES,
+    LONG_CONTEXT,
+    VERDICTS,
+    Claim,
+    claim_from_row,
+    get_claim,
+    load_claims,
+    profile,
+    read_expectations,
+)
+from k3lib.guides.refs import (
+    PublishedFile,
+    measured_outside_weights_kv_gib,
+    nearest_published,
+    published_bytes,
+    published_files,
+    real_kv_bytes,
+    real_node_gpus,
+    real_state_bytes,
+    real_weights_bytes,
+)
+from k3lib.guides.runner import audit_all, audit_claim, checker_for
+from k3lib.guides.verdicts import EXACT, Figure, Tolerance, Verdict, combine, judge, written_tolerance
+
+#: the audit's public names (the checks themselves are found through :func:`checker_for`)
+__all__ = [
+    "BASES",
+    "CLAIMS_CSV",
+    "COLUMN_VERDICTS",
+    "EXPECTATIONS_CSV",
+    "G000_ACTIVATION",
+    "G000_OVERHEAD_PER_GPU_EXAMPLE",
+    "G000_OVERHEAD_PER_GPU_RULE",
+    "G000_OVERHEAD_TOTAL",
+    "G004_ACTIVE_PARAMS",
+    "G004_OVERHEAD",
+    "G004_RAM_BANDWIDTH",
+    "GUIDE_UNIT",
+    "GUIDES",
+    "LONG_CONTEXT",
+    "VERDICTS",
+    "Claim",
+    "claim_from_row",
+    "get_claim",
+    "load_claims",
+    "profile",
+    "read_expectations",
+    "PublishedFile",
+    "measured_outside_weights_kv_gib",
+    "nearest_published",
+    "published_bytes",
+    "published_files",
+    "real_kv_bytes",
+    "real_node_gpus",
+    "real_state_bytes",
+    "real_weights_bytes",
+    "audit_all",
+    "audit_claim",
+    "checker_for",
+    "EXACT",
+    "Figure",
+    "Tolerance",
+    "Verdict",
+    "combine",
+    "judge",
+    "written_tolerance",
+]

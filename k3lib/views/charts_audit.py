@@ -1,7 +1,7 @@
 """Altair charts for the guide audit (notebook 07). Each function takes plain data
-(a DataFrame from :mod:`k3lib.guides.audit`) and returns a chart; none displays anything.
+(a DataFrame from :mod:`k3lib.views.guide_audit`) and returns a chart; none displays anything.
 
->>> from k3lib.guides import audit
+>>> from k3lib.views import guide_audit as audit
 >>> spec = verdict_bars(audit.audit_table()).to_dict()
 >>> spec["mark"]["type"]
 'bar'
@@ -22,20 +22,20 @@ def _alt():
 
 
 def verdict_scale():
-    """One colour per verdict, in the order of :data:`k3lib.guides.audit.VERDICTS`."""
+    """One colour per verdict, in the order of :data:`k3lib.guides.claims.VERDICTS`."""
     alt = _alt()
     return alt.Scale(domain=list(VERDICTS), range=[VERDICT_COLORS[v] for v in VERDICTS])
 
 
 def column_scale():
-    """One colour per column verdict, in the order of :data:`k3lib.guides.audit.COLUMN_VERDICTS`."""
+    """One colour per column verdict, in the order of :data:`k3lib.guides.claims.COLUMN_VERDICTS`."""
     alt = _alt()
     return alt.Scale(domain=list(COLUMN_VERDICTS), range=[COLUMN_COLORS[v] for v in COLUMN_VERDICTS])
 
 
 def verdict_bars(table, *, width: int = 460):
     """Claims per guide, stacked by verdict, one bar for each question: against the guide's own
-    inputs and for the real K3 (``table`` from :func:`k3lib.guides.audit.audit_table`)."""
+    inputs and for the real K3 (``table`` from :func:`k3lib.views.guide_audit.audit_table`)."""
     import pandas as pd
 
     alt = _alt()
@@ -58,7 +58,7 @@ def verdict_bars(table, *, width: int = 460):
 
 def guide_vs_real(use_instead, *, unit: str = "GB", width: int = 520):
     """Each guide's headline size next to K3's real one, log scale (``use_instead`` from
-    :func:`k3lib.guides.audit.use_instead`)."""
+    :func:`k3lib.views.guide_audit.use_instead`)."""
     import pandas as pd
 
     alt = _alt()
@@ -81,7 +81,7 @@ def guide_vs_real(use_instead, *, unit: str = "GB", width: int = 520):
 
 def bits_per_weight(gguf, *, width: int = 420):
     """Guide 004's weights column as bits per weight over K3's parameters, against each tier's
-    nominal width (``gguf`` from :func:`k3lib.guides.audit.gguf_matches`)."""
+    nominal width (``gguf`` from :func:`k3lib.views.guide_audit.gguf_matches`)."""
     alt = _alt()
     nominal = {"1-bit": 1, "2-bit": 2, "3-bit": 3, "4-bit": 4, "5-bit": 5, "8-bit": 8, "fp16": 16}
     data = gguf.assign(nominal=gguf["tier"].map(nominal))
