@@ -187,7 +187,7 @@ def reader_table(data: pd.DataFrame | Mapping[str, object], *, decimals: int = 2
     if not isinstance(df.index, pd.RangeIndex) and not all(str(i) == "" for i in df.index):
         names = [n if n is not None else "" for n in df.index.names]
         df = df.rename_axis(names).reset_index()  # row labels ("KV cache", "256K") become a column
-    def column(col: "pd.Series") -> "pd.Series":
+    def column(col: pd.Series) -> pd.Series:
         # one number of places per column, the fewest (up to ``decimals``) that show every float in
         # it: none for token or GPU counts stored as floats, 1 for percentages rounded to 0.1, so
         # 1,346.00 sits over 1,343.50 and 24.2 is not written 24.20

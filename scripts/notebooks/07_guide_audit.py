@@ -9,11 +9,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nbtool import build, code, exercise, md, nav, objectives, parameters  # noqa: E402
+from nbtool import build, code, exercise, md, nav, objectives, parameters
 
-from k3lib.studies import parallel  # noqa: E402
-from k3lib.views import tables  # noqa: E402
-from k3lib.views.citations import guide_quote, guide_source  # noqa: E402
+from k3lib.studies import parallel
+from k3lib.views import tables
+from k3lib.views.citations import guide_quote, guide_source
 
 STEM = "07-guide-audit"
 
