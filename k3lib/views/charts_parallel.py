@@ -42,7 +42,7 @@ def readable(chart, *, width: int = CELL_WIDTH_PX):
     return (chart.properties(width=width)
             .configure_axis(labelFontSize=FONT_PX, titleFontSize=FONT_PX, labelLimit=360)
             .configure_legend(labelFontSize=FONT_PX, titleFontSize=FONT_PX, orient="bottom", labelLimit=0,
-                              columns=4)
+                              columns=3)
             .configure_title(fontSize=FONT_PX + 1))
 
 

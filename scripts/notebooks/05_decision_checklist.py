@@ -220,7 +220,7 @@ shown(checklist.cheatsheet_display(checklist.cheatsheet(model="llama-3.1-70b", g
 shown(checklist.cheatsheet_display(checklist.cheatsheet(model="qwen3-next-80b", gpus=["h100-sxm"]), gpu="h100-sxm"))
 """),
     md("""
-**Takeaway:** a 70B dense model fits one node with its full context; K3 needs two 8-GPU H200 nodes (or three of H100s) before context is even a question.
+**Takeaway:** a 70B dense model fits one node with its full context; K3 needs two 8-GPU H200 nodes before context is even a question, and on H100s three nodes hold only a short context.
 
 ## 4. What each lever saves
 
