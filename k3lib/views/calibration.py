@@ -53,7 +53,7 @@ def calibration_summary_table(df: pd.DataFrame | None = None) -> pd.DataFrame:
     df = calibration_table() if df is None else df
     rows = []
     for quantity, g in df.groupby("quantity", sort=False):
-        worst = g.loc[g["error"].astype(float).abs().idxmax()]
+        worst = g.loc[g["error"].astype(float).abs().idxmax()]  # type: ignore[call-overload]  # pandas-stubs: .loc of idxmax's Hashable label
         tol_unit = g["tolerance_unit"].iloc[0]
         rows.append({"quantity": quantity, "unit": g["unit"].iloc[0], "rows": len(g), "within": int(g["within"].sum()),
                      "tolerance": (f"{g['tolerance'].max():g} {tol_unit}" if tol_unit != "tokens"

@@ -7,7 +7,7 @@ Run ``python -m k3lib.views.guide_audit`` for the two-column verdict counts."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -180,7 +180,7 @@ def style_verdicts(table: pandas.DataFrame, columns: Sequence[str] = DISPLAY_COL
         color = COLUMN_TINTS.get(cell, "") if isinstance(cell, str) else ""
         return f"background-color: {color}" if color else ""
 
-    verdict_cols = [c for c in ("own_verdict", "real_verdict") if c in t.columns]
+    verdict_cols: list[Hashable] = [c for c in ("own_verdict", "real_verdict") if c in t.columns]
     return (
         t.style.map(tint, subset=verdict_cols)
         .format({"claimed": "{:,.4g}", "own_value": _fmt, "real_value": _fmt}, na_rep="")
@@ -291,7 +291,8 @@ def working(claim_id: str) -> pandas.DataFrame:
     import pandas as pd
 
     v = audit_claim(get_claim(claim_id))
-    rows = [{"param": f.name, "formula": f.formula, "value": round(f.value, 4), "unit": f.unit} for f in v.figures]
+    rows = [{"param": f.name, "formula": f.formula, "value": None if f.value is None else round(f.value, 4),
+             "unit": f.unit} for f in v.figures]
     if v.computed_value is not None and not any(f.value == v.computed_value for f in v.figures):
         rows.append({"param": "computed", "formula": v.formula, "value": round(v.computed_value, 4), "unit": v.unit})
     return pd.DataFrame(rows, columns=["param", "formula", "value", "unit"])
@@ -362,8 +363,8 @@ def gguf_matches() -> pandas.DataFrame:
                     "kind": "est." if "est." in c.quote else "GGUF",
                     "bits per weight": round(implied_bits_per_weight(c.value), 2),
                     "K3 file or type": GGUF_FILE.get(c.precision, TIER_FORMAT[c.precision]),
-                    "K3 (GB)": round(v.real_value, 2),
-                    "difference (%)": round(100 * (c.value / v.real_value - 1), 2),
+                    "K3 (GB)": None if v.real_value is None else round(v.real_value, 2),
+                    "difference (%)": None if v.real_value is None else round(100 * (c.value / v.real_value - 1), 2),
                     "real K3": v.real_verdict,
                 }
             )

@@ -25,12 +25,15 @@ k3lib.core.errors.K3InputError: gpus: '٨' is not a whole number: only ASCII dig
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Literal, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import parse_context_tokens, parse_positive_int, parse_size_bytes
+
+if TYPE_CHECKING:
+    from k3lib.loaders import LoadedModel
 
 MAX_NAME_CHARS = 200
 
@@ -195,6 +198,7 @@ def model_source(model: Any, model_path: object = "") -> Any:
     ...
     k3lib.views.params.ParameterError: parameter model_path: /no/such/config.json: no such file or folder
     """
+    load: Callable[[str], LoadedModel]
     if model_path is None or (isinstance(model_path, str) and not model_path.strip()):
         from k3lib.loaders import is_repo_spec
 

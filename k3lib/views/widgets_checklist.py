@@ -65,7 +65,7 @@ def checklist_explorer(**initial: Any):
 
     from k3lib.views.widgets_parallel import _redraw
 
-    v = {"model": "kimi-k3", "gpu": "h200-sxm", "gpus": 16, "context": "256K", "kv_dtype": "fp8"} | initial
+    v: dict[str, Any] = {"model": "kimi-k3", "gpu": "h200-sxm", "gpus": 16, "context": "256K", "kv_dtype": "fp8"} | initial
     counts = gpu_count_options(model=v["model"], gpu=v["gpu"])
     controls = {
         "model": w.Dropdown(options=MODELS, value=v["model"], description="model"),
