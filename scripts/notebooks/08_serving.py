@@ -14,6 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from nbtool import build, code, exercise, md, nav, objectives, parameters
 
+from k3lib.core.hardware import get_gpu
 from k3lib.engines.calibration import read_vllm_sweep
 from k3lib.engines.deployment import plan_for_engine
 from k3lib.serving.concurrency import max_concurrency
@@ -22,6 +23,9 @@ from k3lib.serving.roofline import CEILING, decode_terms, inputs_from_plan, pref
 from k3lib.views.speed import compute_bound_batch
 
 STEM = "08-serving"
+
+# ---- the H100's two figures the prose quotes (data/hardware.csv)
+H100_F, H100_BW = get_gpu("h100-sxm").bf16_dense_flops, get_gpu("h100-sxm").memory_bw_bytes_per_s
 
 # ---- the exercises' answers, by k3lib (Llama 3.1 8B in BF16 on one H100 SXM under vLLM)
 _small = plan_for_engine(model="llama-3.1-8b", gpu="h100-sxm", gpus=1, weights="bf16", context=1280,
@@ -122,7 +126,7 @@ timeline = speed.request_timeline(plan, input_tokens=input_tokens, output_tokens
 display(speed.timeline_line(timeline))
 speed.timeline_chart(timeline)
 """),
-    md("""
+    md(r"""
 **Takeaway:** the prompt is processed in one pass; the answer takes one pass *per token*, and each pass reads the whole model — that is where a request's time goes.
 
 ## 2. Decode waits on memory, prefill on compute
@@ -130,13 +134,14 @@ speed.timeline_chart(timeline)
 A pass over the model does some FLOPs and reads some bytes.
 Its **arithmetic intensity** is their ratio; the GPU's own ratio is its peak FLOP/s over its bandwidth:
 
-$$\text{intensity} = \frac{\text{FLOPs}}{\text{bytes read}}, \\qquad \text{GPU ratio} = \frac{F}{BW} \\quad(\text{H100: } 989 \text{ TFLOP/s} ÷ 3.35 \text{ TB/s} ≈ 295 \text{ FLOP/byte})$$
+$$\text{intensity} = \frac{\text{FLOPs}}{\text{bytes read}}, \qquad \text{GPU ratio} = \frac{F}{BW} \quad(\text{H100: } @F@ \text{ TFLOP/s} ÷ @BW@ \text{ TB/s} ≈ @RATIO@ \text{ FLOP/byte})$$
 
 A pass whose intensity is below the GPU's ratio finishes reading before it could finish computing: it is **memory-bound**; above it, **compute-bound**.
 Prefill of $I$ tokens does $2·P_{act}·I$ FLOPs for one read of $W ≈ 2·P_{act}$ bytes (BF16): intensity ≈ $I$.
 A decode step of $B$ sequences does $2·P_{act}·B$ FLOPs for at least the same read: intensity ≈ $B$, less once the caches are read too.
 On the binding GPU of the plan (theoretical-ceiling terms):
-"""),
+""".replace("@F@", f"{H100_F / 1e12:,.0f}").replace("@BW@", f"{H100_BW / 1e12:,.2f}")
+       .replace("@RATIO@", f"{H100_F / H100_BW:,.0f}")),
     code("""
 speed.intensity_table(plan, input_tokens=input_tokens, concurrency=concurrency,
                       context_tokens=input_tokens + output_tokens // 2)
@@ -171,7 +176,7 @@ The same numbers as a table, with the cache of every sequence at the mean contex
     code("""
 speed.curve_shown(with_cache, decimals=2)
 """),
-    md("""
+    md(r"""
 **Takeaway:** below a batch of a few hundred, decoding more sequences together costs almost nothing per step — so how many sequences a server can hold, which is the KV cache's job, decides its throughput.
 
 ## 4. The KV budget caps concurrency
@@ -179,7 +184,7 @@ speed.curve_shown(with_cache, decimals=2)
 Every request in flight keeps $(I + O)$ tokens of cache.
 The engine's budget (here vLLM's `--gpu-memory-utilization` × usable memory, less weights, activation peak and runtime) holds a fixed number of tokens, its **KV capacity**, so the most requests served at once is
 
-$$C_{max} = \\min\\left(\\left\\lfloor \frac{\text{KV capacity (tokens)}}{I + O} \right\rfloor,\\ \text{max\\_num\\_seqs}\right)$$
+$$C_{max} = \min\left(\left\lfloor \frac{\text{KV capacity (tokens)}}{I + O} \right\rfloor,\ \text{max\_num\_seqs}\right)$$
 
 vLLM prints the first term at start-up as "Maximum concurrency for $N$ tokens per request: $x$×". What the plan's engine would print:
 """),
@@ -253,11 +258,11 @@ from k3lib.serving.calibration import calibration, holdout_table
 
 speed.holdout_shown(holdout_table(calibration()))
 """),
-    md("""
+    md(f"""
 ## Summary
 
 - The KV cache exists so that a decode step reads each earlier token's K and V instead of recomputing them: prefill writes the prompt's cache once, each decode step reads the weights once and every sequence's cache.
-- Arithmetic intensity decides the bound: prefill ≈ $I$ FLOP per byte (compute-bound), a decode step ≈ $B$ (memory-bound), against the GPU's $F/BW$ (about 295 on an H100 at BF16).
+- Arithmetic intensity decides the bound: prefill ≈ $I$ FLOP per byte (compute-bound), a decode step ≈ $B$ (memory-bound), against the GPU's $F/BW$ (about {H100_F / H100_BW:,.0f} on an H100 at BF16).
 - Decode turns compute-bound near $B^* ≈ F/BW$ sequences with weights only, later when each sequence's cache is read too.
 - The engine's KV capacity divided by tokens per request bounds the requests served at once (vLLM's "maximum concurrency").
 - More concurrency buys throughput with latency; every figure here says whether it is fitted on measurements (with its held-aside error) or a ceiling.
