@@ -17,8 +17,8 @@ from nbtool import build, code, exercise, md, nav, objectives, parameters
 from k3lib.core.memory import kv_cache_bytes, weights_bytes
 from k3lib.core.models import get_model
 from k3lib.core.plan import make_plan
-from k3lib.views.citations import AUDIT_LINK, guide_quote
-from k3lib.views.tables import one_copy_bytes
+from k3lib.views.citations import guide_quote
+from k3lib.views.tables import min_gpus, one_copy_bytes
 
 STEM = "00-vram-anatomy"
 GiB = 2**30
@@ -37,7 +37,8 @@ W_LLAMA = weights_bytes(LLAMA, "bf16") / GiB
 KV_SUMMED = k3_plan.total.kv_cache_bytes / GiB
 MLA_ONE = 24 * 576 * 1 * 262_144 / GiB
 dense = make_plan(model="llama-3.1-70b", weights="bf16", kv_dtype="bf16", context="128K", gpu="h200-sxm", gpus=2)
-batch64 = make_plan(**{**DEFAULT, "batch": 64, "gpus": 32})
+PEAK_ROUTED = k3_plan.peak.routed_experts_bytes / GiB
+batch64_gpus = min_gpus(model="kimi-k3", weights="native", kv_dtype="fp8", context="256K", gpu="h200-sxm", batch=64)
 
 cells = [
     md(f"""
@@ -131,7 +132,7 @@ reader_table(tables.plan_table(plan))
 
 The diagram draws one bar per GPU, from the plan itself.
 For K3 on 16 H200 the layout is {k3_plan.layout.describe()}: each 8-GPU node is one pipeline stage of about half the {K3.num_layers} layers, and the 8 GPUs of a node split every layer of it.
-Purple is the routed experts (MXFP4): {PEAK.weights_bytes / GiB:,.1f} GiB of the {PEAK.total_bytes / GiB:,.1f} GiB on the fullest GPU are weights.
+Purple is the routed experts (MXFP4): {PEAK_ROUTED:,.1f} GiB; with the other weights, {PEAK.weights_bytes / GiB:,.1f} GiB of the {PEAK.total_bytes / GiB:,.1f} GiB on the fullest GPU are weights.
 Light blue is what every GPU of a stage keeps whole; orange, the KV cache, is a thin slice.
 """),
     code("""
@@ -176,7 +177,7 @@ reader_table(anatomy.anatomy_table(contrast))
 charts.budget_stacked_bar(contrast, per="gpu")
 """),
     md(f"""
-**Takeaway:** the same four components in very different proportions: Llama's BF16 cache at 128K is {dense.per_gpu.kv_cache_bytes / GiB:,.1f} GiB per GPU, more than a tenth of its budget; the hybrid's linear layers keep its cache small at 256K.
+**Takeaway:** the same four components in very different proportions: Llama's BF16 cache at 128K is {dense.per_gpu.kv_cache_bytes / GiB:,.1f} GiB per GPU, {100 * dense.per_gpu.kv_cache_bytes / dense.per_gpu.total_bytes:.0f} % of what each GPU holds; the hybrid's linear layers keep its cache small at 256K.
 
 ## What a guide says
 
@@ -185,7 +186,6 @@ Public guides work the same sum for K3; guide 000's worked example, for a 4-bit 
 {guide_quote("g000-worked-total", "g000-worked-6x-headroom")}
 
 Its equation is the one above; its weights figure is not the real K3's {W_K3:,.1f} GiB, so its GPU count is not the real one either.
-Which of its figures hold, and why, is the subject of {AUDIT_LINK}.
 
 ## Predict, then run
 
@@ -196,9 +196,9 @@ K3 fits 16 H200 at 256K with one sequence.
 # NBVAL_CHECK_OUTPUT
 reader_table(anatomy.min_gpus_table(model="kimi-k3", weights="native", kv_dtype=kv_dtype, gpu=gpu))
 """),
-    md("""
+    md(f"""
 Four times the context is still 16 GPUs: K3's cache is small next to its weights.
-Sixty-four sequences multiply the cache by 64, and that does not fit two nodes: batch, not context, is what moves K3's GPU count.
+Sixty-four sequences multiply the cache by 64, and that takes {batch64_gpus} GPUs: batch, not context, is what moves K3's GPU count.
 
 ## Explore
 

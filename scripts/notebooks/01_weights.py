@@ -16,7 +16,7 @@ from nbtool import build, code, exercise, md, nav, objectives, parameters
 
 from k3lib.core.memory import weights_bytes, weights_bytes_by_group
 from k3lib.core.models import get_model
-from k3lib.views.citations import AUDIT_LINK, guide_quote
+from k3lib.views.citations import guide_quote
 
 STEM = "01-weights"
 GiB = 2**30
@@ -173,7 +173,7 @@ reader_table(tables.moe_table())
 
 {guide_quote("g000-weights-bf16")}
 
-At 2 bytes per parameter the real K3's BF16 weights are {W_K3_BF16:,.0f} GiB, and as shipped {W_K3:,.1f} GiB; where the guide's figure comes from is worked out in {AUDIT_LINK}.
+At 2 bytes per parameter the real K3's BF16 weights are {W_K3_BF16:,.0f} GiB, and as shipped {W_K3:,.1f} GiB: the guide's figure matches no precision of the real checkpoint.
 
 ## Predict, then run
 

@@ -16,7 +16,7 @@ from nbtool import build, code, exercise, md, nav, objectives, parameters
 
 from k3lib.core.memory import kv_bytes_per_token, kv_cache_bytes
 from k3lib.core.models import get_model
-from k3lib.views.citations import AUDIT_LINK, guide_quote
+from k3lib.views.citations import guide_quote
 
 STEM = "02-kv-cache"
 GiB = 2**30
@@ -148,7 +148,7 @@ reader_table(tables.kv_worked_table("qwen3-next-80b", kv_dtype="bf16", context="
 
 {guide_quote("g000-kv-bytes-bf16")}
 
-The real K3's figure is {K3_TOK:,} B, {262_144 / K3_TOK:.1f}× less; the audit of that and of the tables built on it is in {AUDIT_LINK}.
+The real K3's figure is {K3_TOK:,} B, {262_144 / K3_TOK:.1f}× less; the guide's tables built on its figure are audited there.
 
 ## The cache against context
 
