@@ -132,3 +132,15 @@ def test_layouts_around_a_plan_and_a_plan_that_does_not_load():
         speed.require_loads(one)  # 141 GB of BF16 weights on one 80 GB GPU
     assert exc.value.field == "gpus"
     speed.require_loads(plan)  # loads: nothing raised
+
+
+@pytest.mark.parametrize("stem", ["06-any-model", "08-serving", "90-deployment-report"])
+def test_markdown_has_no_escape_accidents(stem):
+    # a "\t" or "\f" in a non-raw script string turns \text and \frac into a tab and a form feed
+    from pathlib import Path
+
+    import nbformat
+
+    nb = nbformat.read(Path(__file__).resolve().parents[1] / "notebooks" / f"{stem}.ipynb", as_version=4)
+    for cell in nb.cells:
+        assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\t]", cell.source), cell.source[:80]
