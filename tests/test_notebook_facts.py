@@ -134,3 +134,25 @@ def test_07_mac_studio_speed_is_04s():
     real = df.loc["g004-offload-tps-mac-studio-m3-ultra-512gb", "real_value"]
     assert real > 0 and real == pytest.approx(unified_memory_estimate(device="m3-ultra-512gb").tokens_per_s)
     assert "nothing runs from RAM" not in _sources("07-guide-audit", "markdown")
+
+
+# ---- 03/04: verdicts as a coloured line above the chart; no time bar for a plan that cannot load
+
+def test_04_offload_explorer_draws_no_bar_for_a_plan_that_cannot_load():
+    from k3lib.views.widgets_parallel import offload_view
+
+    # K3 at Q4_K_M needs ≈ 37 GB of VRAM and ≈ 1,546 GB of RAM: a 24 GB card with 256 GiB cannot load it
+    parts = offload_view(gpu="rtx-4090", ram="256GiB")
+    assert len(parts) == 1 and repr(parts[0]).startswith("DOES NOT FIT") and "no tokens/s" in repr(parts[0])
+    assert "#cf222e" in parts[0]._repr_html_()                                    # red
+    line, chart = offload_view()                                                   # the 48 GB board loads it
+    assert repr(line).startswith("FITS") and "tokens/s (bandwidth ceiling)" in repr(line)
+    assert "#1a7f37" in line._repr_html_()
+
+
+def test_03_layout_explorer_puts_the_verdict_above_not_in_the_title():
+    from k3lib.views.widgets_parallel import layout_view
+
+    line, chart = layout_view(model="kimi-k3", gpu="h200", gpus=16, nodes=2, tp=8, pp=2)
+    assert repr(line).startswith("FITS — 16× NVIDIA H200")
+    assert not chart.to_dict().get("title")
