@@ -54,7 +54,7 @@ def test_estimate_table_is_readable(capsys):
 def test_errors_are_one_line_exit_2(args, field):
     rc, out, err = run("estimate", *args)
     assert rc == 2
-    lines = [l for l in err.strip().splitlines() if l]
+    lines = [line for line in err.strip().splitlines() if line]
     assert len(lines) == 1, err
     assert field in lines[0] and "Traceback" not in err
 

@@ -95,7 +95,8 @@ def _marlin_mxfp4_bytes_per_rank(spec, tp: int) -> int:
     """MXFP4 experts as vLLM's Marlin MoE kernel stores them (vllm mxfp4.py): the intermediate per
     rank rounded up to 128, the hidden size to 256; 4-bit weights, one E8M0 scale per 32, BF16 biases."""
     m = spec.mlp
-    inter = -(-(-(-m.moe_intermediate // tp)) // 128) * 128
+    per_rank = -(-m.moe_intermediate // tp)
+    inter = -(-per_rank // 128) * 128
     hidden = -(-(m.latent_dim or spec.hidden_size) // 256) * 256
     per_expert = 3 * inter * hidden // 2 + 3 * inter * hidden // 32
     if m.expert_bias:

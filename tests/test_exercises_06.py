@@ -46,7 +46,10 @@ def test_06_2_llama_70b_kv_per_gpu_stops_shrinking_at_tp_k():
     c = _config("llama-3.1-70b")
     k, layers = c["num_key_value_heads"], c["num_hidden_layers"]
     head_dim = c["hidden_size"] // c["num_attention_heads"]  # no head_dim in the config: 8,192 / 64 = 128
-    per_gpu = lambda tp: 2 * layers * max(1, k // tp) * head_dim * 2
+
+    def per_gpu(tp: int) -> int:
+        return 2 * layers * max(1, k // tp) * head_dim * 2
+
     value, unit = answers(STEM)["06-2"]
     assert unit == "B" and value == per_gpu(16) == per_gpu(8) == 40_960
 

@@ -15,6 +15,7 @@ its base requirements need — each linked from this venv's site-packages into a
 their own — so JupyterLab, papermill, Altair … are really absent there, and `estimate`,
 `plan`, `check-log` and `speed` run from an empty folder; `report` says which extra to install.
 """
+import importlib.metadata
 import json
 import os
 import shutil
@@ -61,7 +62,7 @@ def _fresh_venv(path: Path) -> Path:
     return python
 
 
-def _base_distributions() -> dict[str, "importlib.metadata.Distribution"]:
+def _base_distributions() -> dict[str, importlib.metadata.Distribution]:
     """The installed distributions that pyproject.toml's base ``dependencies`` need (no extras),
     followed through their own requirements; keyed by normalized name."""
     import importlib.metadata

@@ -282,8 +282,11 @@ def test_alternatives_to_a_plan_that_fits_are_cheaper():
 def test_max_context_is_the_largest_that_fits():
     plan = report.configure(**report.NOTEBOOK_DEFAULTS).plan
     n = report.max_context_tokens(plan)
-    at = lambda t: make_plan(model=plan.model, gpu=plan.gpu, gpus=6, weights="q4", kv_dtype="fp8", context=t,
-                             assumptions=plan.assumptions).fits  # noqa: E731
+
+    def at(t: int) -> bool:
+        return make_plan(model=plan.model, gpu=plan.gpu, gpus=6, weights="q4", kv_dtype="fp8", context=t,
+                         assumptions=plan.assumptions).fits
+
     assert n % 1024 == 0 and at(n) and not at(n + 1024)     # the largest point of the 1K grid
 
 

@@ -41,4 +41,20 @@ from k3lib.report.sections import (assumptions_html, assumptions_table, budget_c
                                    engine_view_html, engine_view_reason, offload_html, parameters_html,
                                    per_gpu_section, setup, speed_section, summary_html)
 
-__all__ = [name for name in dir() if not name.startswith("_") and name != "annotations"]
+#: every name imported above, and the submodules (which `import *` also brings)
+__all__ = [
+    "Alternative", "alternatives", "alternatives_html", "search_counts", "run_batch", "safe_filename",
+    "write_index", "SKIP_IN_REPORT_TAG", "export_html", "external_references", "cost_usd",
+    "decode_tokens_per_s", "key_figures", "max_context_tokens", "offload_plan", "offload_relevant",
+    "REPORT_CSS", "context_text", "describe_plan", "esc", "frame_html", "html_table", "no_math",
+    "not_available", "verdict_badge", "CLI_DEFAULTS", "ENGINES", "NOTEBOOK_DEFAULTS", "OFFLOAD_MODES",
+    "PARAMETER_NAMES", "PARAMETERS", "Parameter", "ReportConfig", "cli_command", "coerce_parameter",
+    "complete_parameters", "configure", "parameters_source", "FIGURES_TAG", "KERNEL", "REPORT_NOTEBOOK",
+    "REPORT_STEM", "ReportError", "ReportResult", "figures_from_notebook", "publish_figures", "run_report",
+    "MAX_ALIASES", "ScenarioFileError", "check_scenario", "load_scenario_file", "load_scenarios",
+    "safe_load_bounded", "assumptions_html", "assumptions_table", "budget_chart", "budget_table_html",
+    "chart_or_note", "checklist_html", "command_html", "engine_commands_html", "engine_view_html",
+    "engine_view_reason", "offload_html", "parameters_html", "per_gpu_section", "setup", "speed_section",
+    "summary_html",
+    "batch", "export", "figures", "html", "parameters", "run", "scenarios", "sections",
+]

@@ -256,13 +256,15 @@ def vllm_cpu_offload_plan(*, model: Any, gpu: Any, gpus: int, context: object, w
     if p.fits or not p.loads:
         return None
     weights_gpu = p.per_gpu.weights_bytes
-    x = max(1, -(-(-p.per_gpu.headroom_bytes) // GiB))
+    deficit = -p.per_gpu.headroom_bytes
+    x = max(1, -(-deficit // GiB))              # the missing memory in whole GiB, rounded up
     while x * GiB <= weights_gpu:
         q = plan_for_engine(model=model, engine=dataclasses.replace(base, cpu_offload_gb=float(x)), gpu=gpu,
                             gpus=gpus, nodes=nodes, weights=weights, kv_dtype=kv_dtype, context=context, batch=batch)
         if q.fits:
             return q
-        x += max(1, -(-(-q.per_gpu.headroom_bytes) // GiB))
+        deficit = -q.per_gpu.headroom_bytes
+        x += max(1, -(-deficit // GiB))
     return None
 
 

@@ -314,7 +314,7 @@ def guide000_case1_table(assumptions: Sequence[tuple[str, Assumptions]] | None =
     assumptions = guide000_assumption_sets() if assumptions is None else assumptions
     div = _unit(unit)
     rows = []
-    for case, change, guide, what in GUIDE000_CASES:
+    for case, change, guide, _what in GUIDE000_CASES:
         row: dict[str, Any] = {"case": case, f"guide ({unit})": guide}
         for name, a in assumptions:
             p = make_plan(**{**GUIDE000_BASE, **change}, assumptions=a)

@@ -33,6 +33,13 @@ from k3lib.core.precisions import get_kv_dtype, get_weight_format
 from k3lib.core.search import next_gpu_count
 from k3lib.core.units import GB, GiB, parse_context_tokens, parse_positive_int
 
+from k3lib.studies.solver import (CONTEXT_STEP_TOKENS, GUIDE_DEFAULT_WEIGHTS,
+                                  GUIDE_FLASH_ATTENTION_SAVING, GUIDE_KV_DTYPES, GUIDE_MIN_TOKENS_PER_S,
+                                  guide004_active_params, guide_overhead_per_gpu_bytes, GUIDE_PAGED_ATTENTION_SAVING,
+                                  capped_claim_bytes,
+                                  GUIDE_WEIGHT_RESERVE_FRACTION, _a, _gib, _grid, _hw, _rank_kv, _spec,
+                                  context_grid, format_context, min_gpus, precision_ladder)
+
 if TYPE_CHECKING:
     from k3lib.engines.deployment import EngineSettings
     from k3lib.loaders import LoadedModel
@@ -43,12 +50,6 @@ def get_engine_name(engine_id: str) -> str:
     from k3lib.engines.base import get_engine
 
     return get_engine(engine_id).name
-from k3lib.studies.solver import (CONTEXT_STEP_TOKENS, GUIDE_DEFAULT_WEIGHTS,
-                                  GUIDE_FLASH_ATTENTION_SAVING, GUIDE_KV_DTYPES, GUIDE_MIN_TOKENS_PER_S,
-                                  guide004_active_params, guide_overhead_per_gpu_bytes, GUIDE_PAGED_ATTENTION_SAVING,
-                                  capped_claim_bytes,
-                                  GUIDE_WEIGHT_RESERVE_FRACTION, _a, _gib, _grid, _hw, _rank_kv, _spec,
-                                  context_grid, format_context, min_gpus, precision_ladder)
 
 
 # ----------------------------------------------------------------- step 1
