@@ -84,6 +84,7 @@ An "80 GB" H100 has 80 GiB of HBM, and an engine can use a little less of it; ev
 """),
     code("""
 from k3lib.views import anatomy, charts, notebook, tables, widgets
+from k3lib.views.charts_parallel import readable  # sized to the cell, 12 px labels
 from k3lib.views.table_format import reader_table
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
 """),
@@ -174,7 +175,7 @@ contrast = {
 reader_table(anatomy.anatomy_table(contrast))
 """),
     code("""
-charts.budget_stacked_bar(contrast, per="gpu")
+readable(charts.budget_stacked_bar(contrast, per="gpu"))
 """),
     md(f"""
 **Takeaway:** the same four components in very different proportions: Llama's BF16 cache at 128K is {dense.per_gpu.kv_cache_bytes / GiB:,.1f} GiB per GPU, {100 * dense.per_gpu.kv_cache_bytes / dense.per_gpu.total_bytes:.0f} % of what each GPU holds; the hybrid's linear layers keep its cache small at 256K.

@@ -54,6 +54,7 @@ Notation as in [00](00-vram-anatomy.ipynb): $P$ parameters, $b_w$ bits per weigh
     ),
     code("""
 from k3lib.views import anatomy, charts, notebook, tables, weights_view
+from k3lib.views.charts_parallel import readable  # sized to the cell, 12 px labels
 from k3lib.views.table_format import reader_table
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
 """),
@@ -148,7 +149,7 @@ ladder = tables.precision_ladder_comparison(["kimi-k3", "llama-3.1-70b", "qwen3-
 reader_table(ladder)
 """),
     code("""
-charts.precision_ladder_chart(ladder)
+readable(charts.precision_ladder_chart(ladder))
 """),
     md(r"""
 ## MoE: total vs active parameters

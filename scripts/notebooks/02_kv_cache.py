@@ -60,6 +60,7 @@ Notation as in [00](00-vram-anatomy.ipynb): $L$ layers, $K$ KV heads, $H$ head d
 import pandas as pd
 
 from k3lib.views import anatomy, charts, kv_growth, notebook, tables
+from k3lib.views.charts_parallel import readable  # sized to the cell, 12 px labels
 from k3lib.views.table_format import reader_table
 pd.set_option("display.max_colwidth", None)  # whole formulas: K3's KDA state S is a long one
 notebook.setup()  # offline Altair renderer: SVG through vl-convert, no CDN
@@ -162,8 +163,9 @@ reader_table(tables.kv_context_table("kimi-k3", contexts=["32K", "128K", "256K",
 The three designs side by side, up to 128K (Llama 3.1 70B's longest), at BF16: the dense model's line sits an order of magnitude above, and the state lifts K3's and the hybrid's short-context end.
 """),
     code("""
-charts.kv_vs_context_chart(tables.kv_context_long(["kimi-k3", "llama-3.1-70b", "qwen3-next-80b"], kv_dtypes=["bf16"],
-                                                  contexts=["4K", "8K", "16K", "32K", "64K", "128K"]), log_y=True)
+three = tables.kv_context_long(["kimi-k3", "llama-3.1-70b", "qwen3-next-80b"], kv_dtypes=["bf16"],
+                               contexts=["4K", "8K", "16K", "32K", "64K", "128K"])
+readable(charts.kv_vs_context_chart(three, log_y=True))
 """),
     md(r"""
 ## What a cache budget buys
