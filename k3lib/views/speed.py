@@ -228,15 +228,15 @@ def cache_worked_table(plan, *, input_tokens: int = 1024, output_tokens: int = 2
     with_cache = 2 * p_act * output_tokens
     without = 2 * p_act * output_tokens * (input_tokens + (output_tokens - 1) / 2)
     rows = [("KV written per token, all layers", "kv_tok", f"{kv_bytes_per_token(plan.model, plan.kv_dtype):,}", "B"),
-            (f"prefill writes K,V of the {input_tokens:,}-token prompt, once", "I · kv_tok",
+            (f"prefill writes: K,V of the {input_tokens:,}-token prompt", "I · kv_tok",
              _number(_request_kv_bytes(plan, input_tokens) / 1e9), "GB"),
-            ("one decode step reads the weights (binding GPU), once for the batch", "W",
+            ("a decode step reads: the weights, once", "W",
              _number(at_zero / 1e9), "GB"),
-            (f"… and the cache of {concurrency} sequences at {mean_t:,} tokens (binding GPU)", "B · KV_rank(T)",
+            (f"… and {concurrency} sequences' cache at {mean_t:,} tokens", "B · KV_rank(T)",
              _number((at_t - at_zero) / 1e9), "GB"),
-            (f"FLOPs of a {output_tokens:,}-token answer with the cache", "2 · P_act · O", _number(with_cache / 1e12),
+            (f"FLOPs of a {output_tokens:,}-token answer, with cache", "2 · P_act · O", _number(with_cache / 1e12),
              "TFLOP"),
-            ("… and without it (every step reruns all earlier tokens)", "2 · P_act · O · (I + (O−1)/2)",
+            ("… without (each step reruns all tokens)", "2 · P_act · O · (I + (O−1)/2)",
              _number(without / 1e12), "TFLOP")]
     return _shown(pd.DataFrame(rows, columns=["quantity", "formula", "value", "unit"]))
 
