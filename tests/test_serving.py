@@ -301,3 +301,18 @@ def test_identical_sequences_touch_one_tokens_experts():
     import dataclasses
     assert not row_identical_sequences(dataclasses.replace(row, quantity="decode_tokens_per_s_per_sequence"))
     assert not row_identical_sequences(dataclasses.replace(row, engine="vllm"))
+
+
+def test_constants_are_fitted_per_model_kind_and_vllm_generation():
+    from k3lib.core.models import get_model
+    from k3lib.serving.calibration import FittedConstants, model_kind, most_specific_constants
+
+    assert model_kind(get_model("deepseek-r1")) == "MoE" and model_kind(get_model("llama-3.1-8b")) == "dense"
+    c = {key: FittedConstants(str(key), 0.5, 0.5, 0.0, 3, 0.1) for key in
+         [("vllm", "datacenter GPU", "MoE"), ("vllm", "datacenter GPU"), ("*", "*")]}
+    assert most_specific_constants(c, "vllm", "datacenter GPU", "MoE").group == str(("vllm", "datacenter GPU", "MoE"))
+    assert most_specific_constants(c, "vllm", "datacenter GPU", "dense").group == str(("vllm", "datacenter GPU"))
+    assert most_specific_constants(c, "sglang", "CPU").group == str(("*", "*"))
+    cal = calibration()
+    assert ("vllm-v0", "datacenter GPU") in cal.constants          # dstack's vLLM 0.7 rows
+    assert all(k[0] != "vllm-v0" for k in [(h.engine,) for h in cal.holdout if h.engine == "vllm"])

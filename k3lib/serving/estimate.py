@@ -26,7 +26,7 @@ import numpy as np
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.hosts import get_host
-from k3lib.serving.calibration import Calibration, FittedConstants, calibration
+from k3lib.serving.calibration import Calibration, FittedConstants, calibration, model_kind
 from k3lib.serving.concurrency import QUANTITIES, QUANTITY_UNITS, max_concurrency, predict
 from k3lib.serving.cost import usd_per_hour, usd_per_million_output_tokens
 from k3lib.serving.roofline import CEILING, ServingInputs, inputs_from_plan, inputs_on_cpu
@@ -139,7 +139,8 @@ def _estimate(inp: ServingInputs | types.SimpleNamespace, *, concurrency: int, i
     elif max_conc is None:
         reason = f"served as asked ({asked}); no KV capacity planned here, so no cap is checked"
     cls = hardware_class or inp.hardware_class
-    consts = cal.constants_for(inp.engine, cls) if (cal is not None and mode == "fitted") else None
+    consts = cal.constants_for(inp.engine, cls, model_kind(inp.model)) if (cal is not None and mode == "fitted") \
+        else None
     eff = consts.efficiency if consts is not None else CEILING
     basis = "fitted model" if consts is not None else "theoretical ceiling"
     kw: dict[str, Any] = dict(concurrency=concurrency, input_tokens=input_tokens, output_tokens=output_tokens)
@@ -310,7 +311,7 @@ def offload_serving_estimate(*, model: Any, engine: str = "llama.cpp", gpu: Any 
             return 1.0 / tpot
         return concurrency / (t_d + concurrency * t_p / o)
 
-    inp = types.SimpleNamespace(engine=eid, hardware_class=cls, gpus=n_gpus, notes=tuple(plan.notes) + (
+    inp = types.SimpleNamespace(engine=eid, hardware_class=cls, gpus=n_gpus, model=plan.model, notes=tuple(plan.notes) + (
         f"offload: {plan.expert_layers_on_gpu} of {plan.parts.moe_layers} MoE layers' experts on the GPU, the rest "
         f"in host RAM read at {plan.ram_bandwidth_bytes_per_s / 1e9:.0f} GB/s ({plan.ram_bandwidth_basis or 'host'})",
         "host tier at the CPU class's fitted η_bw" if host_c is not None else "host tier at its full bandwidth"))
