@@ -119,7 +119,10 @@ def test_00_real_k3_table_and_prose_agree_on_what_is_summed():
     prose = _markdown("00-vram-anatomy")
     budget = _output("00-vram-anatomy", "reader_table(tables.plan_table(plan))")
     copies = _output("00-vram-anatomy", "reader_table(tables.copies_table(plan))")
-    num = lambda x: float(x.replace(",", ""))  # noqa: E731
+
+    def num(x):
+        return float(x.replace(",", ""))
+
     all_gpus_weights = num(re.search(r"^\s*weights\s+([\d,.]+)", budget, re.M)[1])
     one, gpus, summed, extra = re.search(r"^\s*weights\s+([\d,.]+)\s+(\d+)\s+([\d,.]+)\s+([\d,.]+)", copies,
                                          re.M).groups()
@@ -138,12 +141,14 @@ def test_00_real_k3_table_and_prose_agree_on_what_is_summed():
 
 def test_00_verdict_is_a_coloured_line_not_a_title():
     line = _output("00-vram-anatomy", "plan = notebook.validate(", "text/html")
-    assert line.startswith('<p style="color:#1a7f37') and "<b>FITS</b>" in line and "16× NVIDIA H200" in line
+    assert line.startswith('<p style="color:#1a7f37') and ">FITS — 16× NVIDIA H200" in line
+    assert _output("00-vram-anatomy", "plan = notebook.validate(").startswith("FITS — 16×")   # text, not a repr
     from k3lib.core.plan import make_plan
     from k3lib.views import anatomy
 
     over = make_plan(model="kimi-k3", gpu="h200-sxm", gpus=8, weights="native", kv_dtype="fp8", context="256K")
-    assert "#c62828" in anatomy.verdict_html(over) and "<b>DOES NOT FIT</b>" in anatomy.verdict_html(over)
+    html = anatomy.verdict_line(over)._repr_html_()
+    assert "#cf222e" in html and ">DOES NOT FIT — 8×" in html
     assert "FIT" not in anatomy.gpu_chart(over).to_dict()["title"]
 
 

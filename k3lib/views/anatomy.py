@@ -16,7 +16,6 @@ one bar per GPU.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -28,33 +27,20 @@ from k3lib.views.table_format import _size, context_label
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt
 
-#: the colours of a verdict line: green when the plan fits, red when it does not
-VERDICT_COLOURS = {True: "#1a7f37", False: "#c62828"}
-
-
-def verdict_html(plan: Plan) -> str:
-    """The plan's verdict as one coloured HTML line: **FITS** in green or **DOES NOT FIT** in
-    red, then the layout and why (:meth:`Plan.verdict`'s text). Shown above a chart, so the
-    verdict is never only in a chart title.
-
-    >>> from k3lib.core.plan import make_plan
-    >>> verdict_html(make_plan(model="llama-3.1-70b", gpu="h100-sxm", gpus=1, weights="bf16",
-    ...                        kv_dtype="bf16", context="8K"))[:60]
-    '<p style="color:#c62828;font-size:14px"><b>DOES NOT FIT</b> '
-    """
-    word = "FITS" if plan.fits else "DOES NOT FIT"
-    rest = plan.verdict().split(" — ", 1)[1]
-    return (
-        f'<p style="color:{VERDICT_COLOURS[plan.fits]};font-size:14px"><b>{word}</b> — '
-        f"{plan.model.id} · {html.escape(rest)}</p>"
-    )
-
 
 def verdict_line(plan: Plan):
-    """:func:`verdict_html` as a displayable object (IPython ``HTML``)."""
-    from IPython.display import HTML
+    """The plan's verdict (:meth:`Plan.verdict`: FITS or DOES NOT FIT, the layout and why) as one
+    coloured line (:func:`k3lib.views.charts_parallel.verdict_line`: green when it fits, red when
+    not), shown above a chart so the verdict is never only in a chart title.
 
-    return HTML(verdict_html(plan))
+    >>> from k3lib.core.plan import make_plan
+    >>> verdict_line(make_plan(model="llama-3.1-70b", gpu="h100-sxm", gpus=1, weights="bf16",
+    ...                        kv_dtype="bf16", context="8K")).lines[0][:40]
+    'DOES NOT FIT — 1× NVIDIA H100 SXM5 80GB,'
+    """
+    from k3lib.views.charts_parallel import verdict_line as coloured
+
+    return coloured(plan.verdict())
 
 
 def per_gpu_frame(plan: Plan, *, unit: str = "GiB") -> pd.DataFrame:
