@@ -316,3 +316,17 @@ def test_constants_are_fitted_per_model_kind_and_vllm_generation():
     cal = calibration()
     assert ("vllm-v0", "datacenter GPU") in cal.constants          # dstack's vLLM 0.7 rows
     assert all(k[0] != "vllm-v0" for k in [(h.engine,) for h in cal.holdout if h.engine == "vllm"])
+
+
+def test_expected_error_needs_three_held_aside_rows():
+    """A figure's expected error is a group median over ≥ 3 held-aside rows, never one row's miss."""
+    from k3lib.serving.calibration import MIN_ERROR_ROWS, HoldoutError
+    cal = calibration()
+    one = HoldoutError("vllm", "datacenter GPU", "decode_tokens_per_s_per_sequence", 1, 2.0, 0.0, 2.0, 100.0)
+    pooled = HoldoutError("vllm", "datacenter GPU", "*", 9, 1.1, 0.6, 1.5, 20.0)
+    import dataclasses
+    c = dataclasses.replace(cal, holdout_by_class=(one, pooled))
+    assert MIN_ERROR_ROWS == 3
+    assert c.expected_error_pct("vllm", "datacenter GPU", "decode_tokens_per_s_per_sequence") == 20.0
+    c2 = dataclasses.replace(cal, holdout_by_class=(dataclasses.replace(one, rows=3), pooled))
+    assert c2.expected_error_pct("vllm", "datacenter GPU", "decode_tokens_per_s_per_sequence") == 100.0

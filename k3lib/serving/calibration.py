@@ -148,6 +148,8 @@ PRIOR_SIGMA_GROUP = math.log(2.0)
 #: τ's offset in the log penalty (τ = 0 is allowed)
 TAU0_S = 1e-6
 WITHIN = 0.30
+#: the fewest held-aside rows whose median error a figure carries as its expected error
+MIN_ERROR_ROWS = 3
 
 
 @dataclass(frozen=True)
@@ -502,8 +504,11 @@ class Calibration:
 
     def expected_error_pct(self, engine: str, hardware_class: str, quantity: str) -> float | None:
         """Median held-aside |ratio − 1| in % for engine × class × quantity, else pooled over
-        quantities, else the class's, else all held-aside rows; None without any."""
-        groups = [(h.engine, h.hardware_class, h.quantity, h) for h in self.holdout_by_class]
+        quantities, else the class's, else all held-aside rows — the first group with at least
+        :data:`MIN_ERROR_ROWS` held-aside rows (one row's error is an anecdote, not an error
+        estimate); None without any."""
+        groups = [(h.engine, h.hardware_class, h.quantity, h) for h in self.holdout_by_class
+                  if h.rows >= MIN_ERROR_ROWS]
         for match in (lambda e, c, q: e == engine and c == hardware_class and q == quantity,
                       lambda e, c, q: e == engine and c == hardware_class and q == "*",
                       lambda e, c, q: e == "*" and c == hardware_class and q == "*",

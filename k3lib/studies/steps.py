@@ -161,7 +161,10 @@ def step2_precision(*, model: "str | ModelSpec", budget: Budget,
     pct = f"{1 - reserve_fraction:.0%}"
     dflt = get_weight_format(default).id
     top = ladder[0]
-    room = lambda x: _gib(budget.budget_bytes - sizes[x] - act)   # noqa: E731
+
+    def room(x: str) -> str:
+        return _gib(budget.budget_bytes - sizes[x] - act)
+
     if top in fitting:
         w, why = top, (f"{top} ({_gib(sizes[top])}) fits in {pct} of the budget ({_gib(limit)}), so there is "
                        f"memory for full precision")
@@ -597,8 +600,10 @@ def throughput_for_plan(plan) -> Throughput:
 
         engine = plan.engine_id if plan.engine_id not in ("generic", "guide") else "vllm"
         try:
-            est = serving_estimate(plan, engine=engine, concurrency=plan.batch,
-                                   input_tokens=max(0, plan.context_tokens - 1), output_tokens=1)
+            # the batch decoding through the whole context (no prompt to prefill, so no prefill
+            # stalls the steps; the mean context is half the window): the generation rate step 6 asks about
+            est = serving_estimate(plan, engine=engine, concurrency=plan.batch, input_tokens=0,
+                                   output_tokens=max(1, plan.context_tokens))
         except K3InputError:
             est = None
         if est is not None and est.decode_tokens_per_s_per_sequence.value is not None:
@@ -606,7 +611,8 @@ def throughput_for_plan(plan) -> Throughput:
             expected, basis, err = f.value * plan.batch, f.basis, f.expected_error_pct
             reason += (f" The serving model expects ≈ {expected:,.1f} tok/s here ({basis}"
                        + (f", ±{err:.0f} % on runs it was not fitted on" if err is not None else "")
-                       + f"; {engine}), {expected / rate:.0%} of the ceiling.")
+                       + f"; {engine}; {plan.batch} sequence(s) generating through the {plan.context_tokens:,}-token "
+                       f"context), {expected / rate:.0%} of the ceiling.")
     return Throughput(w_act, kv_read, per_tok, bw, rate, GUIDE_MIN_TOKENS_PER_S, below, interconnect,
                       "nvidia-smi topo -m", reason, expected, basis, err)
 
