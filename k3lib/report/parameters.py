@@ -44,7 +44,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("weights", str, "q4", "weight precision, e.g. native, bf16, fp8, q8_0, q4_k_m, q2_k, or the guides' "
               "q8/q4/q2; empty for native (architectures) or q4 (guide profiles)", ""),
     Parameter("kv_dtype", str, "fp8", "KV-cache dtype: bf16, fp8, int4, q8_0, q4_0", "bf16"),
-    Parameter("context", str, "256K", "context length in tokens: 131072, 128K, 256K, 1M (K is 1,024 tokens)", "256K"),
+    Parameter("context", str, "256K", "context length: 128K, 256K, 1M (K is 1,024 tokens) or a whole number of tokens", "256K"),
     Parameter("batch", int, 1, "concurrent sequences", 1),
     Parameter("gpu", str, "h100-sxm", "GPU id or alias (see `k3plan gpus`)", "h100-sxm"),
     Parameter("gpus", int, 6, "number of GPUs in total", 8),
