@@ -383,7 +383,10 @@ def test_cheatsheet_values_derived_by_hand():
     # deployable counts only: 1–8 in one node, then whole nodes 16, 24, 32
     assert df.gpus.tolist() == [1, 2, 3, 4, 5, 6, 7, 8, 16, 24, 32]
     assert list(df.columns[:6]) == ["config", "gpu", "gpus", "nodes", "tp", "pp"]
-    row = lambda n, m=1: df[(df.gpus == n) & (df.nodes == m)].iloc[0]   # noqa: E731
+
+    def row(n, m=1):
+        return df[(df.gpus == n) & (df.nodes == m)].iloc[0]
+
     # 4 × H100 Q2: 288 − 225 − 10 = 53 GiB / 131,072 B = 434,176 tokens = 424K
     assert row(4)["q2"] == 53 * G // KV_FP8 == 424 * K
     # 5 × H100 Q4: 25 GiB → 200K
@@ -500,7 +503,7 @@ def test_shorter_context_never_saves_a_negative_amount():
 
 
 def test_priority_chart_shows_the_cap_note():
-    alt = pytest.importorskip("altair")  # noqa: F841
+    pytest.importorskip("altair")
     from k3lib.views.charts_checklist import priority_matrix_chart
     p = make_plan(model="llama-3.1-8b", gpu=H100, gpus=8, context="8K", kv_dtype="fp8")
     spec = priority_matrix_chart(priority_matrix(p), per="total").to_dict()

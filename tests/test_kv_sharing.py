@@ -51,8 +51,10 @@ def test_gemma3n_without_sharing_allocates_75_percent_more_window_bytes():
     cfg["text_config"]["num_kv_shared_layers"] = 0
     plain = architecture_from_hf_config(cfg, id="no-sharing")
     shared = architecture_from_hf_config(_gemma3n(), id="sharing")
-    window = lambda a: (a.kv_cache_bytes(context_tokens=512, batch=1, bytes_per_element=2)  # noqa: E731
-                        - 512 * a.kv_bytes_per_token(2))
+
+    def window(a):
+        return a.kv_cache_bytes(context_tokens=512, batch=1, bytes_per_element=2) - 512 * a.kv_bytes_per_token(2)
+
     assert window(shared) == 16 * 2048 * 512
     assert window(plain) == 28 * 2048 * 512          # 28 / 16 = 1.75: the +75 % the issue names
 

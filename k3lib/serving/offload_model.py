@@ -181,7 +181,10 @@ def moe_bytes(model: str | ModelSpec, weights: str) -> MoEBytes:
     if not spec.mlp.moe_layers:
         raise K3InputError("model", f"{spec.name} is dense: it has no experts to offload", "a MoE model")
     bits = weight_bits_by_group(spec, get_weight_format(weights))
-    bit = lambda g: bits.get(g, bits.get("*", 16))  # noqa: E731
+
+    def bit(g: str) -> float:
+        return bits.get(g, bits.get("*", 16))
+
     groups = spec.param_groups()
     dense = sum(n * bit(g) / 8 for g, n in groups.items() if g not in ("embedding", "routed_experts"))
     m = spec.mlp

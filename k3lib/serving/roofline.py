@@ -211,7 +211,10 @@ def stage_bytes(arch: Architecture, weight_format: str, *, tp: int, pp: int, ep:
     plan's per-GPU weight bytes per stage are given (exact checkpoint or GGUF bytes), each stage is
     rescaled to them."""
     bits = _bits(arch, weight_format)
-    bit = lambda g: bits.get(g, bits.get("*", 16))  # noqa: E731
+
+    def bit(g: str) -> float:
+        return bits.get(g, bits.get("*", 16))
+
     out = []
     stages = pipeline_stages(arch, pp)
     for s, st in enumerate(stages):

@@ -23,13 +23,13 @@ from k3lib.core.plan import Assumptions, Plan, make_plan
 from k3lib.core.precisions import get_kv_dtype
 from k3lib.core.search import gpus_per_node_of
 from k3lib.core.units import GiB, parse_context_tokens, parse_positive_int
-from k3lib.studies.cheatsheet import (PRIORITY_LEVERS, OrderCheck, cheatsheet, cheatsheet_display,  # noqa: F401
+from k3lib.studies.cheatsheet import (PRIORITY_LEVERS, OrderCheck, cheatsheet, cheatsheet_display,  # noqa: F401 — re-exported for notebook 05
                                       cheatsheet_gpus, check_priority_order, optimal_gpu_counts, priority_matrix)
-from k3lib.studies.solver import (CHEATSHEET_GPUS, _checkpoint_engine, CONTEXT_STEP_TOKENS, ENGINE_RESERVE_FRACTION,  # noqa: F401
+from k3lib.studies.solver import (CHEATSHEET_GPUS, _checkpoint_engine, CONTEXT_STEP_TOKENS, ENGINE_RESERVE_FRACTION,  # noqa: F401 — re-exported for notebook 05
                                   GUIDE_KV_DTYPES, SOLVER_KV_DTYPES, Configuration, _a,
                                   _gib, _hw, _spec, best_configuration, checklist_assumptions, cheapest_configuration,
                                   context_grid, format_context, min_gpus, precision_ladder)
-from k3lib.studies.steps import (AddOneGPU, Budget, ContextChoice, ContextLimit, Optimization,  # noqa: F401
+from k3lib.studies.steps import (AddOneGPU, Budget, ContextChoice, ContextLimit, Optimization,  # noqa: F401 — re-exported for notebook 05
                                  Optimizations, PrecisionChoice, TestSequence, Throughput, Trial,
                                  active_weight_bytes, step1_budget, step2_precision, step3_context,
                                  step4_optimizations, step5_test_sequence, step6_throughput, step7_add_one_gpu,

@@ -165,7 +165,10 @@ def all_gpu_decode_tokens_per_s(parallel_plan) -> float:
     weights ignored: they are small)."""
     spec = parallel_plan.model
     bits = weight_bits_by_group(spec, get_weight_format(parallel_plan.weight_format))
-    bit = lambda g: bits.get(g, bits.get("*", 16))  # noqa: E731
+
+    def bit(g: str) -> float:
+        return bits.get(g, bits.get("*", 16))
+
     groups = spec.param_groups()
     m = spec.mlp
     routed_active = m.moe_layers * m.experts_per_token * m.expert_params(spec.hidden_size) * bit("routed_experts") / 8

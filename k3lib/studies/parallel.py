@@ -15,12 +15,14 @@ from typing import Any, Sequence
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec, get_gpu
-from k3lib.core.layout import (Layout, check_tp, deployable_layout, stage_layer_counts,  # noqa: F401
-                               valid_tp_sizes)
-from k3lib.core.memory import (NCCL_BYTES_PER_GPU, overhead_bytes_per_gpu,  # noqa: F401
-                               replicated_attention_params, replicated_moe_params)
+from k3lib.core.layout import Layout, deployable_layout, valid_tp_sizes
+# re-exported: tests/test_parallel.py imports them from here
+from k3lib.core.layout import check_tp as check_tp
+from k3lib.core.layout import stage_layer_counts as stage_layer_counts
+from k3lib.core.memory import NCCL_BYTES_PER_GPU, overhead_bytes_per_gpu
+from k3lib.core.memory import replicated_attention_params as replicated_attention_params
 from k3lib.core.models import ModelSpec, get_model, get_profile
-from k3lib.core.plan import SHARE_COMPONENTS, Assumptions, GPUShare, Plan, kv_bytes_per_gpu, make_plan  # noqa: F401
+from k3lib.core.plan import Assumptions, Plan, kv_bytes_per_gpu, make_plan
 from k3lib.core.precisions import get_weight_format
 from k3lib.core.search import gpus_per_node_of, min_gpus_plan, next_gpu_count
 from k3lib.core.units import GiB, parse_context_tokens, parse_positive_int

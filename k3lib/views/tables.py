@@ -32,9 +32,9 @@ from k3lib.core.models import ModelSpec, PublishedProfile, get_model, get_profil
 from k3lib.core.search import min_gpus_plan
 from k3lib.core.plan import Assumptions, Plan, make_plan
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
-from k3lib.core.units import GB, GiB, parse_context_tokens  # noqa: F401
-from k3lib.views.table_format import _UNITS, _div, _label, _pct, _size, context_label  # noqa: F401
-from k3lib.views.tables_kv import (KV_COMPARISON_MODELS, KV_TABLE_CONTEXTS, KV_TABLE_DTYPES,  # noqa: F401
+from k3lib.core.units import GB, GiB, parse_context_tokens  # noqa: F401 — re-exported as tables.*
+from k3lib.views.table_format import _UNITS, _div, _label, _pct, _size, context_label  # noqa: F401 — re-exported as tables.*
+from k3lib.views.tables_kv import (KV_COMPARISON_MODELS, KV_TABLE_CONTEXTS, KV_TABLE_DTYPES,  # noqa: F401 — re-exported as tables.*
                                    context_savings_table, kv_context_long, kv_context_table, kv_per_token_table,
                                    kv_worked_table)
 
