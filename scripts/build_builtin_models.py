@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from k3lib.loaders.hf_config import architecture_from_hf_config  # noqa: E402
+from k3lib.loaders.hf_config import architecture_from_hf_config  # noqa: E402 — after the sys.path line (a checkout, not installed)
 
 REF = ROOT.parent / "shared" / "reference"
 

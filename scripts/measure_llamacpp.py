@@ -14,8 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from llamacpp.measure import COLUMNS, measure_rows  # noqa: E402
-from llamacpp.models import build_all  # noqa: E402
+from llamacpp.measure import COLUMNS, measure_rows  # noqa: E402 — tests/ is not a package: after the sys.path line
+from llamacpp.models import build_all  # noqa: E402 — tests/ is not a package: after the sys.path line
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,6 +14,7 @@ import pytest
 
 from k3lib.views import charts, tables, widgets
 from k3lib.core.errors import K3InputError
+from k3lib.views.widgets_parallel import NODES, layout_choices
 
 GiB = 2**30  # typed by hand
 GUIDE = dict(model="kimi-k3@guide-000", weights="q4", kv_dtype="fp8", context="256K", gpu="h100-sxm", gpus=6)
@@ -175,7 +176,6 @@ def test_explorer_widget_accepts_an_unknown_start_value():
 
 # ------------------------------------------------------------------ notebook 03's layout explorer
 
-from k3lib.views.widgets_parallel import NODES, layout_choices  # noqa: E402
 
 
 @pytest.mark.parametrize("model", ["kimi-k3", "llama-3.1-70b", "deepseek-v3"])

@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-import nbtool  # noqa: E402
+import nbtool  # noqa: E402 — scripts/ is not a package: imported after the sys.path line
 
 
 def test_inline_and_display_formulas_become_mathml():

@@ -36,7 +36,7 @@ def test_anatomy_table_dense_model_by_hand():
     row = anatomy.anatomy_table({"llama": p}).iloc[0]
     assert row["weights (GiB)"] == pytest.approx(70_553_706_496 * 2 / 2 / GiB, abs=0.5)  # ≈ half of 131.42 each
     assert row["KV cache (GiB)"] == 2 * 80 * 4 * 128 * 2 * 131_072 / GiB == 20.0  # 4 of 8 KV heads per GPU
-    assert row["fits"] is True or row["fits"] == True  # noqa: E712
+    assert row["fits"] is True or row["fits"] == True  # noqa: E712 — numpy's True_ is == True but not `is True`
 
 
 def test_min_gpus_table_names_the_gpu():

@@ -24,6 +24,8 @@ from k3lib.studies.offload import (GUIDE004_RAM_BW_BYTES_PER_S, HostAssumptions,
                            roofline_efficiency_for, slowdown_table, unified_memory_estimate)
 from k3lib.views.explorers import offload_figure
 from k3lib.views.explorers import offload_validate as validate
+from nbrun import run_notebook
+from pathlib import Path
 
 GB = 10**9
 EXPERT_PARAMS = 3 * 3584 * 3072                     # 33,030,144
@@ -261,10 +263,6 @@ def test_offload_explorer_builds():
 
 # ------------------------------------------------------------------ notebook 04 under papermill
 
-from pathlib import Path  # noqa: E402
-
-import nbformat  # noqa: E402
-from nbrun import run_notebook  # noqa: E402
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 

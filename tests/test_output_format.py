@@ -16,7 +16,7 @@ from output_scan import format_problems, notebook_problems, shown_output
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from nbtool import SERIES  # noqa: E402
+from nbtool import SERIES  # noqa: E402 — scripts/ is not a package: imported after the sys.path line
 
 # ------------------------------------------------------------------ the scanner on strings by hand
 

@@ -21,6 +21,10 @@ from k3lib.studies.parallel import (Layout, check_tp, compare_layouts, distribut
                             nccl_table, per_gpu_long, per_gpu_table, replicated_attention_params,
                             solve_activation_overhead, stage_layer_counts, valid_tp_sizes)
 from k3lib.core.plan import Assumptions, make_plan
+from pathlib import Path
+import re
+import nbformat
+from nbrun import run_notebook, cell_output
 
 GiB = 1_073_741_824
 T = 8192
@@ -314,11 +318,6 @@ def test_layout_explorer_builds_and_shows_errors_as_text():
 
 # ------------------------------------------------------------------ notebooks 03 and 04: committed form, papermill
 
-from pathlib import Path  # noqa: E402
-import re  # noqa: E402
-
-import nbformat  # noqa: E402
-from nbrun import run_notebook, cell_output  # noqa: E402
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 CHECK_TAG = "nbval-check-output"

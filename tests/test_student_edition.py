@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-import nbtool  # noqa: E402
+import nbtool  # noqa: E402 — scripts/ is not a package: imported after the sys.path line
 
 STEMS = [s for s, _ in nbtool.SERIES]
 #: what an answer looks like in a notebook, written out here rather than taken from nbtool

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 # Imported for its guard: k3lib.views.charts keeps jsonschema from importing the slow optional
 # ``rfc3987_syntax`` (see notebook.skip_slow_iri_checker), which must happen before Altair loads.
-from k3lib.views import charts as _charts  # noqa: F401
+from k3lib.views import charts as _charts  # noqa: F401 — imported for its guard (above)
 
 #: One colour per per-GPU component, fixed across charts (weights blues, KV orange, …).
 COMPONENT_COLOURS = {

@@ -100,7 +100,7 @@ def _redraw(out, figure: Callable[..., Any], values: dict[str, Any]) -> str | No
             return None
         except K3InputError as exc:
             message = str(exc)
-        except Exception as exc:  # noqa: BLE001 — an explorer must not stay stuck on an error
+        except Exception as exc:  # any error: an explorer must not stay stuck on it
             message = f"cannot draw this configuration: {type(exc).__name__}: {exc}"
         print(message)
         return message
@@ -192,7 +192,7 @@ def layout_explorer(**initial: Any):
                 controls[name].value = value
             summary.value = now.describe()
             values = {k: ctl.value for k, ctl in controls.items()} | {"gpus": now.gpus}
-        except Exception as exc:  # noqa: BLE001 — say it and stay usable
+        except Exception as exc:  # any error: say it and stay usable
             summary.value = f"cannot build a layout: {exc}"
             return
         finally:

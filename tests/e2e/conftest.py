@@ -59,7 +59,7 @@ def missing_browser_reason() -> str | None:
         where = os.environ.get("K3_CHROMIUM") or "/usr/bin/chromium"
         return f"Debian's chromium is not installed (no {where}): {INSTALL_HINT}"
     try:
-        import playwright.sync_api  # noqa: F401
+        import playwright.sync_api  # noqa: F401 — only whether it imports
     except ImportError:
         return f"the Python package `playwright` is not installed in this environment: {INSTALL_HINT}"
     return None
