@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any, NoReturn, Sequence
 
-from k3lib.cli_args import (UNITS, _size, _utilization, add_engine_args, add_layout_args,  # noqa: F401  (k3lib.cli's names)
+from k3lib.cli_args import (UNITS, _size, _utilization, add_engine_args, add_layout_args,
                             add_model_source_args, engine_settings_from_args, model_from_args)
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GB, GiB

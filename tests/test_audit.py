@@ -20,7 +20,7 @@ from k3lib.guides import audit
 from k3lib.views import charts_audit, guide_audit
 from k3lib.core.errors import K3InputError
 from k3lib.views.notebook import ParameterError
-from nbrun import run_notebook, cell_output  # noqa: E402
+from nbrun import run_notebook, cell_output
 
 ROOT = Path(__file__).resolve().parent.parent
 GiB = 2**30

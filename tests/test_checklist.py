@@ -39,7 +39,7 @@ from k3lib.studies.checklist import (
 )
 from k3lib.core.errors import K3InputError
 from k3lib.core.plan import Assumptions, make_plan
-from nbrun import run_notebook  # noqa: E402
+from nbrun import run_notebook
 
 G = 2**30                      # GiB, typed by hand
 K = 1024                       # tokens per "K"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbrun import run_notebook, cell_output  # noqa: E402
+from nbrun import run_notebook, cell_output
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"

@@ -24,7 +24,7 @@ from k3lib.core.memory import kv_heads_per_rank
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GiB, MiB
 from k3lib.engines.logcheck_gguf import check_gguf
-from k3lib.engines.logcheck_rows import (COMPUTE_TOLERANCE_PCT, KV_TOLERANCE_PCT, WEIGHTS_TOLERANCE_PCT,  # noqa: F401
+from k3lib.engines.logcheck_rows import (COMPUTE_TOLERANCE_PCT, KV_TOLERANCE_PCT, WEIGHTS_TOLERANCE_PCT,
                                          CheckRow, check_row, figures_named)
 from k3lib.engines.logparse import ENGINES_READ, Logged, detect_engine, parse_log
 

@@ -37,12 +37,12 @@ from k3lib.core.units import context_label
 from k3lib.views import charts as _charts  # noqa: F401  (importing it keeps jsonschema from building a slow parser)
 from k3lib.core.architecture import LINEAR_KINDS, Architecture
 from k3lib.core.errors import K3InputError
-from k3lib.loaders.by_name import FIXTURE_CONFIGS_DIR, fixture_configs, load_model  # noqa: F401  (the notebook's names)
+from k3lib.loaders.by_name import FIXTURE_CONFIGS_DIR, fixture_configs, load_model
 from k3lib.loaders.by_name import load_architecture as _arch
-from k3lib.views.calibration import (calibration_chart, calibration_summary_table, calibration_table,  # noqa: F401
+from k3lib.views.calibration import (calibration_chart, calibration_summary_table, calibration_table,
                                      calibration_worked_table)
-from k3lib.views.demo_gguf import DEMO_GGUF, write_demo_gguf  # noqa: F401
-from k3lib.views.engine_compare import (CHART_COMPONENTS, SIDE_BY_SIDE_ENGINES, _SIDE_ROWS,  # noqa: F401
+from k3lib.views.demo_gguf import DEMO_GGUF, write_demo_gguf
+from k3lib.views.engine_compare import (CHART_COMPONENTS, SIDE_BY_SIDE_ENGINES, _SIDE_ROWS,  # noqa: F401 — re-exported for notebook 06
                                         engine_chart, engine_components_long, engine_estimates, engine_rules_table,
                                         engine_side_by_side, printed_lines_table)
 

@@ -15,9 +15,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from nbtool import build, code, md, nav, parameters  # noqa: E402
+from nbtool import build, code, md, nav, parameters
 
-from k3lib.report import PARAMETER_NAMES, SKIP_IN_REPORT_TAG, parameters_source  # noqa: E402
+from k3lib.report import PARAMETER_NAMES, SKIP_IN_REPORT_TAG, parameters_source
 
 STEM = "90-deployment-report"
 
