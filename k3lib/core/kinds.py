@@ -35,7 +35,9 @@ Engine rules each kind carries, with the source it follows:
   S = ``n_embd_s()``, src/llama-hparams.cpp); ``llamacpp_state_copies``, the F32 states the reserved
   graph holds per sequence (measured on the tier's models).
 * vLLM (``v1/kv_cache_interface.py``, 0.10–0.19): ``vllm_spec`` — ``FullAttentionSpec``,
-  ``SlidingWindowSpec``, ``MLAAttentionSpec`` or ``MambaSpec`` (one block per request).
+  ``SlidingWindowSpec``, ``MLAAttentionSpec`` or ``MambaSpec`` (one block per request);
+  ``vllm_recurrent_fp32`` where the recurrent state stays FP32 (KDA: 0.11.1–0.19.0
+  ``mamba_utils.py`` ``kda_state_dtype``; a gated delta net follows ``mamba_ssm_cache_dtype``).
 * SGLang (``srt/mem_cache/memory_pool.py``): ``sglang_pool`` — ``MHATokenToKVPool``,
   ``MLATokenToKVPool`` or ``MambaPool`` (hybrid linear models).
 
@@ -106,6 +108,7 @@ class LayerKind:
     short: str                      #: the design's short name in prose ("GQA", "MLA", "KDA", …)
     caches_kv_per_token: bool       #: keeps K/V (or a latent) for every token
     windowed: bool = False          #: keeps only the last ``window_tokens`` tokens
+    latent: bool = False            #: caches one latent shared by every head (MLA): whole on each TP rank
     holds_state: bool = False       #: keeps a constant state per sequence
     tp_split: str = ""              #: how the cache/state splits under TP
     periodic: bool = False          #: placed at a period among the other layers (layer order)
@@ -114,6 +117,7 @@ class LayerKind:
     llamacpp_state_copies: float = 0.0   #: F32 states per sequence in llama.cpp's reserved graph
     llamacpp_token_shift_mixes: int = 0  #: per-token activations of $D$ each (RWKV's lerp_fused: 6)
     vllm_spec: str = ""             #: vLLM's KV-cache spec class
+    vllm_recurrent_fp32: bool = False    #: vLLM keeps the recurrent state in FP32 whatever the dtype
     sglang_pool: str = ""           #: SGLang's memory pool
     source: str = ""                #: where the formulas come from
 
@@ -508,13 +512,13 @@ SLIDING = GQAKind(
     tp_split="KV heads, ÷min(TP, K); replicated past K", llamacpp_cache="swa", vllm_spec="SlidingWindowSpec",
     sglang_pool="MHATokenToKVPool", source=f"{_LLAMA} (llama_kv_cache_iswa); {_VLLM}; {_SGL}")
 MLA = MLAKind(
-    "mla", "MLA latent", "MLA", caches_kv_per_token=True, tp_split="replicated (one latent for all heads)",
+    "mla", "MLA latent", "MLA", caches_kv_per_token=True, latent=True, tp_split="replicated (one latent for all heads)",
     periodic=True, mtp_template=True, llamacpp_cache="kv", vllm_spec="MLAAttentionSpec",
     sglang_pool="MLATokenToKVPool", source=f"DeepSeek-V2 §2.1; {_LLAMA}; {_VLLM}; {_SGL}")
 KDA = DeltaRuleKind(
     "kda", "KDA (linear)", "KDA", caches_kv_per_token=False, holds_state=True, tp_split="heads, ÷TP",
-    llamacpp_cache="recurrent", llamacpp_state_copies=1, vllm_spec="MambaSpec", sglang_pool="MambaPool",
-    source=f"Kimi Linear (arXiv:2510.26692); {_LLAMA}; vllm model_executor/layers/mamba/mamba_utils.py")
+    llamacpp_cache="recurrent", llamacpp_state_copies=1, vllm_spec="MambaSpec", vllm_recurrent_fp32=True,
+    sglang_pool="MambaPool", source=f"Kimi Linear (arXiv:2510.26692); {_LLAMA}; vllm model_executor/layers/mamba/mamba_utils.py")
 GDN = DeltaRuleKind(
     "gdn", "Gated DeltaNet (linear)", "Gated DeltaNet", caches_kv_per_token=False, holds_state=True,
     tp_split="heads, ÷TP", llamacpp_cache="recurrent", llamacpp_state_copies=2, vllm_spec="MambaSpec",

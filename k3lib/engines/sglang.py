@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from k3lib.core.memory import kv_heads_per_rank
+from k3lib.core.kinds import kind_of
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GiB, MiB
 from k3lib.engines.base import _kv_bytes_per_element, _resolve_model
@@ -47,10 +47,7 @@ def sglang_cell_bytes(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "aut
     for g in arch.attention:
         if g.kv_shared:
             continue                        # reads an earlier layer's cache
-        if g.kind == "mla":
-            n += g.count * (g.kv_lora_rank + g.qk_rope_head_dim) * kv_b
-        elif g.kind in ("full", "sliding"):
-            n += g.count * kv_heads_per_rank(g.kv_heads, tp) * (g.head_dim + (g.v_head_dim or g.head_dim)) * kv_b
+        n += g.count * kind_of(g).kv_elements_per_token_per_rank(g, tp) * kv_b   # GQA heads split, MLA latent whole
     return int(math.ceil(n))
 
 

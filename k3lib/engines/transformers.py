@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from k3lib.core.kinds import kind_of
 from k3lib.core.memory import activation_bytes, weights_bytes_by_group
 from k3lib.core.units import GiB
 from k3lib.engines.base import EngineEstimate, EstimateInputs, _gib, _resolve_model
@@ -26,12 +27,9 @@ def transformers_cache_bytes(model: Any, *, context_tokens: int, batch: int = 1,
     arch, _ = _resolve_model(model)
     n = 0.0
     for g in arch.attention:
-        if g.kind == "mla":
-            per_tok = g.num_heads * (g.qk_nope_head_dim + g.qk_rope_head_dim + g.v_head_dim)
-            n += g.count * per_tok * context_tokens * dtype_bytes
-        elif g.kind in ("full", "sliding"):
-            tokens = min(context_tokens, g.window_tokens) if g.kind == "sliding" else context_tokens
-            n += g.count * g.kv_elements_per_token_per_layer * tokens * dtype_bytes
+        k = kind_of(g)
+        if k.caches_kv_per_token:    # MLA expanded to every head's K and V; a window caps its tokens
+            n += g.count * k.transformers_cache_elements_per_token(g) * k.cached_tokens(g, context_tokens) * dtype_bytes
         else:
             n += g.count * (g.conv_state_elements_per_layer * dtype_bytes + g.recurrent_state_elements_per_layer * 4)
     return int(math.ceil(n * batch))

@@ -26,8 +26,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from k3lib.core.memory import kv_heads_per_rank
-from k3lib.core.architecture import LINEAR_KINDS, AttentionGroup, Architecture
+from k3lib.core.architecture import AttentionGroup, Architecture
+from k3lib.core.kinds import FULL, MLA, kind_of
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GiB
 from k3lib.engines.base import _kv_bytes_per_element, _resolve_model, _round_up
@@ -194,11 +194,11 @@ class VLLMKVLayout:
         """Blocks one request of ``context_tokens`` holds across all groups."""
         full = -(-context_tokens // self.block_tokens)
         n = 0
-        for kind, _ in self.groups:
-            if kind == "state":
+        for label, _ in self.groups:
+            if label == "state":
                 n += 1
-            elif kind in self.window_tokens:
-                n += min(full, -(-(self.window_tokens[kind] - 1) // self.block_tokens) + 1)
+            elif label in self.window_tokens:
+                n += min(full, -(-(self.window_tokens[label] - 1) // self.block_tokens) + 1)
             else:
                 n += full
         return n
@@ -219,11 +219,11 @@ class VLLMKVLayout:
         if self.concurrency_rule == "tokens/len":
             return blocks * self.block_tokens / max_model_len
         need = 0
-        for kind, _ in self.groups:
-            if kind == "state":
+        for label, _ in self.groups:
+            if label == "state":
                 need += 1
-            elif kind in self.window_tokens:
-                n = min(self.window_tokens[kind] - 1 + max_num_batched_tokens, max_model_len)
+            elif label in self.window_tokens:
+                n = min(self.window_tokens[label] - 1 + max_num_batched_tokens, max_model_len)
                 need += -(-n // self.block_tokens) + 1
             else:
                 need += -(-max_model_len // self.block_tokens)
@@ -231,12 +231,10 @@ class VLLMKVLayout:
 
 
 def _vllm_tokens_bytes_per_layer(g: AttentionGroup, *, tp: int, kv_b: float, mla_fp8_ds: bool) -> float:
-    if g.kind in ("full", "sliding"):
-        kvh = kv_heads_per_rank(g.kv_heads, tp)
-        return kvh * (g.head_dim + (g.v_head_dim or g.head_dim)) * kv_b
-    if g.kind == "mla":
-        return 656.0 if mla_fp8_ds else (g.kv_lora_rank + g.qk_rope_head_dim) * kv_b
-    return 0.0
+    k = kind_of(g)
+    if k.latent and mla_fp8_ds:
+        return 656.0                  # FlashMLA's fp8_ds_mla entry: 512 fp8 + 4 scales + 64 bf16 rope
+    return k.kv_elements_per_token_per_rank(g, tp) * kv_b
 
 
 def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto", dtype_bytes: int = 2,
@@ -265,21 +263,24 @@ def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto",
     kinds: list[tuple[str, int, float]] = []        # (kind label, layers, bytes per token per layer)
     windows: dict[str, int] = {}
     state_bytes = 0.0
+    has_latent = False
     for g in arch.attention:
         if g.kv_shared:
             continue                        # Gemma-3n/4: kv_sharing_target_layer_name, no cache of its own
-        if g.kind in LINEAR_KINDS:
+        k = kind_of(g)
+        if not k.caches_kv_per_token:
             # KDA keeps its recurrent state in float32 (0.11.1–0.19.0 mamba_utils.py kda_state_dtype); GDN's
             # follows mamba_ssm_cache_dtype ("auto" = the model dtype)
-            rec_b = 4.0 if g.kind == "kda" and state_bytes_per_element is None else state_b
+            rec_b = 4.0 if k.vllm_recurrent_fp32 and state_bytes_per_element is None else state_b
             per_layer = (g.recurrent_state_elements_per_layer * rec_b + g.conv_state_elements_per_layer * state_b) / tp
             state_bytes = max(state_bytes, per_layer)
             kinds.append(("state", g.count, 0.0))
             continue
-        label = g.kind if g.kind != "sliding" else f"sliding:{g.window_tokens}"
-        if g.kind == "sliding" and not rules.grouped:
-            label = "full"                             # 0.8.5 unify_hybrid_kv_cache_specs; V0 pages all alike
-        elif g.kind == "sliding":
+        has_latent = has_latent or k.latent
+        label = k.vllm_label(g)
+        if k.windowed and not rules.grouped:
+            label = FULL.name                          # 0.8.5 unify_hybrid_kv_cache_specs; V0 pages all alike
+        elif k.windowed:
             windows[label] = g.window_tokens
         kinds.append((label, g.count, _vllm_tokens_bytes_per_layer(g, tp=tp, kv_b=kv_b, mla_fp8_ds=mla_fp8_ds)))
     # merge repeated kinds
@@ -295,13 +296,13 @@ def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto",
     block = block_tokens
     if state_bytes and attn_per_tok:
         # attention block grows until one page holds a layer's state (vLLM: HybridAttentionMambaModelConfig)
-        align = rules.mla_hybrid_alignment if "mla" in merged else block_tokens
+        align = rules.mla_hybrid_alignment if has_latent else block_tokens
         block = max(block_tokens, align * math.ceil(state_bytes / (align * attn_per_tok)))
     page = int(math.ceil(block * attn_per_tok)) if attn_per_tok else int(math.ceil(state_bytes))
     counts = [v[0] for v in merged.values()]
     if not rules.grouped and "state" not in merged:
         counts = [sum(counts)]
-        merged = {"full" if "mla" not in merged else "mla": [counts[0], attn_per_tok]}
+        merged = {(MLA if has_latent else FULL).name: [counts[0], attn_per_tok]}
     if len(counts) == 1:
         group_size = counts[0]
         groups: tuple[tuple[str, int], ...] = ((next(iter(merged)), counts[0]),)
@@ -442,12 +443,9 @@ def _format_bits(fmt: str) -> float:
 
 def _default_rope_caches(arch: Architecture) -> tuple[tuple[int, int], ...]:
     rot = 0
-    for g in arch.attention:
-        if g.kind == "mla":
-            rot = g.qk_rope_head_dim
-            break
-        if g.kind in ("full", "sliding"):
-            rot = g.head_dim
+    for g in arch.attention:          # the first layer with a per-token cache gives the rotary width
+        if kind_of(g).caches_kv_per_token:
+            rot = kind_of(g).rope_dim(g)
             break
     return ((arch.max_context_tokens, rot),) if rot else ()
 
@@ -462,7 +460,7 @@ def vllm_v0_batched_tokens(model: Any, *, max_model_len: int | None = None,
     arch, _ = _resolve_model(model)
     v = parse_vllm_version(vllm_version)
     length = int(max_model_len or arch.max_context_tokens)
-    if length > 32768 and not any(g.kind == "sliding" for g in arch.attention):
+    if length > 32768 and not any(kind_of(g).windowed for g in arch.attention):
         return 512 if v < (0, 6, 6) else 2048
     return max(length, VLLM_V0_MIN_BATCHED_TOKENS)
 
