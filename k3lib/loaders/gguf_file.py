@@ -477,6 +477,9 @@ def _architecture_and_assumptions(meta: dict[str, Any], tensors: list[TensorInfo
         gqa: dict[str, Any] = dict(num_heads=q_heads,
                    kv_heads=kv_attn, head_dim=key_len, v_head_dim=val_len if val_len != key_len else 0,
                    qk_norm=any(n.endswith(".attn_q_norm.weight") for n in shapes),
+                   qkv_bias=f"blk.{first_attn}.attn_q.bias" in shapes,
+                   o_bias=f"blk.{first_attn}.attn_output.bias" in shapes,
+                   sinks=f"blk.{first_attn}.attn_sinks.weight" in shapes,
                    output_gate=len(q_shape) > 1 and q_shape[1] == 2 * q_heads * key_len)   # q and its gate fused
         if parallel:                         # Falcon-H1: every attention layer also runs a Mamba-2 mixer
             gqa.update(parallel_ssm=True, **_mamba_fields(meta, arch, source))
@@ -569,6 +572,8 @@ def _architecture_and_assumptions(meta: dict[str, Any], tensors: list[TensorInfo
                       moe_intermediate=int(moe_inter), n_shared_experts=int(shared),
                       shared_intermediate=int(shared_inter) if shared else 0,
                       router_score_bias=f"blk.{first}.exp_probs_b.bias" in shapes,
+                      expert_bias=f"blk.{first}.ffn_up_exps.bias" in shapes,
+                      router_bias=f"blk.{first}.ffn_gate_inp.bias" in shapes,
                       shared_expert_gate=f"blk.{first}.ffn_gate_inp_shexp.weight" in shapes)
     else:
         no_ffn = pure_ssm and arch in MAMBA_GGUF_ARCHITECTURES and not any(".ffn_" in n for n in shapes)
@@ -579,13 +584,15 @@ def _architecture_and_assumptions(meta: dict[str, Any], tensors: list[TensorInfo
     if unknown and tie:
         assumed.append("no output.weight: the output head is the token embedding (tied)")
     # per-layer RMS norms of width D (Gemma's post-attention/post-FFN norms make 4): counted on layer 0
+    # (Falcon-H1's pre-FFN norm is written without ".weight"; Cohere 2's parallel block has one norm)
     norms = sum(1 for n in ("attn_norm", "ffn_norm", "post_attention_norm", "post_ffw_norm")
-                if shapes.get(f"blk.0.{n}.weight") == (d,))
+                if shapes.get(f"blk.0.{n}.weight", shapes.get(f"blk.0.{n}")) == (d,))
+    one_norm = norms == 1 and (pure_ssm or arch == "cohere2")
     name = meta.get("general.name") if isinstance(meta.get("general.name"), str) else id
     return Architecture(id=id, name=name or id, hidden_size=d, vocab_size=int(vocab), num_layers=n_layers_main,
                         attention=tuple(groups), mlp=mlp, max_context_tokens=int(ctx), tie_word_embeddings=tie,
-                        native_formats={"*": "bf16"}, source=source, family=f"gguf:{arch}",
-                        norms_per_layer=norms if 2 < norms <= 8 or (norms == 1 and pure_ssm) else 2), assumed
+                        native_formats={"*": "bf16"}, source=source, family=f"gguf:{arch}", mtp_layers=int(nextn),
+                        norms_per_layer=norms if 2 < norms <= 8 or one_norm else 2), assumed
 
 
 def load_gguf(path: "str | os.PathLike[str]", *, id: str | None = None) -> LoadedModel:

@@ -88,17 +88,54 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            "pure RWKV-7: no KV cache; R = 2 token shifts × D, S = D × head size"),
     Family("lfm2-shortconv", "lfm2", {**_base(256, 6, 4, [0, 0, 2, 0, 0, 2], 512), "shortconv.l_cache": 3},
            "short-conv hybrid (LFM2): 2 attention layers + 4 short-conv layers of state D·(L_cache−1)"),
+    Family("granitehybrid", "granitehybrid", {**_base(256, 4, 4, [0, 0, 0, 2], 512), **_SSM, "attention.scale": 0.125,
+                                              "embedding_scale": 12.0, "residual_scale": 0.22, "logit_scale": 8.0},
+           "serial hybrid: 3 Mamba-2 layers (read as Mamba, not gated delta net) + 1 attention layer"),
+    Family("qwen2", "qwen2", {**_base(256, 4, 4, 2, 512)},
+           "Q/K/V projection biases (kept: converted Qwen2 checkpoints carry them)"),
+    Family("gemma2-swa", "gemma2", {**_base(256, 4, 4, 2, 512), "attention.key_length": 64,
+                                    "attention.value_length": 64, "attention.sliding_window": 256,
+                                    "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0},
+           "alternating sliding window (every other layer), sandwich norms"),
+    Family("cohere2-swa", "cohere2", {**_base(256, 4, 4, 2, 512), "attention.sliding_window": 256,
+                                      "attention.layer_norm_epsilon": 1e-5, "logit_scale": 0.25},
+           "3 sliding : 1 full layers; one norm per (parallel) block"),
+    Family("exaone4", "exaone4", {**_base(256, 4, 4, 2, 512), "attention.key_length": 64,
+                                  "attention.value_length": 64, "attention.sliding_window": 256},
+           "EXAONE-4 below 64 layers: llama.cpp ignores the sliding window, every layer full"),
+    Family("llama4-chunked", "llama4", {**_base(256, 4, 4, 2, 512), **_MOE, "interleave_moe_layer_step": 2,
+                                        "attention.chunk_size": 256, "no_rope_layer_step": 4,
+                                        "expert_shared_feed_forward_length": 256},
+           "chunked attention (3 chunked : 1 full, llama.cpp's fixed 8,192-token chunks), interleaved MoE"),
+    Family("gpt-oss", "gpt-oss", {**_base(256, 4, 4, 2, 512), "attention.key_length": 64,
+                                  "attention.value_length": 64, "attention.sliding_window": 128, **_MOE},
+           "attention sinks, alternating 128-token window, expert and attention biases"),
+    Family("glm4moe-nextn", "glm4moe", {**_base(256, 4, 4, 2, 768), "attention.key_length": 64,
+                                        "attention.value_length": 64, **_MOE, "expert_shared_count": 1,
+                                        "leading_dense_block_count": 1, "nextn_predict_layers": 1,
+                                        "expert_weights_scale": 1.0, "expert_gating_func": 2,
+                                        "rope.dimension_count": 32},
+           "MTP: the last block is a nextn layer llama.cpp skips (no KV, not in the model buffer)"),
 )}
 
 
-def write_metadata(family: Family, path: "str | Path") -> Path:
-    """Write ``family``'s metadata (no tensors) as a GGUF at ``path``."""
+#: keys llama.cpp's model creation from metadata cannot take (its MTP "nextn" blocks are TENSOR_SKIP
+#: and get no buffer): the model is built without them, and :func:`strip_optional` writes them back
+#: with the nextn blocks' own tensors (eh_proj, enorm, hnorm, shared_head_norm), as a converter writes them
+AFTER_BUILD_KEYS = ("nextn_predict_layers",)
+
+
+def write_metadata(family: Family, path: "str | Path", *, for_build: bool = False) -> Path:
+    """Write ``family``'s metadata (no tensors) as a GGUF at ``path``; ``for_build`` leaves out
+    :data:`AFTER_BUILD_KEYS`."""
     import gguf
 
     path = Path(path)
     w = gguf.GGUFWriter(str(path), family.arch)
     w.add_name(f"{family.name} (synthetic)")
     for key, value in family.hparams.items():
+        if for_build and key in AFTER_BUILD_KEYS:
+            continue
         full = f"{family.arch}.{key}"
         if isinstance(value, bool):
             w.add_bool(full, value)
@@ -126,7 +163,11 @@ def write_metadata(family: Family, path: "str | Path") -> Path:
 _OPTIONAL_SUFFIXES = (".scale", ".input_scale", "attn_q.bias", "attn_k.bias", "attn_v.bias",
                       "attn_output.bias", "ffn_up.bias", "ffn_gate.bias", "ffn_down.bias")
 _KEEP_ROPE_FREQS = ("gemma4",)          #: families whose rope_freqs tensor is required (proportional RoPE)
-_OPTIONAL_NAMES = ("rope_freqs.weight", "cls.output.weight", "cls.weight", "cls.bias", "cls.output.bias")
+_OPTIONAL_NAMES = ("rope_freqs.weight", "cls.output.weight", "cls.weight", "cls.bias", "cls.output.bias",
+                   "output.bias")
+#: biases the converted checkpoints of a family carry (Qwen2's Q/K/V, gpt-oss's attention biases): kept
+_KEEP_BIASES = {"qwen2": ("attn_q.bias", "attn_k.bias", "attn_v.bias"),
+                "gpt-oss": ("attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias")}
 
 
 def strip_optional(src: "str | Path", dst: "str | Path", meta: "str | Path | None" = None) -> Path:
@@ -141,6 +182,8 @@ def strip_optional(src: "str | Path", dst: "str | Path", meta: "str | Path | Non
     fields = dict(reader.fields)
     if meta is not None:
         for name, f in gguf.GGUFReader(str(meta)).fields.items():
+            if name.endswith(AFTER_BUILD_KEYS):
+                fields[name] = f                    # the saver wrote 0: the family's own value
             fields.setdefault(name, f)
     for name, f in fields.items():
         if name.startswith("GGUF.") or name == "general.architecture":
@@ -156,12 +199,23 @@ def strip_optional(src: "str | Path", dst: "str | Path", meta: "str | Path | Non
     # created both from the metadata, a converter writes one: keep the fused form
     fused = {t.name.split(".")[1] for t in reader.tensors if t.name.endswith(".ssm_in.weight")}
     for t in reader.tensors:
-        if t.name.endswith(_OPTIONAL_SUFFIXES) or (t.name in _OPTIONAL_NAMES and arch not in _KEEP_ROPE_FREQS):
+        if (t.name.endswith(_OPTIONAL_SUFFIXES) and not t.name.endswith(_KEEP_BIASES.get(arch, ()))) or (t.name in _OPTIONAL_NAMES and not (
+                arch in _KEEP_ROPE_FREQS and t.name == "rope_freqs.weight")):
             continue
         if t.name.startswith("blk.") and t.name.split(".")[1] in fused and \
                 t.name.endswith((".attn_qkv.weight", ".attn_gate.weight")):
             continue
         w.add_tensor(t.name, t.data, raw_shape=tuple(int(x) for x in reversed(t.shape)), raw_dtype=t.tensor_type)
+    nextn_key = next((n for n in fields if n.endswith(".nextn_predict_layers")), None)
+    if nextn_key:                                       # the MTP blocks' own tensors (zeros, F32)
+        import numpy as np
+
+        n_embd = int(fields[f"{arch}.embedding_length"].contents())
+        n_block = int(fields[f"{arch}.block_count"].contents())
+        for i in range(n_block - int(fields[nextn_key].contents()), n_block):
+            w.add_tensor(f"blk.{i}.nextn.eh_proj.weight", np.zeros((n_embd, 2 * n_embd), dtype=np.float32))
+            for norm in ("enorm", "hnorm", "shared_head_norm"):
+                w.add_tensor(f"blk.{i}.nextn.{norm}.weight", np.zeros((n_embd,), dtype=np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

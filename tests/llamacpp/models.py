@@ -23,7 +23,9 @@ def build_all(directory: "str | Path") -> dict[str, Path]:
         meta, raw, path = d / f"{name}.meta.gguf", d / f"{name}.raw.gguf", d / f"{name}.gguf"
         if not path.exists():
             write_metadata(fam, meta)
-            run("build", str(meta), str(raw))
+            build_meta = d / f"{name}.build.gguf"
+            write_metadata(fam, build_meta, for_build=True)
+            run("build", str(build_meta), str(raw))
             strip_optional(raw, path, meta)
             raw.unlink()
         out[name] = path
