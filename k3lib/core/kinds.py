@@ -107,6 +107,7 @@ class LayerKind:
     label: str                      #: how tables name it
     short: str                      #: the design's short name in prose ("GQA", "MLA", "KDA", …)
     caches_kv_per_token: bool       #: keeps K/V (or a latent) for every token
+    grouped_kv: bool = False        #: K and V per KV head (GQA/MHA): split by KV head up to $K$, then replicated
     windowed: bool = False          #: keeps only the last ``window_tokens`` tokens
     latent: bool = False            #: caches one latent shared by every head (MLA): whole on each TP rank
     holds_state: bool = False       #: keeps a constant state per sequence
@@ -504,11 +505,11 @@ _VLLM = "vllm v1/kv_cache_interface.py (0.10–0.19)"
 _SGL = "sglang srt/mem_cache/memory_pool.py"
 
 FULL = GQAKind(
-    "full", "GQA (full)", "GQA", caches_kv_per_token=True, tp_split="KV heads, ÷min(TP, K); replicated past K",
+    "full", "GQA (full)", "GQA", caches_kv_per_token=True, grouped_kv=True, tp_split="KV heads, ÷min(TP, K); replicated past K",
     periodic=True, mtp_template=True, llamacpp_cache="kv", vllm_spec="FullAttentionSpec",
     sglang_pool="MHATokenToKVPool", source=f"{_LLAMA}; {_VLLM}; {_SGL}")
 SLIDING = GQAKind(
-    "sliding", "sliding window", "GQA", caches_kv_per_token=True, windowed=True,
+    "sliding", "sliding window", "GQA", caches_kv_per_token=True, grouped_kv=True, windowed=True,
     tp_split="KV heads, ÷min(TP, K); replicated past K", llamacpp_cache="swa", vllm_spec="SlidingWindowSpec",
     sglang_pool="MHATokenToKVPool", source=f"{_LLAMA} (llama_kv_cache_iswa); {_VLLM}; {_SGL}")
 MLA = MLAKind(

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from k3lib.core.architecture import Architecture, AttentionGroup
 from k3lib.core.errors import DoesNotSplitError, K3InputError
+from k3lib.core.kinds import kind_of
 
 if TYPE_CHECKING:
     from k3lib.core.models import ModelSpec
@@ -136,7 +137,7 @@ def valid_tp_sizes(model: ModelSpec, limit: int = 128) -> tuple[int, ...]:
     limit = max(1, min(int(limit), MAX_TP))
     if not isinstance(model, Architecture):
         return tuple(range(1, limit + 1))
-    kv = tuple(sorted({g.kv_heads for g in model.attention if g.kind in ("full", "sliding")}))
+    kv = tuple(sorted({k for g in model.attention for k in kind_of(g).kv_heads(g)}))
     return _valid_tp(model.head_counts(), kv, limit)
 
 

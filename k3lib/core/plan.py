@@ -28,6 +28,7 @@ from k3lib.core.architecture import Architecture
 from k3lib.core.checkpoints import resolve_weights
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec, MemoryBasis, get_gpu
+from k3lib.core.kinds import kind_of
 from k3lib.core.layout import Layout, choose_layout, check_tp, pipeline_stages
 from k3lib.core.memory import (CUDA_CONTEXT_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS, FRAGMENTATION_FRACTION,
                                NCCL_BYTES_PER_GPU, activation_bytes, kv_bytes_per_rank, kv_cache_bytes,
@@ -489,10 +490,10 @@ def activation_total_bytes(spec: ModelSpec, layout: Layout, batch: int, a: Assum
 def _layout_notes(spec: ModelSpec, layout: Layout, hw: GPUSpec) -> list[str]:
     notes = list(layout.topology_notes(hw.gpus_per_node))
     if isinstance(spec, Architecture):
-        if any(g.kind == "mla" for g in spec.attention) and layout.tp > 1:
+        if any(kind_of(g).latent for g in spec.attention) and layout.tp > 1:
             notes.append("MLA latent cache replicated on every TP rank: TP does not shrink it")
         for g in spec.attention:
-            if g.kind in ("full", "sliding") and layout.tp > g.kv_heads:
+            if kind_of(g).grouped_kv and layout.tp > g.kv_heads:
                 notes.append(f"TP={layout.tp} > {g.kv_heads} KV heads: KV heads replicated, "
                              f"KV split only {g.kv_heads} ways")
                 break

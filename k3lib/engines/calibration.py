@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 from k3lib.core.data import DATA_DIR
 from k3lib.core.errors import K3InputError
+from k3lib.core.kinds import kind_of, kinds_in
 from k3lib.core.units import GiB
 from k3lib.engines.vllm import (vllm_activation_peak_bytes, vllm_kv_layout,
                                 vllm_kv_tokens_interval, vllm_non_torch_bytes, vllm_weights_bytes_per_rank)
@@ -114,8 +115,8 @@ def vllm_calibration(*, total_memory_bytes: int | None = None) -> tuple[Calibrat
         dtype, kv_b, kv_label = _row_dtypes(r)
         base_b = dtype or model.dtype_bytes
         measured = float(r["value"])
-        kind = ("hybrid" if len({g.kind for g in arch.attention}) > 1 else
-                "mla" if arch.attention[0].kind == "mla" else "dense")
+        kind = ("hybrid" if len(kinds_in(arch.attention)) > 1 else
+                "mla" if kind_of(arch.attention[0]).latent else "dense")
         if r["quantity"] == "kv_cache_tokens":
             printed = float(run["kv_cache_memory_per_gpu"]["value"])
             layout = vllm_kv_layout(model, tp=tp, kv_dtype=kv_b, dtype_bytes=base_b)

@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from k3lib.core.errors import K3InputError
+from k3lib.core.kinds import kind_of
 from k3lib.engines.base import _resolve_model
 
 #: (elements per block, bytes per block) of ggml types (ggml/src/ggml-common.h)
@@ -71,7 +72,7 @@ def _tensors(arch) -> list[tuple[str, tuple[int, ...], int]]:
     layer = 0
     groups = [g for g in arch.attention for _ in range(g.count)]
     for i, g in enumerate(groups):
-        if g.kind not in ("full", "sliding"):
+        if not kind_of(g).gguf_recipe_tensors(g):
             raise K3InputError("model", f"{arch.id} has {g.kind} layers; the recipe covers GQA transformers",
                                "a dense or MoE model with full/sliding attention, or a real GGUF (--gguf)")
         q, kv = g.num_heads * g.head_dim, g.kv_heads * g.head_dim
@@ -164,7 +165,7 @@ def gguf_recipe_bytes(model: Any, ftype: str, *, is_70b: bool | None = None) -> 
     tensors = _tensors(arch)
     if is_70b is None:
         is_70b = 60e9 <= arch.params_total <= 80e9
-    g = next(g for g in arch.attention if g.kind in ("full", "sliding"))
+    g = next(g for g in arch.attention if kind_of(g).grouped_kv)
     gqa = g.num_heads // max(1, g.kv_heads)
     n_expert = arch.mlp.n_routed_experts if arch.mlp.moe_layers else 0
     n_ffn_down = sum(1 for name, _, _ in tensors if "ffn_down" in name)

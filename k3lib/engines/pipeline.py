@@ -27,7 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from k3lib.core.architecture import LINEAR_KINDS, Architecture
+from k3lib.core.architecture import Architecture
+from k3lib.core.kinds import kind_of
 from k3lib.core.layout import layer_sequence, pipeline_stages, stage_layer_counts
 from k3lib.engines.base import _resolve_model
 from k3lib.engines.vllm import (VLLM_MAX_NUM_BATCHED_TOKENS, VLLM_MAX_NUM_SEQS, VLLM_SAMPLER_BYTES_PER_SEQ_VOCAB,
@@ -103,8 +104,7 @@ def _layer_labels(arch: Architecture) -> tuple[str, ...]:
     out = []
     for gi, _ in layer_sequence(arch):
         g = arch.attention[gi]
-        out.append("state" if g.kind in LINEAR_KINDS else f"sliding:{g.window_tokens}" if g.kind == "sliding"
-                   else g.kind)
+        out.append(kind_of(g).vllm_label(g))
     return tuple(out)
 
 

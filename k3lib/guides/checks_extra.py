@@ -3,6 +3,7 @@ stores, shards and grows its memory."""
 from __future__ import annotations
 
 from k3lib.core.hardware import get_gpu
+from k3lib.core.kinds import kind_of
 from k3lib.core.memory import kv_cache_bytes
 from k3lib.core.plan import kv_bytes_per_gpu
 from k3lib.core.units import GB, GiB
@@ -29,7 +30,7 @@ def loaded_bits(claim: Claim) -> Verdict:
 
 def naive_kv_bytes_per_token() -> int:
     """Full K and V in every one of K3's 93 layers at BF16: 93 × 96 heads × (192 + 128) × 2 B."""
-    mla = next(a for a in _k3().attention if a.kind == "mla")
+    mla = next(a for a in _k3().attention if kind_of(a).latent)
     k_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
     return _k3().num_layers * mla.num_heads * (k_dim + mla.v_head_dim) * 2
 

@@ -53,6 +53,7 @@ from k3lib.core.architecture import Architecture
 from k3lib.core.checkpoints import resolve_weights
 from k3lib.core.errors import K3InputError
 from k3lib.core.hosts import HostSpec, get_host
+from k3lib.core.kinds import kind_of
 from k3lib.core.layout import pipeline_stages
 from k3lib.core.memory import DEFAULT_PREFILL_CHUNK_TOKENS, kv_bytes_per_rank, params_per_rank_by_group, weight_bits_by_group
 from k3lib.core.models import get_model
@@ -174,13 +175,7 @@ def attention_flops_per_token(arch: Architecture, context_tokens: float) -> floa
     """
     total = 0.0
     for g in arch.attention:
-        if g.kind in ("full", "sliding"):
-            t = min(context_tokens, g.window_tokens) if g.kind == "sliding" else context_tokens
-            total += g.count * 2 * g.num_heads * (g.head_dim + (g.v_head_dim or g.head_dim)) * t
-        elif g.kind == "mla":
-            total += g.count * 2 * g.num_heads * (2 * g.kv_lora_rank + g.qk_rope_head_dim) * context_tokens
-        else:
-            total += g.count * 4 * g.value_heads * g.head_dim * (g.v_head_dim or g.head_dim)
+        total += g.count * kind_of(g).attention_flops_per_token(g, context_tokens)
     return total
 
 

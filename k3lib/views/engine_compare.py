@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Sequence
 import pandas as pd
 
 from k3lib.core.memory import kv_heads_per_rank
-from k3lib.core.architecture import LINEAR_KINDS, Architecture
+from k3lib.core.architecture import Architecture
+from k3lib.core.kinds import kind_of, kinds_in
 from k3lib.core.errors import K3InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -86,30 +87,30 @@ def engine_components_long(model: "str | LoadedModel", *, engines: Sequence[str]
 
 
 def _kv_rule(eid: str, arch: Architecture, tp: int) -> str:
-    kinds = {g.kind for g in arch.attention}
+    kinds = kinds_in(arch.attention)
     parts = []
-    if kinds & {"full", "sliding"}:
-        g = next(g for g in arch.attention if g.kind in ("full", "sliding"))
+    if any(k.grouped_kv for k in kinds):
+        g = next(g for g in arch.attention if kind_of(g).grouped_kv)
         if eid in ("vllm", "sglang"):
             per = kv_heads_per_rank(g.kv_heads, tp)
             rep = " (replicated: TP > K)" if tp > g.kv_heads else ""
             parts.append(f"GQA: {per} of {g.kv_heads} KV heads per rank{rep}")
         else:
             parts.append(f"GQA: all {g.kv_heads} KV heads, layers split over the GPUs")
-    if "mla" in kinds:
-        g = next(g for g in arch.attention if g.kind == "mla")
+    if any(k.latent for k in kinds):
+        g = next(g for g in arch.attention if kind_of(g).latent)
         lat = g.kv_lora_rank + g.qk_rope_head_dim
         parts.append({"vllm": f"MLA: the {lat}-element latent on every rank",
                       "sglang": f"MLA: the {lat}-element latent on every rank",
                       "llama.cpp": f"MLA: K row {lat}, V row {g.kv_lora_rank}, layers split",
                       "transformers": f"MLA expanded: {g.num_heads}·({g.qk_nope_head_dim}+{g.qk_rope_head_dim}+"
                                       f"{g.v_head_dim}) per layer"}.get(eid, ""))
-    if "sliding" in kinds:
+    if any(k.windowed for k in kinds):
         parts.append({"vllm": "sliding: window blocks, layer groups padded",
                       "sglang": "sliding: counted at the full context",
                       "llama.cpp": "sliding: window + ubatch cells",
                       "transformers": "sliding: the last window"}.get(eid, ""))
-    if kinds & set(LINEAR_KINDS):
+    if any(k.holds_state for k in kinds):
         parts.append({"vllm": "linear state: one block per sequence, block size raised to hold it",
                       "sglang": "linear state: FP32 per sequence",
                       "llama.cpp": "linear state: FP32 per sequence",

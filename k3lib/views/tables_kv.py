@@ -10,7 +10,8 @@ from typing import Sequence
 
 import pandas as pd
 
-from k3lib.core.architecture import LINEAR_KINDS, Architecture
+from k3lib.core.architecture import Architecture
+from k3lib.core.kinds import FULL, MLA, kind_of, kinds_in
 from k3lib.core.memory import kv_bytes_per_token, kv_cache_bytes
 from k3lib.core.errors import K3InputError
 from k3lib.core.models import ModelSpec, PublishedProfile, get_model
@@ -28,14 +29,15 @@ KV_COMPARISON_MODELS = ("llama-3.1-70b", "deepseek-v3", "kimi-k2", "gpt-oss-120b
 def _attention_kind(spec: ModelSpec) -> str:
     if isinstance(spec, PublishedProfile):
         return "published figure"
-    kinds = {g.kind for g in spec.attention}
-    if kinds & set(LINEAR_KINDS):
-        lin = "KDA" if "kda" in kinds else "Gated DeltaNet"
-        full = "MLA" if "mla" in kinds else "GQA"
+    kinds = kinds_in(spec.attention)
+    states = [k for k in kinds if k.holds_state]
+    if states:
+        lin = states[0].short
+        full = (MLA if any(k.latent for k in kinds) else FULL).short
         return f"hybrid: {lin} linear + {full}"
-    if kinds == {"mla"}:
+    if all(k.latent for k in kinds):
         return "MLA (latent)"
-    if "sliding" in kinds:
+    if any(k.windowed for k in kinds):
         return "sliding window + GQA"
     g = spec.attention[0]
     return "MHA" if g.kv_heads == g.num_heads else "GQA"
@@ -47,11 +49,12 @@ def _kv_formula(spec: ModelSpec, b: float) -> str:
         return f"published: {spec.kv_bytes_per_token_bf16:,} B at BF16 × {b:g}/2"
     terms = []
     for g in spec.attention:
-        if g.kind == "full":
+        k = kind_of(g)
+        if k.grouped_kv and not k.windowed:
             v = g.v_head_dim or g.head_dim
             inner = f"2·{g.kv_heads}·{g.head_dim}" if v == g.head_dim else f"{g.kv_heads}·({g.head_dim}+{v})"
             terms.append(f"{g.count}·{inner}·{b:g}")
-        elif g.kind == "mla":
+        elif k.latent:
             terms.append(f"{g.count}·({g.kv_lora_rank}+{g.qk_rope_head_dim})·{b:g}")
     return " + ".join(terms) if terms else "0"
 
@@ -72,7 +75,8 @@ def kv_per_token_table(models: Sequence[str] = KV_COMPARISON_MODELS, *, kv_dtype
         spec = get_model(mid)
         tok = kv_bytes_per_token(spec, kvd)
         if isinstance(spec, Architecture):
-            growing = sum(g.count for g in spec.attention if g.kind in ("full", "mla"))
+            growing = sum(g.count for g in spec.attention
+                          if kind_of(g).caches_kv_per_token and not kind_of(g).windowed)
             layers = f"{growing} of {spec.num_layers}"
             state = spec.state_elements_per_sequence() * 4
         else:
@@ -103,12 +107,13 @@ def kv_worked_table(model: "str | ModelSpec" = "kimi-k3", *, kv_dtype: str = "bf
         rows.append(("kv_tok", f"{spec.kv_bytes_per_token_bf16:,} × {b:g}/2 (published at BF16)", tok, "B/token"))
     else:
         for g in spec.attention:
-            if g.kind in ("full", "sliding"):
+            k = kind_of(g)
+            if k.grouped_kv:
                 v = g.v_head_dim or g.head_dim
                 rows += [(f"L ({g.kind} layers)", "config", g.count, "layers"), ("K", "KV heads", g.kv_heads, "heads"),
                          ("H", "head dim (from the config)", g.head_dim, "elements")]
                 per = g.count * g.kv_heads * (g.head_dim + v) * b
-                if g.kind == "full":
+                if not k.windowed:
                     formula = f"2·L·K·H·b = 2·{g.count}·{g.kv_heads}·{g.head_dim}·{b:g}"
                     rows.append((f"kv_tok ({g.kind})", formula,
                                  int(per), "B/token"))
@@ -116,7 +121,7 @@ def kv_worked_table(model: "str | ModelSpec" = "kimi-k3", *, kv_dtype: str = "bf
                     rows += [("W", "window", g.window_tokens, "tokens"),
                              ("sliding cache", f"2·L·K·H·b·min(T, W) = {int(per):,}·{min(T, g.window_tokens):,}",
                               int(per * min(T, g.window_tokens)), "B/sequence")]
-            elif g.kind == "mla":
+            elif k.latent:
                 rows += [("L (MLA layers)", "config", g.count, "layers"),
                          ("r_kv + d_rope", f"latent + rope key = {g.kv_lora_rank} + {g.qk_rope_head_dim}",
                           g.kv_lora_rank + g.qk_rope_head_dim, "elements"),
