@@ -142,7 +142,7 @@ def validate(*, config: object, engine: object, gpu: object, gpus: object, conte
     checks = (("engine", lambda: get_engine(str(engine))), ("gpu", lambda: get_gpu(str(gpu))),
               ("gpus", lambda: parse_positive_int(gpus, "gpus")),
               ("context", lambda: parse_context_tokens(context, "context")))
-    values = {}
+    values: dict[str, Any] = {}
     for name, check in checks:
         try:
             values[name] = check()
@@ -347,9 +347,10 @@ def naive_kv_bytes_per_token(config: Mapping[str, Any], *, bytes_per_element: fl
     ...                           "num_key_value_heads": 128})            # DeepSeek-V3: 2·61·128·56·2
     1748992
     """
-    tc = config.get("text_config") if isinstance(config.get("text_config"), Mapping) else config
+    text_config = config.get("text_config")
+    tc: Mapping[str, Any] = text_config if isinstance(text_config, Mapping) else config
     n_l, d, nq = tc.get("num_hidden_layers"), tc.get("hidden_size"), tc.get("num_attention_heads")
-    if not all(isinstance(x, int) and x > 0 for x in (n_l, d, nq)):
+    if not (isinstance(n_l, int) and n_l > 0 and isinstance(d, int) and d > 0 and isinstance(nq, int) and nq > 0):
         raise K3InputError("config", "needs num_hidden_layers, hidden_size and num_attention_heads")
     k = tc.get("num_key_value_heads") or nq
     return int(round(2 * n_l * k * (d // nq) * bytes_per_element))
