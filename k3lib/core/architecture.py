@@ -46,14 +46,12 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from k3lib.core.errors import K3InputError
+from k3lib.core.kinds import KIND_NAMES, KINDS, STATE_KIND_NAMES, LayerKind, get_kind
 
-ATTENTION_KINDS = ("full", "sliding", "mla", "kda", "gdn", "mamba", "rwkv", "shortconv")
+#: the layer-kind strings (their objects, formulas and engine rules: :mod:`k3lib.core.kinds`)
+ATTENTION_KINDS = KIND_NAMES
 #: kinds with no per-token cache, only a state per sequence (recurrent / linear attention)
-LINEAR_KINDS = ("kda", "gdn", "mamba", "rwkv", "shortconv")
-#: RWKV token shifts kept per sequence and layer (time mix and channel mix): llama.cpp's
-#: ``token_shift_count`` default (src/llama-hparams.h; n_embd_r() = token_shift_count·n_embd,
-#: src/llama-hparams.cpp, ggml-org/llama.cpp@0c1e57098)
-RWKV_TOKEN_SHIFTS = 2
+LINEAR_KINDS = STATE_KIND_NAMES
 PARAM_GROUPS = (
     "embedding", "lm_head", "attention", "dense_mlp", "shared_experts",
     "routed_experts", "moe_other", "norms",
@@ -107,36 +105,17 @@ class AttentionGroup:
     parallel_ssm: bool = False
 
     def __post_init__(self) -> None:
-        if self.kind not in ATTENTION_KINDS:
-            raise K3InputError("attention.kind", f"{self.kind!r} is not known", ", ".join(ATTENTION_KINDS))
+        spec = get_kind(self.kind)
         _positive("attention.count", self.count)
         _positive("attention.num_heads", self.num_heads)
-        if self.kind in ("full", "sliding"):
-            _positive("attention.kv_heads", self.kv_heads)
-            _positive("attention.head_dim", self.head_dim)
-        if self.kind == "sliding":
-            _positive("attention.window_tokens", self.window_tokens)
-        if self.kind == "mla":
-            _positive("attention.kv_lora_rank", self.kv_lora_rank)
-            _positive("attention.qk_rope_head_dim", self.qk_rope_head_dim)
-        if self.kind in ("kda", "gdn", "rwkv"):
-            _positive("attention.head_dim", self.head_dim)
-        if self.kind in ("kda", "gdn", "shortconv"):
-            _positive("attention.conv_kernel", self.conv_kernel)
-        if self.kind == "shortconv":
-            _positive("attention.ssm_inner", self.ssm_inner)
-        if self.kind == "mamba" or self.parallel_ssm:
-            for name in ("ssm_inner", "ssm_state", "ssm_heads", "conv_kernel"):
-                _positive(f"attention.{name}", getattr(self, name))
-            _positive("attention.ssm_groups", self.ssm_groups, allow_zero=True)
-        if self.parallel_ssm and self.kind not in ("full", "sliding"):
-            raise K3InputError("attention.parallel_ssm", f"a {self.kind!r} group cannot run a parallel Mamba mixer",
-                               "parallel_ssm only on full or sliding groups")
         if not isinstance(self.kv_shared, bool):
             raise K3InputError("attention.kv_shared", f"{self.kv_shared!r} is not true or false")
-        if self.kv_shared and self.kind not in ("full", "sliding"):
-            raise K3InputError("attention.kv_shared", f"a {self.kind!r} group cannot share another layer's KV cache",
-                               "kv_shared only on full or sliding groups")
+        spec.validate(self)      # the fields the kind needs; kv_shared / parallel_ssm only on GQA groups
+
+    @property
+    def kind_spec(self) -> LayerKind:
+        """The layer kind's object (:mod:`k3lib.core.kinds`): its cache, state, TP split and engine rules."""
+        return KINDS[self.kind]
 
     # ---- cache -----------------------------------------------------------
     @property
@@ -144,13 +123,7 @@ class AttentionGroup:
         """Elements cached per token per layer: $K·(H + H_v)$ (GQA), $r_{kv} + d_{rope}$ (MLA);
         0 for linear attention and for KV-sharing layers (``kv_shared``: they read an
         earlier layer's cache)."""
-        if self.kv_shared:
-            return 0
-        if self.kind in ("full", "sliding"):
-            return self.kv_heads * (self.head_dim + (self.v_head_dim or self.head_dim))
-        if self.kind == "mla":
-            return self.kv_lora_rank + self.qk_rope_head_dim
-        return 0
+        return self.kind_spec.kv_elements_per_token(self)
 
     @property
     def value_heads(self) -> int:
@@ -159,111 +132,31 @@ class AttentionGroup:
     @property
     def has_state(self) -> bool:
         """Whether the layers hold a state per sequence (linear kinds, parallel Mamba mixers)."""
-        return self.kind in LINEAR_KINDS or self.parallel_ssm
+        return self.kind_spec.has_state(self)
 
     @property
     def recurrent_state_elements_per_layer(self) -> int:
         """The matrix state per sequence: value heads × key dim × value dim (KDA, Gated DeltaNet);
         $d_{state}·d_{inner}$ (Mamba-2, also a ``parallel_ssm`` layer's); $D·h$ (RWKV); 0 (short conv)
         — llama.cpp's ``n_embd_s()`` (src/llama-hparams.cpp @0c1e57098)."""
-        if self.kind == "mamba" or self.parallel_ssm:
-            return self.ssm_state * self.ssm_inner
-        if self.kind == "rwkv":
-            return self.num_heads * self.head_dim * self.head_dim
-        if self.kind not in ("kda", "gdn"):
-            return 0
-        return self.value_heads * self.head_dim * (self.v_head_dim or self.head_dim)
+        return self.kind_spec.recurrent_state_elements(self)
 
     @property
     def conv_state_elements_per_layer(self) -> int:
         """The rolling history per sequence: conv channels × (kernel − 1) (KDA, Gated DeltaNet, short
         conv; Mamba-2's channels are $d_{inner} + 2·n_g·d_{state}$), RWKV's two token shifts $2·D$ —
         llama.cpp's ``n_embd_r()`` (src/llama-hparams.cpp @0c1e57098)."""
-        if self.kind == "rwkv":
-            return RWKV_TOKEN_SHIFTS * self.num_heads * self.head_dim
-        if not self.has_state:
-            return 0
-        return self._conv_channels * (self.conv_kernel - 1)
+        return self.kind_spec.conv_state_elements(self)
 
     @property
     def _conv_channels(self) -> int:
-        if self.kind == "mamba" or self.parallel_ssm:
-            return self.ssm_inner + 2 * self.ssm_groups * self.ssm_state
-        if self.kind == "shortconv":
-            return self.ssm_inner
-        # KDA and Gated DeltaNet both give q, k (key heads × d_k) and v (value heads × d_v) a short conv
-        return self.num_heads * self.head_dim * 2 + self.value_heads * (self.v_head_dim or self.head_dim)
-
-    def _mamba2_params(self, d: int) -> int:
-        """A Mamba-2 mixer (llama.cpp's tensors): ``ssm_in`` $D·(2d_i + 2n_g d_s + n_h)$, ``ssm_conv1d``
-        weight and bias $(k+1)·(d_i + 2n_g d_s)$, ``ssm_a``/``ssm_d``/``ssm_dt`` bias $3n_h$, ``ssm_norm``
-        $d_i$, ``ssm_out`` $d_i·D$."""
-        di, xbc, nh = self.ssm_inner, self._conv_channels, self.ssm_heads
-        return d * (di + xbc + nh) + (self.conv_kernel + 1) * xbc + 3 * nh + di + di * d
+        return self.kind_spec.conv_channels(self)
 
     # ---- parameters ------------------------------------------------------
     def params_per_layer(self, hidden_size: int) -> int:
-        """Weights of one attention layer (projections, gates, norms inside attention)."""
-        d = hidden_size
-        if self.kind in ("full", "sliding"):
-            hq, hk = self.num_heads * self.head_dim, self.kv_heads * self.head_dim
-            hv = self.kv_heads * (self.v_head_dim or self.head_dim)
-            q_out = hq * (2 if self.output_gate else 1)
-            n = d * q_out + d * hk + d * hv + hq * d
-            if self.qkv_bias:
-                n += hq + hk + hv
-            if self.o_bias:
-                n += d
-            if self.qk_norm:
-                n += 2 * self.head_dim
-            if self.sinks:
-                n += self.num_heads
-            if self.parallel_ssm:
-                n += self._mamba2_params(d)
-            return n
-        if self.kind == "mamba":
-            return self._mamba2_params(d)
-        if self.kind == "shortconv":           # LFM2: in_proj D×3C, depthwise conv k×C, out_proj C×D
-            c = self.ssm_inner
-            return d * 3 * c + self.conv_kernel * c + c * d
-        if self.kind == "rwkv":
-            # the receptance, key, value and output projections only (RWKV's low-rank decay/gate/iclr
-            # adapters and token-shift mixes are not modelled: a stated gap of the parameter count)
-            return 4 * d * d
-        if self.kind == "mla":
-            h, qk = self.num_heads, self.qk_nope_head_dim + self.qk_rope_head_dim
-            v = self.v_head_dim
-            if self.q_lora_rank:
-                q = d * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * h * qk
-            else:
-                q = d * h * qk
-            kv = d * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
-            kv += self.kv_lora_rank * h * (self.qk_nope_head_dim + v)
-            o = h * v * d
-            gate = d * h * v if self.output_gate else 0
-            return q + kv + o + gate
-        if self.kind == "kda":
-            nh, dk = self.num_heads, self.head_dim
-            inner = nh * dk
-            n = 3 * d * inner                    # q, k, v
-            n += 3 * inner * self.conv_kernel    # short convs
-            n += d * dk + dk * inner             # f_a, f_b (decay gate, low rank)
-            n += inner + nh                      # dt_bias, A_log
-            n += nh * d                          # b_proj (beta)
-            n += d * inner if self.full_rank_gate else d * dk + dk * inner  # output gate
-            n += dk                              # o_norm
-            n += inner * d                       # o_proj
-            return n
-        # gdn (Qwen3-Next Gated DeltaNet)
-        nk, nv, dk = self.num_heads, self.value_heads, self.head_dim
-        dv = self.v_head_dim or dk
-        n = d * (2 * nk * dk + 2 * nv * dv)      # in_proj_qkvz
-        n += d * 2 * nv                          # in_proj_ba
-        n += (2 * nk * dk + nv * dv) * self.conv_kernel
-        n += 2 * nv                              # dt_bias, A_log
-        n += dv                                  # norm
-        n += nv * dv * d                         # out_proj
-        return n
+        """Weights of one attention layer (projections, gates, norms inside attention): the kind's
+        :meth:`~k3lib.core.kinds.LayerKind.params_per_layer`."""
+        return self.kind_spec.params_per_layer(self, hidden_size)
 
 
 @dataclass(frozen=True)
@@ -425,7 +318,7 @@ class Architecture:
         d, m, n = self.hidden_size, self.mlp, self.mtp_layers
         attn = self.attention[-1]
         for g in self.attention:      # the last layer of MLA/GQA models: a caching attention kind
-            if g.kind in ("full", "mla"):
+            if g.kind_spec.mtp_template:
                 attn = g
         out = {"attention": n * attn.params_per_layer(d), "norms": n * (self.norms_per_layer * d + 3 * d),
                "moe_other": 0, "dense_mlp": 0, "shared_experts": 0, "routed_experts": 0, "mtp_proj": n * 2 * d * d}
@@ -464,14 +357,14 @@ class Architecture:
         attention own none; MTP modules are not counted)."""
         out: dict[str, int] = {}
         for g in self.attention:
-            if g.kind in LINEAR_KINDS:
+            if not g.kind_spec.caches_kv_per_token:
                 continue
             out[g.kind] = out.get(g.kind, 0) + (0 if g.kv_shared else g.count)
         return out
 
     def kv_elements_per_token(self) -> int:
         """Elements per token over layers whose cache grows with context (KV-owning layers only)."""
-        return sum(g.count * g.kv_elements_per_token_per_layer for g in self.attention if g.kind != "sliding")
+        return sum(g.count * g.kv_elements_per_token_per_layer for g in self.attention if not g.kind_spec.windowed)
 
     def kv_bytes_per_token(self, bytes_per_element: float) -> int:
         """Growing-cache bytes per token = elements per token × bytes per element."""
@@ -485,7 +378,7 @@ class Architecture:
         """
         full = self.kv_elements_per_token() * context_tokens
         window = sum(g.count * g.kv_elements_per_token_per_layer * min(context_tokens, g.window_tokens)
-                     for g in self.attention if g.kind == "sliding")
+                     for g in self.attention if g.kind_spec.windowed)
         return int(round(batch * (full + window) * bytes_per_element
                          + batch * self.state_elements_per_sequence() * state_bytes_per_element))
 
@@ -518,8 +411,7 @@ class Architecture:
 
     def head_counts(self) -> tuple[int, ...]:
         """Every head count that a TP size must divide."""
-        return tuple(sorted({g.num_heads for g in self.attention}
-                            | {g.value_heads for g in self.attention if g.kind in ("kda", "gdn")}))
+        return tuple(sorted({h for g in self.attention for h in g.kind_spec.head_counts(g)}))
 
 
     # ---- layer order -----------------------------------------------------
@@ -537,7 +429,7 @@ class Architecture:
 #: ``range(s-1, L, s)``), Qwen MoE ``decoder_sparse_step`` (``Qwen2MoeDecoderLayer``)
 INTERLEAVED_MOE_FAMILIES = ("llama4", "qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_vl_moe")
 #: attention kinds placed at a period (the others fill between them)
-PERIODIC_KINDS = ("full", "mla")
+PERIODIC_KINDS = tuple(k.name for k in KINDS.values() if k.periodic)
 
 
 def interleaved_moe_indices(num_layers: int, step: int, *, skip: "tuple[int, ...]" = ()) -> tuple[int, ...]:
@@ -625,7 +517,7 @@ def attention_group_by_layer(arch: Architecture) -> tuple[int, ...]:
     kinds: dict[str, int] = {}
     for g in groups:
         kinds[g.kind] = kinds.get(g.kind, 0) + g.count
-    periodic = [k for k in kinds if k in PERIODIC_KINDS]
+    periodic = [k for k in kinds if get_kind(k).periodic]
     if len(kinds) == 2 and len(periodic) == 1:
         pk = periodic[0]
         at = set(periodic_positions(L, kinds[pk]))
