@@ -19,6 +19,7 @@ import numpy as np
 
 from k3lib.core.architecture import Architecture, AttentionGroup
 from k3lib.core.errors import K3InputError
+from k3lib.core.kinds import state_kind
 from k3lib.core.models import ModelSpec, PublishedProfile
 from k3lib.core.precisions import KVDtype, WeightFormat, get_kv_dtype, get_weight_format
 from k3lib.core.units import GB, GiB, MiB
@@ -190,10 +191,11 @@ def kv_bytes_per_rank(model: Architecture, *, context_tokens: int | IntArray, ba
     total = np.zeros(np.shape(context_tokens), dtype=np.float64)
     ctx = np.asarray(context_tokens, dtype=np.float64)
     for g in model.attention:
-        tokens = np.minimum(ctx, g.window_tokens) if g.kind == "sliding" else ctx
+        k = g.kind_spec
+        tokens = k.cached_tokens(g, ctx)
         cache = g.count * g.kv_elements_per_token_per_layer * tokens * batch * bytes_per_element
-        if g.kind in ("full", "sliding"):
-            cache = cache / min(tp, g.kv_heads)
+        if k.grouped_kv:
+            cache = cache / k.kv_split(g, tp)
         state = g.count * (g.recurrent_state_elements_per_layer + g.conv_state_elements_per_layer) * batch
         total = total + cache + state * state_bytes_per_element / tp
     out = np.ceil(total).astype(np.int64)
@@ -211,15 +213,7 @@ def replicated_attention_params(group: AttentionGroup, hidden_size: int) -> int:
     >>> replicated_attention_params(get_model("kimi-k3").attention[0], 7168)   # K3's MLA
     15140864
     """
-    d = hidden_size
-    if group.kind == "mla":
-        q = d * group.q_lora_rank + group.q_lora_rank if group.q_lora_rank else 0
-        return q + d * (group.kv_lora_rank + group.qk_rope_head_dim) + group.kv_lora_rank
-    if group.kind == "kda":   # the decay gate's down-projection f_a (vLLM: replicated by default)
-        return d * group.head_dim + group.head_dim
-    if group.kind == "gdn":
-        return group.v_head_dim or group.head_dim
-    return (2 * group.head_dim if group.qk_norm else 0) + (d if group.o_bias else 0)
+    return group.kind_spec.replicated_params(group, hidden_size)
 
 
 def kv_projection_params(group: AttentionGroup, hidden_size: int, kv_heads: int | None = None) -> int:
@@ -230,10 +224,7 @@ def kv_projection_params(group: AttentionGroup, hidden_size: int, kv_heads: int 
     >>> kv_projection_params(get_model("llama-3.1-70b").attention[0], 8192)   # 8·256·8192
     16777216
     """
-    if group.kind not in ("full", "sliding"):
-        return 0
-    k = group.kv_heads if kv_heads is None else kv_heads
-    return k * (group.head_dim + (group.v_head_dim or group.head_dim)) * (hidden_size + (1 if group.qkv_bias else 0))
+    return group.kind_spec.kv_projection_params(group, hidden_size, kv_heads)
 
 
 def attention_split_params(group: AttentionGroup, hidden_size: int, tp: int) -> tuple[int, int]:
@@ -252,7 +243,7 @@ def attention_split_params(group: AttentionGroup, hidden_size: int, tp: int) -> 
     """
     total = group.params_per_layer(hidden_size)
     rep = replicated_attention_params(group, hidden_size)
-    if group.kind in ("full", "sliding") and tp > group.kv_heads:
+    if group.kind_spec.grouped_kv and tp > group.kv_heads:
         kv_all = kv_projection_params(group, hidden_size)
         return total - rep - kv_all, rep + kv_projection_params(group, hidden_size, kv_heads_per_rank(group.kv_heads, tp))
     return total - rep, rep
@@ -380,7 +371,7 @@ for _eng, _b in STATE_DTYPE_BYTES.items():
 
 def _state_kind(group: AttentionGroup) -> str:
     """The state's kind: a parallel Mamba mixer (Falcon-H1) counts as ``mamba``."""
-    return "mamba" if group.parallel_ssm else group.kind
+    return state_kind(group).name
 
 
 def _note_engine(engine: str) -> str:
