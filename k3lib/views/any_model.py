@@ -35,7 +35,8 @@ import pandas as pd
 
 from k3lib.core.units import context_label
 from k3lib.views import charts as _charts  # noqa: F401  (importing it keeps jsonschema from building a slow parser)
-from k3lib.core.architecture import LINEAR_KINDS, Architecture
+from k3lib.core.architecture import Architecture
+from k3lib.core.kinds import KINDS, kind_of
 from k3lib.core.errors import K3InputError
 from k3lib.loaders.by_name import FIXTURE_CONFIGS_DIR, fixture_configs, load_model
 from k3lib.loaders.by_name import load_architecture as _arch
@@ -60,8 +61,8 @@ KV_COMPARISON_CONFIGS = ("llama-3.1-70b", "qwen3-235b-a22b-fp8", "deepseek-v3", 
                          "llama-4-scout-17b-16e-instruct", "qwen3-next-80b-a3b-instruct",
                          "kimi-linear-48b-a3b-instruct")
 CONTEXT_CHOICES = ("4K", "8K", "32K", "128K", "256K", "1M")
-KIND_LABELS = {"full": "GQA (full)", "sliding": "sliding window", "mla": "MLA latent", "kda": "KDA (linear)",
-               "gdn": "Gated DeltaNet (linear)"}
+#: how tables name each layer kind (the kinds' own labels, :mod:`k3lib.core.kinds`)
+KIND_LABELS = {name: k.label for name, k in KINDS.items()}
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
 
 
@@ -174,8 +175,8 @@ def _attention_label(arch: Architecture) -> str:
     """``80 × GQA (full)``, ``52 × sliding window (W 1,024) + 10 × GQA (full)`` …"""
     parts = []
     for g in arch.attention:
-        extra = f" (W {g.window_tokens:,})" if g.kind == "sliding" else ""
-        parts.append(f"{g.count} × {KIND_LABELS[g.kind]}{extra}")
+        extra = f" (W {g.window_tokens:,})" if kind_of(g).windowed else ""
+        parts.append(f"{g.count} × {kind_of(g).label}{extra}")
     return " + ".join(parts)
 
 
@@ -206,13 +207,13 @@ def summary_table(model: "str | os.PathLike[str] | LoadedModel") -> pd.DataFrame
     """
     arch, loaded = _arch(model)
     first = arch.attention[0]
-    attn = next((g for g in arch.attention if g.kind in ("full", "sliding", "mla")), first)
+    attn = next((g for g in arch.attention if kind_of(g).caches_kv_per_token), first)
     rows: list[tuple[str, str, object, str]] = [
         ("model", "", arch.id, ""), ("file", "", Path(loaded.source).name, loaded.file_format),
         ("layers", "L", arch.num_layers, ""), ("hidden size", "D", arch.hidden_size, ""),
         ("vocabulary", "V", arch.vocab_size, "tokens"), ("attention layers", "", _attention_label(arch), ""),
         ("query heads", "N_q", attn.num_heads, "")]
-    if attn.kind == "mla":
+    if kind_of(attn).latent:
         rows += [("KV latent rank", "r_kv", attn.kv_lora_rank, ""), ("rope key dim", "d_rope", attn.qk_rope_head_dim, "")]
     else:
         rows += [("KV heads", "K", attn.kv_heads, ""), ("head dim", "H", attn.head_dim, "")]
@@ -239,7 +240,7 @@ def params_worked_table(model: "str | os.PathLike[str] | LoadedModel" = "llama-3
     """
     arch, _ = _arch(model)
     g = arch.attention[0]
-    if len(arch.attention) != 1 or g.kind != "full" or arch.mlp.moe_layers or g.v_head_dim or g.output_gate:
+    if len(arch.attention) != 1 or not (kind_of(g).grouped_kv and not kind_of(g).windowed) or arch.mlp.moe_layers or g.v_head_dim or g.output_gate:
         raise K3InputError("model", f"{arch.id} is not a plain dense GQA model; see breakdown_table()",
                            "llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, qwen2.5-72b-instruct")
     d, v, n_l, nq, k, h, i = (arch.hidden_size, arch.vocab_size, arch.num_layers, g.num_heads, g.kv_heads,
@@ -357,10 +358,10 @@ def naive_kv_bytes_per_token(config: Mapping[str, Any], *, bytes_per_element: fl
 
 
 def _per_layer_formula(g, b: float) -> str:
-    if g.kind in ("full", "sliding"):
+    if kind_of(g).grouped_kv:
         vd = g.v_head_dim or g.head_dim
         return f"{g.kv_heads}·({g.head_dim}+{vd})·{b:g}" if g.v_head_dim else f"2·{g.kv_heads}·{g.head_dim}·{b:g}"
-    if g.kind == "mla":
+    if kind_of(g).latent:
         return f"({g.kv_lora_rank}+{g.qk_rope_head_dim})·{b:g}"
     return "0 (constant state)"
 
@@ -385,11 +386,12 @@ def kv_by_layer_type(configs: Iterable["str | LoadedModel"] = KV_COMPARISON_CONF
         for g in arch.attention:
             per_layer = g.kv_elements_per_token_per_layer * b
             state = g.count * (g.recurrent_state_elements_per_layer + g.conv_state_elements_per_layer) * 4
-            tokens = min(ctx, g.window_tokens) if g.kind == "sliding" else ctx
-            rows.append({"model": arch.id, "layer_type": KIND_LABELS[g.kind], "layers": g.count,
+            k = kind_of(g)
+            tokens = k.cached_tokens(g, ctx)
+            rows.append({"model": arch.id, "layer_type": k.label, "layers": g.count,
                          "per_layer_formula": _per_layer_formula(g, b), "per_layer_B": int(per_layer),
                          "kv_B_per_token": int(g.count * per_layer),
-                         "window_tokens": g.window_tokens if g.kind == "sliding" else pd.NA,
+                         "window_tokens": g.window_tokens if k.windowed else pd.NA,
                          "state_B_per_seq": int(state), "context": _context_label(ctx),
                          "kv_GiB": round((g.count * per_layer * tokens + state) / GiB, 3)})
     df = pd.DataFrame(rows)
@@ -411,7 +413,7 @@ def kv_comparison_table(configs: Iterable["str | LoadedModel"] = KV_COMPARISON_C
     for cfg in configs:
         arch, loaded = _arch(cfg)
         grow = arch.kv_bytes_per_token(b)
-        sliding = sum(g.count * g.kv_elements_per_token_per_layer for g in arch.attention if g.kind == "sliding") * b
+        sliding = sum(g.count * g.kv_elements_per_token_per_layer for g in arch.attention if kind_of(g).windowed) * b
         cfg_dict = loaded.metadata.get("config") if isinstance(loaded.metadata.get("config"), Mapping) else None
         naive = naive_kv_bytes_per_token(cfg_dict, bytes_per_element=b) if cfg_dict else None
         total = arch.kv_cache_bytes(context_tokens=ctx, batch=1, bytes_per_element=b)
