@@ -1,6 +1,6 @@
 """Layer kinds: one object per mixer kind, the one owner of everything that differs by kind.
 
-A layer's kind is a string in data and configs (``AttentionGroup.kind``: ``full``, ``sliding``,
+A layer's kind is a string in data and configs (``LayerGroup.kind``: ``full``, ``sliding``,
 ``mla``, ``kda``, ``gdn``, ``mamba``, ``rwkv``, ``shortconv``); :data:`KINDS` maps it to the
 object below, and :func:`kind_of` gives a group's. Core, engines, studies and views ask the
 object (``kind_of(g).caches_kv_per_token``, ``kind_of(g).kv_elements_per_token(g)``) instead
@@ -53,7 +53,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, overload
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, overload
 
 import numpy as np
 
@@ -62,7 +62,62 @@ from k3lib.core.errors import K3InputError
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from k3lib.core.architecture import AttentionGroup
+
+class LayerGroup(Protocol):
+    """What a kind reads of a group of layers: the fields of
+    :class:`k3lib.core.architecture.AttentionGroup`, named here because the architecture imports
+    this module (a Protocol, not an import back: no circle)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def num_heads(self) -> int: ...
+    @property
+    def kv_heads(self) -> int: ...
+    @property
+    def head_dim(self) -> int: ...
+    @property
+    def v_head_dim(self) -> int: ...
+    @property
+    def window_tokens(self) -> int: ...
+    @property
+    def q_lora_rank(self) -> int: ...
+    @property
+    def kv_lora_rank(self) -> int: ...
+    @property
+    def qk_nope_head_dim(self) -> int: ...
+    @property
+    def qk_rope_head_dim(self) -> int: ...
+    @property
+    def conv_kernel(self) -> int: ...
+    @property
+    def ssm_inner(self) -> int: ...
+    @property
+    def ssm_state(self) -> int: ...
+    @property
+    def ssm_groups(self) -> int: ...
+    @property
+    def ssm_heads(self) -> int: ...
+    @property
+    def value_heads(self) -> int: ...
+    @property
+    def qkv_bias(self) -> bool: ...
+    @property
+    def o_bias(self) -> bool: ...
+    @property
+    def qk_norm(self) -> bool: ...
+    @property
+    def output_gate(self) -> bool: ...
+    @property
+    def sinks(self) -> bool: ...
+    @property
+    def full_rank_gate(self) -> bool: ...
+    @property
+    def kv_shared(self) -> bool: ...
+    @property
+    def parallel_ssm(self) -> bool: ...
 
 #: RWKV token shifts kept per sequence and layer (time mix and channel mix): llama.cpp's
 #: ``token_shift_count`` default (src/llama-hparams.h; n_embd_r() = token_shift_count·n_embd,
@@ -75,7 +130,7 @@ def _positive(name: str, value: int, allow_zero: bool = False) -> None:
         raise K3InputError(name, f"{value!r} is not a {'non-negative' if allow_zero else 'positive'} integer")
 
 
-def _v_dim(g: AttentionGroup) -> int:
+def _v_dim(g: LayerGroup) -> int:
     return g.v_head_dim or g.head_dim
 
 
@@ -84,11 +139,11 @@ def kv_heads_per_rank(kv_heads: int, tp: int) -> int:
     return max(1, kv_heads // tp)
 
 
-def _mamba2_conv_channels(g: AttentionGroup) -> int:
+def _mamba2_conv_channels(g: LayerGroup) -> int:
     return g.ssm_inner + 2 * g.ssm_groups * g.ssm_state
 
 
-def _mamba2_params(g: AttentionGroup, d: int) -> int:
+def _mamba2_params(g: LayerGroup, d: int) -> int:
     """A Mamba-2 mixer (llama.cpp's tensors): ``ssm_in`` $D·(2d_i + 2n_g d_s + n_h)$, ``ssm_conv1d``
     weight and bias $(k+1)·(d_i + 2n_g d_s)$, ``ssm_a``/``ssm_d``/``ssm_dt`` bias $3n_h$, ``ssm_norm``
     $d_i$, ``ssm_out`` $d_i·D$."""
@@ -96,7 +151,7 @@ def _mamba2_params(g: AttentionGroup, d: int) -> int:
     return d * (di + xbc + nh) + (g.conv_kernel + 1) * xbc + 3 * nh + di + di * d
 
 
-def _validate_mamba2(g: AttentionGroup) -> None:
+def _validate_mamba2(g: LayerGroup) -> None:
     for name in ("ssm_inner", "ssm_state", "ssm_heads", "conv_kernel"):
         _positive(f"attention.{name}", getattr(g, name))
     _positive("attention.ssm_groups", g.ssm_groups, allow_zero=True)
@@ -107,7 +162,7 @@ class LayerKind:
     """What one mixer kind is, and the rules every part of k3lib applies to it.
 
     Attributes are facts of the kind; methods take the layer group ``g`` (an
-    :class:`~k3lib.core.architecture.AttentionGroup`) for its sizes."""
+    :class:`~k3lib.core.architecture.LayerGroup`) for its sizes."""
 
     name: str                       #: the string kept in data and configs
     label: str                      #: how tables name it
@@ -129,7 +184,7 @@ class LayerKind:
     source: str = ""                #: where the formulas come from
 
     # ---- checks -------------------------------------------------------------------------------
-    def validate(self, g: AttentionGroup) -> None:
+    def validate(self, g: LayerGroup) -> None:
         """Raise :class:`K3InputError` naming the field a group of this kind lacks."""
         if g.parallel_ssm:
             raise K3InputError("attention.parallel_ssm", f"a {self.name!r} group cannot run a parallel Mamba mixer",
@@ -139,33 +194,33 @@ class LayerKind:
                                "kv_shared only on full or sliding groups")
 
     # ---- cache per token ----------------------------------------------------------------------
-    def kv_elements_per_token(self, g: AttentionGroup) -> int:
+    def kv_elements_per_token(self, g: LayerGroup) -> int:
         """Elements one layer caches per token (0 for state kinds and KV-sharing layers)."""
         return 0
 
-    def kv_elements_per_token_per_rank(self, g: AttentionGroup, tp: int) -> int:
+    def kv_elements_per_token_per_rank(self, g: LayerGroup, tp: int) -> int:
         """Elements one layer caches per token on one of $TP$ ranks (vLLM, SGLang)."""
         return 0
 
-    def kv_split(self, g: AttentionGroup, tp: int) -> int:
+    def kv_split(self, g: LayerGroup, tp: int) -> int:
         """How many ways $TP$ ranks divide this layer's per-token cache."""
         return 1
 
-    def k_row_elements(self, g: AttentionGroup) -> int:
+    def k_row_elements(self, g: LayerGroup) -> int:
         """Elements of one cell's K row (llama.cpp ``n_embd_k_gqa``; SGLang's K buffer)."""
         return 0
 
-    def v_row_elements(self, g: AttentionGroup) -> int:
+    def v_row_elements(self, g: LayerGroup) -> int:
         """Elements of one cell's V row (llama.cpp ``n_embd_v_gqa``; SGLang's V buffer)."""
         return 0
 
     @overload
-    def cached_tokens(self, g: AttentionGroup, context_tokens: int) -> int: ...
+    def cached_tokens(self, g: LayerGroup, context_tokens: int) -> int: ...
     @overload
-    def cached_tokens(self, g: AttentionGroup, context_tokens: float) -> float: ...
+    def cached_tokens(self, g: LayerGroup, context_tokens: float) -> float: ...
     @overload
-    def cached_tokens(self, g: AttentionGroup, context_tokens: npt.NDArray[Any]) -> npt.NDArray[Any]: ...
-    def cached_tokens(self, g: AttentionGroup,
+    def cached_tokens(self, g: LayerGroup, context_tokens: npt.NDArray[Any]) -> npt.NDArray[Any]: ...
+    def cached_tokens(self, g: LayerGroup,
                       context_tokens: float | npt.NDArray[Any]) -> float | npt.NDArray[Any]:
         """Tokens a layer keeps of a context: $T$, or $\\min(T, W)$ for a windowed kind
         (array-aware)."""
@@ -176,71 +231,71 @@ class LayerKind:
             return capped
         return min(context_tokens, g.window_tokens)
 
-    def kv_heads(self, g: AttentionGroup) -> tuple[int, ...]:
+    def kv_heads(self, g: LayerGroup) -> tuple[int, ...]:
         """KV-head counts a TP size meets (GQA's $K$; none for other kinds)."""
         return ()
 
     # ---- state per sequence -------------------------------------------------------------------
-    def has_state(self, g: AttentionGroup) -> bool:
+    def has_state(self, g: LayerGroup) -> bool:
         """Whether the layer holds a state per sequence (also a parallel Mamba mixer's)."""
         return self.holds_state
 
-    def recurrent_state_elements(self, g: AttentionGroup) -> int:
+    def recurrent_state_elements(self, g: LayerGroup) -> int:
         """The matrix state per sequence (llama.cpp's ``n_embd_s()``)."""
         return 0
 
-    def conv_channels(self, g: AttentionGroup) -> int:
+    def conv_channels(self, g: LayerGroup) -> int:
         """Channels of the rolling short-convolution history."""
         return 0
 
-    def conv_state_elements(self, g: AttentionGroup) -> int:
+    def conv_state_elements(self, g: LayerGroup) -> int:
         """The rolling history per sequence (llama.cpp's ``n_embd_r()``): channels × (kernel − 1)."""
         return self.conv_channels(g) * (g.conv_kernel - 1) if self.has_state(g) else 0
 
-    def runs_mamba2(self, g: AttentionGroup) -> bool:
+    def runs_mamba2(self, g: LayerGroup) -> bool:
         """Whether the layer runs a Mamba-2 mixer (its own, or a parallel one)."""
         return False
 
     # ---- weights ------------------------------------------------------------------------------
-    def params_per_layer(self, g: AttentionGroup, hidden_size: int) -> int:
+    def params_per_layer(self, g: LayerGroup, hidden_size: int) -> int:
         """Weights of one layer's mixer (projections, gates, norms inside it)."""
         raise NotImplementedError
 
-    def replicated_params(self, g: AttentionGroup, hidden_size: int) -> int:
+    def replicated_params(self, g: LayerGroup, hidden_size: int) -> int:
         """Mixer weights every TP rank holds whole (vLLM's linear layers)."""
         return 0
 
-    def kv_projection_params(self, g: AttentionGroup, hidden_size: int, kv_heads: int | None = None) -> int:
+    def kv_projection_params(self, g: LayerGroup, hidden_size: int, kv_heads: int | None = None) -> int:
         """The K and V projections of one layer for ``kv_heads`` heads (GQA only)."""
         return 0
 
-    def head_counts(self, g: AttentionGroup) -> tuple[int, ...]:
+    def head_counts(self, g: LayerGroup) -> tuple[int, ...]:
         """Head counts a TP size must divide."""
         return (g.num_heads,)
 
-    def rope_dim(self, g: AttentionGroup) -> int:
+    def rope_dim(self, g: LayerGroup) -> int:
         """Rotary dimensions per head (0: no RoPE cache)."""
         return 0
 
-    def gguf_recipe_tensors(self, g: AttentionGroup) -> bool:
+    def gguf_recipe_tensors(self, g: LayerGroup) -> bool:
         """Whether llama-quantize's per-tensor recipe (:mod:`k3lib.engines.gguf_recipe`) covers it."""
         return False
 
     # ---- compute ------------------------------------------------------------------------------
-    def attention_flops_per_token(self, g: AttentionGroup, context_tokens: float) -> float:
+    def attention_flops_per_token(self, g: LayerGroup, context_tokens: float) -> float:
         """FLOPs of one token's mixer over ``context_tokens`` earlier tokens, one layer."""
         return 4 * g.value_heads * g.head_dim * _v_dim(g)
 
-    def absorbed_query_latent(self, g: AttentionGroup) -> int:
+    def absorbed_query_latent(self, g: LayerGroup) -> int:
         """Per-token query width carried in a latent space (absorbed MLA: $N_q·r_{kv}$)."""
         return 0
 
     # ---- engines ------------------------------------------------------------------------------
-    def transformers_cache_elements_per_token(self, g: AttentionGroup) -> int:
+    def transformers_cache_elements_per_token(self, g: LayerGroup) -> int:
         """Elements transformers' DynamicCache keeps per token and layer."""
         return self.kv_elements_per_token(g)
 
-    def vllm_label(self, g: AttentionGroup) -> str:
+    def vllm_label(self, g: LayerGroup) -> str:
         """The KV-cache group a layer joins in vLLM (layers of one label share a group)."""
         return "state"
 
@@ -250,7 +305,7 @@ class LayerKind:
 class GQAKind(LayerKind):
     """Softmax attention over K/V heads (MHA when $K = N_q$), full or sliding-window."""
 
-    def validate(self, g: AttentionGroup) -> None:
+    def validate(self, g: LayerGroup) -> None:
         _positive("attention.kv_heads", g.kv_heads)
         _positive("attention.head_dim", g.head_dim)
         if self.windowed:
@@ -258,40 +313,40 @@ class GQAKind(LayerKind):
         if g.parallel_ssm:
             _validate_mamba2(g)
 
-    def kv_elements_per_token(self, g: AttentionGroup) -> int:
+    def kv_elements_per_token(self, g: LayerGroup) -> int:
         """$K·(H + H_v)$; 0 for a KV-sharing layer."""
         return 0 if g.kv_shared else g.kv_heads * (g.head_dim + _v_dim(g))
 
-    def kv_elements_per_token_per_rank(self, g: AttentionGroup, tp: int) -> int:
+    def kv_elements_per_token_per_rank(self, g: LayerGroup, tp: int) -> int:
         """$\\max(1, K/TP)·(H + H_v)$: heads split, replicated once $TP > K$."""
         return 0 if g.kv_shared else kv_heads_per_rank(g.kv_heads, tp) * (g.head_dim + _v_dim(g))
 
-    def kv_split(self, g: AttentionGroup, tp: int) -> int:
+    def kv_split(self, g: LayerGroup, tp: int) -> int:
         """$\\min(TP, K)$."""
         return min(tp, g.kv_heads)
 
-    def k_row_elements(self, g: AttentionGroup) -> int:
+    def k_row_elements(self, g: LayerGroup) -> int:
         return g.kv_heads * g.head_dim
 
-    def v_row_elements(self, g: AttentionGroup) -> int:
+    def v_row_elements(self, g: LayerGroup) -> int:
         return g.kv_heads * _v_dim(g)
 
-    def kv_heads(self, g: AttentionGroup) -> tuple[int, ...]:
+    def kv_heads(self, g: LayerGroup) -> tuple[int, ...]:
         return (g.kv_heads,)
 
-    def has_state(self, g: AttentionGroup) -> bool:
+    def has_state(self, g: LayerGroup) -> bool:
         return bool(g.parallel_ssm)
 
-    def recurrent_state_elements(self, g: AttentionGroup) -> int:
+    def recurrent_state_elements(self, g: LayerGroup) -> int:
         return MAMBA.recurrent_state_elements(g) if g.parallel_ssm else 0
 
-    def conv_channels(self, g: AttentionGroup) -> int:
+    def conv_channels(self, g: LayerGroup) -> int:
         return _mamba2_conv_channels(g) if g.parallel_ssm else 0
 
-    def runs_mamba2(self, g: AttentionGroup) -> bool:
+    def runs_mamba2(self, g: LayerGroup) -> bool:
         return bool(g.parallel_ssm)
 
-    def params_per_layer(self, g: AttentionGroup, hidden_size: int) -> int:
+    def params_per_layer(self, g: LayerGroup, hidden_size: int) -> int:
         """$D·N_qH·(1 + gate) + D·KH + D·KH_v + N_qH·D$ (+ biases, QK norms, sinks, a parallel Mamba-2)."""
         d = hidden_size
         hq, hk = g.num_heads * g.head_dim, g.kv_heads * g.head_dim
@@ -310,26 +365,26 @@ class GQAKind(LayerKind):
             n += _mamba2_params(g, d)
         return n
 
-    def replicated_params(self, g: AttentionGroup, hidden_size: int) -> int:
+    def replicated_params(self, g: LayerGroup, hidden_size: int) -> int:
         """$2H$ with QK-norm, and the output projection's bias $D$ (row-parallel: whole on every rank)."""
         return (2 * g.head_dim if g.qk_norm else 0) + (hidden_size if g.o_bias else 0)
 
-    def kv_projection_params(self, g: AttentionGroup, hidden_size: int, kv_heads: int | None = None) -> int:
+    def kv_projection_params(self, g: LayerGroup, hidden_size: int, kv_heads: int | None = None) -> int:
         """$k·(H + H_v)·(D + [bias])$."""
         k = g.kv_heads if kv_heads is None else kv_heads
         return k * (g.head_dim + _v_dim(g)) * (hidden_size + (1 if g.qkv_bias else 0))
 
-    def rope_dim(self, g: AttentionGroup) -> int:
+    def rope_dim(self, g: LayerGroup) -> int:
         return g.head_dim
 
-    def gguf_recipe_tensors(self, g: AttentionGroup) -> bool:
+    def gguf_recipe_tensors(self, g: LayerGroup) -> bool:
         return True
 
-    def attention_flops_per_token(self, g: AttentionGroup, context_tokens: float) -> float:
+    def attention_flops_per_token(self, g: LayerGroup, context_tokens: float) -> float:
         """$2·N_q·(H + H_v)·\\min(T, W)$ (scores and the weighted sum, 2 FLOPs per multiply-add)."""
         return 2 * g.num_heads * (g.head_dim + _v_dim(g)) * self.cached_tokens(g, context_tokens)
 
-    def vllm_label(self, g: AttentionGroup) -> str:
+    def vllm_label(self, g: LayerGroup) -> str:
         return f"sliding:{g.window_tokens}" if self.windowed else self.name
 
 
@@ -337,27 +392,27 @@ class GQAKind(LayerKind):
 class MLAKind(LayerKind):
     """Multi-head latent attention (DeepSeek-V2/V3, Kimi): one compressed latent per token."""
 
-    def validate(self, g: AttentionGroup) -> None:
+    def validate(self, g: LayerGroup) -> None:
         _positive("attention.kv_lora_rank", g.kv_lora_rank)
         _positive("attention.qk_rope_head_dim", g.qk_rope_head_dim)
         super().validate(g)
 
-    def kv_elements_per_token(self, g: AttentionGroup) -> int:
+    def kv_elements_per_token(self, g: LayerGroup) -> int:
         """$r_{kv} + d_{rope}$ (what vLLM and SGLang cache)."""
         return g.kv_lora_rank + g.qk_rope_head_dim
 
-    def kv_elements_per_token_per_rank(self, g: AttentionGroup, tp: int) -> int:
+    def kv_elements_per_token_per_rank(self, g: LayerGroup, tp: int) -> int:
         """$r_{kv} + d_{rope}$ on every rank: the latent is shared by all heads, so replicated."""
         return self.kv_elements_per_token(g)
 
-    def k_row_elements(self, g: AttentionGroup) -> int:
+    def k_row_elements(self, g: LayerGroup) -> int:
         return g.kv_lora_rank + g.qk_rope_head_dim
 
-    def v_row_elements(self, g: AttentionGroup) -> int:
+    def v_row_elements(self, g: LayerGroup) -> int:
         """$r_{kv}$: llama.cpp's V row (a view of K since the 2025 MLA rework; SGLang keeps none)."""
         return g.kv_lora_rank
 
-    def params_per_layer(self, g: AttentionGroup, hidden_size: int) -> int:
+    def params_per_layer(self, g: LayerGroup, hidden_size: int) -> int:
         """Query (LoRA or full), KV down-projection $D·(r_{kv}+d_{rope}) + r_{kv}$, up-projection
         $r_{kv}·N_q·(d_{nope} + H_v)$, output $N_q·H_v·D$ (+ output gate)."""
         d = hidden_size
@@ -373,27 +428,27 @@ class MLAKind(LayerKind):
         gate = d * h * v if g.output_gate else 0
         return q + kv + o + gate
 
-    def replicated_params(self, g: AttentionGroup, hidden_size: int) -> int:
+    def replicated_params(self, g: LayerGroup, hidden_size: int) -> int:
         """$D·r_q + r_q + D·(r_{kv} + d_{rope}) + r_{kv}$ (down-projections and their norms)."""
         d = hidden_size
         q = d * g.q_lora_rank + g.q_lora_rank if g.q_lora_rank else 0
         return q + d * (g.kv_lora_rank + g.qk_rope_head_dim) + g.kv_lora_rank
 
-    def rope_dim(self, g: AttentionGroup) -> int:
+    def rope_dim(self, g: LayerGroup) -> int:
         return g.qk_rope_head_dim
 
-    def attention_flops_per_token(self, g: AttentionGroup, context_tokens: float) -> float:
+    def attention_flops_per_token(self, g: LayerGroup, context_tokens: float) -> float:
         """Absorbed, over the latent: $2·N_q·(2r_{kv} + d_{rope})·T$."""
         return 2 * g.num_heads * (2 * g.kv_lora_rank + g.qk_rope_head_dim) * context_tokens
 
-    def absorbed_query_latent(self, g: AttentionGroup) -> int:
+    def absorbed_query_latent(self, g: LayerGroup) -> int:
         return g.num_heads * g.kv_lora_rank
 
-    def transformers_cache_elements_per_token(self, g: AttentionGroup) -> int:
+    def transformers_cache_elements_per_token(self, g: LayerGroup) -> int:
         """transformers expands the latent: $N_q·(d_{nope} + d_{rope} + H_v)$."""
         return g.num_heads * (g.qk_nope_head_dim + g.qk_rope_head_dim + g.v_head_dim)
 
-    def vllm_label(self, g: AttentionGroup) -> str:
+    def vllm_label(self, g: LayerGroup) -> str:
         return self.name
 
 
@@ -402,23 +457,23 @@ class MLAKind(LayerKind):
 class DeltaRuleKind(LayerKind):
     """Linear attention with a delta-rule matrix state: KDA (Kimi) and Gated DeltaNet (Qwen3-Next)."""
 
-    def validate(self, g: AttentionGroup) -> None:
+    def validate(self, g: LayerGroup) -> None:
         _positive("attention.head_dim", g.head_dim)
         _positive("attention.conv_kernel", g.conv_kernel)
         super().validate(g)
 
-    def recurrent_state_elements(self, g: AttentionGroup) -> int:
+    def recurrent_state_elements(self, g: LayerGroup) -> int:
         """$N_v·d_k·d_v$ (value heads × key dim × value dim)."""
         return g.value_heads * g.head_dim * _v_dim(g)
 
-    def conv_channels(self, g: AttentionGroup) -> int:
+    def conv_channels(self, g: LayerGroup) -> int:
         """q, k (key heads × $d_k$) and v (value heads × $d_v$) each get a short conv."""
         return g.num_heads * g.head_dim * 2 + g.value_heads * _v_dim(g)
 
-    def head_counts(self, g: AttentionGroup) -> tuple[int, ...]:
+    def head_counts(self, g: LayerGroup) -> tuple[int, ...]:
         return (g.num_heads, g.value_heads)
 
-    def params_per_layer(self, g: AttentionGroup, hidden_size: int) -> int:
+    def params_per_layer(self, g: LayerGroup, hidden_size: int) -> int:
         d = hidden_size
         if self is KDA:
             nh, dk = g.num_heads, g.head_dim
@@ -443,7 +498,7 @@ class DeltaRuleKind(LayerKind):
         n += nv * dv * d                         # out_proj
         return n
 
-    def replicated_params(self, g: AttentionGroup, hidden_size: int) -> int:
+    def replicated_params(self, g: LayerGroup, hidden_size: int) -> int:
         """KDA $D·d_k + d_k$ (the decay gate's ``f_a``: vLLM replicates it; 120.75 MiB over K3's 69
         layers at TP16, local-inference-lab/vllm#385); Gated DeltaNet its output norm $d_v$."""
         if self is KDA:
@@ -455,22 +510,22 @@ class DeltaRuleKind(LayerKind):
 class Mamba2Kind(LayerKind):
     """Mamba-2 SSM ($d_{inner}$ = ``ssm_inner``, $d_{state}$ = ``ssm_state``, $n_g$ = ``ssm_groups``)."""
 
-    def validate(self, g: AttentionGroup) -> None:
+    def validate(self, g: LayerGroup) -> None:
         _validate_mamba2(g)
         super().validate(g)
 
-    def recurrent_state_elements(self, g: AttentionGroup) -> int:
+    def recurrent_state_elements(self, g: LayerGroup) -> int:
         """$d_{state}·d_{inner}$."""
         return g.ssm_state * g.ssm_inner
 
-    def conv_channels(self, g: AttentionGroup) -> int:
+    def conv_channels(self, g: LayerGroup) -> int:
         """$d_{inner} + 2·n_g·d_{state}$."""
         return _mamba2_conv_channels(g)
 
-    def runs_mamba2(self, g: AttentionGroup) -> bool:
+    def runs_mamba2(self, g: LayerGroup) -> bool:
         return True
 
-    def params_per_layer(self, g: AttentionGroup, hidden_size: int) -> int:
+    def params_per_layer(self, g: LayerGroup, hidden_size: int) -> int:
         return _mamba2_params(g, hidden_size)
 
 
@@ -478,19 +533,19 @@ class Mamba2Kind(LayerKind):
 class RWKVKind(LayerKind):
     """RWKV-6/7 time mix, $N$ heads of size $h$, $D = N·h$."""
 
-    def validate(self, g: AttentionGroup) -> None:
+    def validate(self, g: LayerGroup) -> None:
         _positive("attention.head_dim", g.head_dim)
         super().validate(g)
 
-    def recurrent_state_elements(self, g: AttentionGroup) -> int:
+    def recurrent_state_elements(self, g: LayerGroup) -> int:
         """$D·h$ (the wkv state)."""
         return g.num_heads * g.head_dim * g.head_dim
 
-    def conv_state_elements(self, g: AttentionGroup) -> int:
+    def conv_state_elements(self, g: LayerGroup) -> int:
         """$2·D$: the token shifts of time mix and channel mix."""
         return RWKV_TOKEN_SHIFTS * g.num_heads * g.head_dim
 
-    def params_per_layer(self, g: AttentionGroup, hidden_size: int) -> int:
+    def params_per_layer(self, g: LayerGroup, hidden_size: int) -> int:
         """$4D^2$: the receptance, key, value and output projections only (the low-rank
         decay/gate/iclr adapters and token-shift mixes are not modelled: a stated gap)."""
         return 4 * hidden_size * hidden_size
@@ -500,15 +555,15 @@ class RWKVKind(LayerKind):
 class ShortConvKind(LayerKind):
     """LFM2's gated short convolution over $C$ = ``ssm_inner`` channels."""
 
-    def validate(self, g: AttentionGroup) -> None:
+    def validate(self, g: LayerGroup) -> None:
         _positive("attention.conv_kernel", g.conv_kernel)
         _positive("attention.ssm_inner", g.ssm_inner)
         super().validate(g)
 
-    def conv_channels(self, g: AttentionGroup) -> int:
+    def conv_channels(self, g: LayerGroup) -> int:
         return g.ssm_inner
 
-    def params_per_layer(self, g: AttentionGroup, hidden_size: int) -> int:
+    def params_per_layer(self, g: LayerGroup, hidden_size: int) -> int:
         """in_proj $D·3C$, depthwise conv $k·C$, out_proj $C·D$."""
         c = g.ssm_inner
         return hidden_size * 3 * c + g.conv_kernel * c + c * hidden_size
@@ -567,17 +622,17 @@ def get_kind(name: str) -> LayerKind:
         raise K3InputError("attention.kind", f"{name!r} is not known", ", ".join(KINDS)) from None
 
 
-def kind_of(g: AttentionGroup) -> LayerKind:
+def kind_of(g: LayerGroup) -> LayerKind:
     """A layer group's kind object."""
     return get_kind(g.kind)
 
 
-def state_kind(g: AttentionGroup) -> LayerKind:
+def state_kind(g: LayerGroup) -> LayerKind:
     """The kind whose state a layer holds: a parallel Mamba mixer (Falcon-H1) holds :data:`MAMBA`'s."""
     return MAMBA if g.parallel_ssm else kind_of(g)
 
 
-def kinds_in(groups: Iterable[AttentionGroup]) -> tuple[LayerKind, ...]:
+def kinds_in(groups: Iterable[LayerGroup]) -> tuple[LayerKind, ...]:
     """The distinct kinds of ``groups``, in first-seen order."""
     out: list[LayerKind] = []
     for g in groups:
