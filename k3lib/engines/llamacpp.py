@@ -347,6 +347,20 @@ def llamacpp_model_buffer_bytes(model: Any, *, load_mtp: bool = False) -> int:
     return sum(_pad(t.n_bytes, 32) for t in loaded.tensors if not _skipped(t, load_mtp))
 
 
+def llamacpp_output_buffer_bytes(model: Any, *, n_seq: int = 1) -> int:
+    r"""The output (logits) buffer a context reserves: $\max(1, n_{seq})$ outputs × vocabulary × 4 B
+    (F32 logits; ``llama_context::output_reserve`` with ``n_outputs_max = n_seq_max``,
+    src/llama-context.cpp, ggml-org/llama.cpp@0c1e57098). It grows at decode time when a batch asks for
+    more outputs; this is the figure printed at context creation ('output buffer size'). Measured on
+    the tier: 0.00, 0.01 and 0.03 MiB for 1, 3–4 and 16 sequences of a 512-token vocabulary.
+
+    >>> llamacpp_output_buffer_bytes("llama-3.1-8b")                    # 128,256 × 4 B
+    513024
+    """
+    arch, _ = _resolve_model(model)
+    return max(1, int(n_seq)) * arch.vocab_size * 4
+
+
 def llamacpp_weights_bytes(model: Any, *, weights: str = "native") -> dict[str, int]:
     """GPU and host weight bytes with every layer offloaded (``-ngl`` −1): the token embedding stays
     on the host, and a tied output head is duplicated onto the GPU (:func:`llamacpp_offload_split`);

@@ -281,6 +281,8 @@ def check_log(text: str, *, engine: str | None = None, model: Any = None, **over
         raise K3InputError("LOG", f"the {eng} log has no memory line check-log knows",
                            "a log with its model-loading and KV-cache lines")
     arch = _resolve(cfg.get("model_name"), model)
+    if getattr(arch, "file_format", None) == "gguf" and getattr(arch, "tensors", None):
+        cfg["_gguf"] = arch                          # its tensor table: the model and file-size lines
     if arch is not None and hasattr(arch, "require_architecture"):
         arch = arch.require_architecture()
     rows: list[CheckRow] = []
@@ -288,7 +290,7 @@ def check_log(text: str, *, engine: str | None = None, model: Any = None, **over
     notes: list[str] = []
     {"ollama": check_gguf, "llama.cpp": check_gguf, "vllm": _check_vllm, "sglang": _check_sglang}[eng](
         cfg, figs, arch, rows, missing, notes)
-    cfg_out = {k: v for k, v in cfg.items() if k != "layer_dims"}
+    cfg_out = {k: v for k, v in cfg.items() if k not in ("layer_dims", "_gguf", "rs_layer_flags")}
     if "layer_dims" in cfg:
         cfg_out["layers_in_log"] = len(cfg["layer_dims"])
     return LogCheck(eng, cfg_out, tuple(figs), tuple(rows), tuple(missing), tuple(unknown),

@@ -46,9 +46,18 @@ def check_gguf(cfg, figs, arch, rows, missing, notes):
             rows.append(check_row(f.quantity, f.value, pred, "B", COMPUTE_TOLERANCE_PCT,
                              "a model of llama.cpp's worst-case graph (mask per cache, scores without flash attention, "
                              "logits + widest FFN + 3·hidden): an approximation, measured per family in tests/llamacpp"))
+        elif f.quantity.startswith("output buffer") and arch is not None:
+            from k3lib.engines.llamacpp import llamacpp_output_buffer_bytes
+            pred = llamacpp_output_buffer_bytes(arch, n_seq=cfg.get("n_seq_max", 1))
+            rows.append(check_row(f.quantity, f.value, pred, "B", KV_TOLERANCE_PCT,
+                             "llama.cpp src/llama-context.cpp output_reserve: max(1, n_seq) outputs × vocabulary × "
+                             "F32 logits", allowed=(pred - 0.005 * MiB - 1, pred + 0.005 * MiB + 1)))
+        elif f.quantity.startswith("model buffer") and cfg.get("_gguf") is not None:
+            pass                                     # all model buffer lines together, below
         elif f.quantity.startswith(("compute buffer", "output buffer", "input buffer", "model buffer")):
             missing.append(f"{f.quantity} = {f.value / MiB:,.2f} MiB: not predicted from a log (the host side of the "
                            "compute graph, and the GGUF's tensor types, are not in it)")
+    _check_gguf_file(cfg, figs, arch, rows, missing)
     for f in figures_named(figs, "model size"):
         if arch is None or not cfg.get("ftype"):
             missing.append("model size: needs the model and its file type (model ftype line, --model)")
@@ -116,6 +125,41 @@ def check_gguf(cfg, figs, arch, rows, missing, notes):
         rows.append(check_row("KV total", f.value, k_pred + v_pred, "B", KV_TOLERANCE_PCT, "K + V"))
 
 
+def _check_gguf_file(cfg, figs, arch, rows, missing):
+    """With the GGUF itself (``--model FILE.gguf``): the model buffers (summed over their lines) and the
+    file size print against its tensor table; the RS buffers against the recurrent state; the layers
+    the recurrent cache keeps against the architecture's state layers."""
+    loaded = cfg.get("_gguf")
+    model = [f for f in figs if f.quantity.startswith("model buffer")]
+    if loaded is not None and model:
+        from k3lib.engines.llamacpp import llamacpp_model_buffer_bytes
+        mapped = any("Mapped" in f.quantity for f in model)
+        if mapped:
+            missing.append("model buffer: a memory-mapped file (CPU_Mapped) maps the file's tensor range, not "
+                           "predicted; load with --no-mmap to compare the allocated buffer")
+        else:
+            pred = llamacpp_model_buffer_bytes(loaded)
+            res = 0.005 * MiB * len(model) + 1           # each line rounded to 0.01 MiB on its own
+            rows.append(check_row("model buffers summed", sum(f.value for f in model), pred, "B", WEIGHTS_TOLERANCE_PCT,
+                             "Σ tensors (MTP/nextn blocks skipped) of their bytes rounded up to the CPU buffer's "
+                             "32-byte alignment, from the GGUF's tensor table", allowed=(pred - res, pred + res)))
+    for f in figures_named(figs, "file size"):
+        if loaded is None:
+            missing.append("file size: needs the GGUF (--model FILE.gguf)")
+            continue
+        pred = sum(t.n_bytes for t in loaded.tensors)
+        rows.append(check_row("file size (tensor bytes)", f.value, pred, "B", WEIGHTS_TOLERANCE_PCT,
+                         "llama_model_loader's n_bytes: Σ bytes of every tensor in the GGUF (skipped ones too)",
+                         allowed=(pred - 0.005 * MiB - 1, pred + 0.005 * MiB + 1)))
+    flags = cfg.get("rs_layer_flags")
+    if flags and arch is not None:
+        kept = sum(flags.values())
+        pred = sum(g.count for g in arch.attention if g.has_state)
+        rows.append(check_row("recurrent layers", kept, pred, "layers", 0.0,
+                         "src/llama-memory-recurrent.cpp: one R/S row set per layer with a state (the others "
+                         "'skipped')"))
+
+
 def _check_gguf_caches(cfg, figs, arch, rows, missing, tk, tv):
     """Each KV cache line (full, then sliding) and the recurrent line against
     :func:`~k3lib.engines.llamacpp.llamacpp_memory` with the log's settings; the rule set follows
@@ -151,6 +195,12 @@ def _check_gguf_caches(cfg, figs, arch, rows, missing, tk, tv):
         rows.append(row(f"{label}KV total", ft.value, k + v, "B", KV_TOLERANCE_PCT, "K + V"))
     if len(figures_named(figs, "K")) != len(caches):
         missing.append(f"the log has {len(figures_named(figs, 'K'))} KV cache lines; {arch.id} has {len(caches)} caches")
+    rs_bufs = [f for f in figs if f.quantity.startswith("RS buffer")]
+    if rs_bufs:
+        res = 0.005 * MiB * len(rs_bufs) + 1
+        rows.append(check_row("RS buffers summed", sum(f.value for f in rs_bufs), mem["r"] + mem["s"], "B", KV_TOLERANCE_PCT,
+                         "llama.cpp src/llama-memory-recurrent.cpp: the R and S tensors of every state layer, on "
+                         "their layers' devices", allowed=(mem["r"] + mem["s"] - res, mem["r"] + mem["s"] + res)))
     for q, pred in (("R", mem["r"]), ("S", mem["s"])):
         for f in figures_named(figs, q):
             rows.append(row(f"recurrent {q} ({'conv history' if q == 'R' else 'state'})", f.value, pred, "B",

@@ -215,6 +215,41 @@ def _model_buf(m, cfg, figs, n, t):
     _add(figs, f"model buffer ({m.group(1)})", _f(m.group(2)) * MiB, "B", n, t)
 
 
+@_rule("gguf", r"(\w+) RS buffer size\s*=\s*" + _NUM + r" MiB")
+def _rs_buf(m, cfg, figs, n, t):
+    _add(figs, f"RS buffer ({m.group(1)})", _f(m.group(2)) * MiB, "B", n, t)
+
+
+@_rule("gguf", r"llama_memory_recurrent[,:]\s+layer\s+(\d+): (?:dev = (\w+)|(skipped))")
+def _rs_layer(m, cfg, figs, n, t):
+    # which layers hold a recurrent state (src/llama-memory-recurrent.cpp: 'skipped' = no state)
+    cfg.setdefault("rs_layer_flags", {})[int(m.group(1))] = m.group(3) is None
+
+
+@_rule("gguf", r"print_info: file size\s*=\s*" + _NUM + r" (MiB|GiB)")
+def _file_size(m, cfg, figs, n, t):
+    _add(figs, "file size", _f(m.group(1)) * (MiB if m.group(2) == "MiB" else GiB), "B", n, t)
+
+
+#: lines that look like memory but are read on purpose as nothing (each with why), so that every line of
+#: a llama.cpp@0c1e570 load log is either read or listed here
+IGNORED_BY_DESIGN = {
+    "tokenizer piece cache": (r"load: token to piece cache size", "the tokenizer's host-side cache, not a buffer"),
+    "teardown compute check": (r"~llama_context:\s+\w+ compute buffer size is", "the same compute buffer, printed "
+                               "again when the context is freed"),
+    "iSWA cache creation": (r"llama_kv_cache_iswa: creating\s+(?:non-)?SWA KV cache, size = \d+ cells",
+                            "announces the cache whose 'size = … cells' line follows and is read"),
+}
+
+
+def _ignored(m, cfg, figs, n, t):
+    cfg["ignored_lines"] = cfg.get("ignored_lines", 0) + 1
+
+
+for _name, (_pat, _why) in IGNORED_BY_DESIGN.items():
+    _rule("gguf", _pat)(_ignored)
+
+
 @_rule("gguf", r"offloaded (\d+)/(\d+) layers to GPU")
 def _offload(m, cfg, figs, n, t):
     cfg["n_gpu_layers"], cfg["n_layer_total"] = int(m.group(1)), int(m.group(2))
@@ -422,4 +457,4 @@ def parse_log(text: str, engine: str | None = None) -> tuple[str, dict[str, Any]
     return eng, cfg, figs, unknown
 
 
-__all__ = ["ENGINES_READ", "Logged", "detect_engine", "parse_log"]
+__all__ = ["ENGINES_READ", "IGNORED_BY_DESIGN", "Logged", "detect_engine", "parse_log"]

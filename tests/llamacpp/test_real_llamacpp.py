@@ -141,6 +141,14 @@ def test_check_log_reads_real_llamacpp_logs(tier_models, family):
         kv_rows = [r for r in chk.rows if "cache" in r.component or r.component.startswith("recurrent")]
         assert len(kv_rows) >= len(m.kv) + (2 if m.rs else 0), (setting_id(s), [r.component for r in chk.rows])
         assert not [x for x in chk.not_predicted if x.startswith(("K and V", "the log has"))], chk.not_predicted
+        # every line read or ignored by design (logparse.IGNORED_BY_DESIGN), every figure predicted: the model
+        # buffers and file size from the GGUF, the output buffer, the RS buffers and recurrent layers
+        assert not chk.unknown_lines, (setting_id(s), chk.unknown_lines)
+        assert not chk.not_predicted, (setting_id(s), chk.not_predicted)
+        names = {r.component for r in chk.rows}
+        assert {"model buffers summed", "file size (tensor bytes)", "output buffer (CPU)"} <= names, names
+        if m.rs:
+            assert {"RS buffers summed", "recurrent layers"} <= names, names
         checked += 1
     assert checked >= len(SETTINGS) - 1
 
