@@ -43,22 +43,14 @@ def _kind_constants(node: ast.AST) -> list[str]:
     return []
 
 
-def _mentions_kind(node: ast.AST) -> bool:
-    """Whether an operand reads a kind: ``x.kind``, a name with ``kind`` in it, or a kind tuple."""
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Attribute) and "kind" in sub.attr.lower():
-            return True
-        if isinstance(sub, ast.Name) and ("kind" in sub.id.lower() or sub.id in KIND_TUPLES):
-            return True
-    return False
-
-
 def kind_string_comparisons(source: str) -> list[tuple[int, str]]:
     """(line, text) of each comparison in ``source`` against a layer-kind string.
 
-    A comparison counts when one side spells a kind string (``"mla"``, ``("full", "sliding")``) and
-    the other reads a kind (an attribute or name containing ``kind``), or when one side is a tuple
-    of kind strings by name (``LINEAR_KINDS``); ``==``, ``!=``, ``in`` and ``not in`` alike.
+    A comparison counts when one side spells a kind string (``"mla"``, ``("full", "sliding")``,
+    whatever the other side holds: ``g.kind``, a label, a loop variable) or is a tuple of kind
+    strings by name (``LINEAR_KINDS``); ``==``, ``!=``, ``in`` and ``not in`` alike. A substring
+    search in a config's text (``"sliding" in str(t)``: Hugging Face's ``layer_types``) is reading
+    data, not branching on a kind, and does not count.
     """
     out = []
     lines = source.splitlines()
@@ -72,8 +64,10 @@ def kind_string_comparisons(source: str) -> list[tuple[int, str]]:
         operands = [node.left, *node.comparators]
         named_tuple = any(isinstance(o, ast.Name) and o.id in KIND_TUPLES for o in operands)
         spelled = [o for o in operands if _kind_constants(o)]
-        reads_kind = any(_mentions_kind(o) for o in operands if o not in spelled)
-        if named_tuple or (spelled and reads_kind):
+        substring = (len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn))
+                     and isinstance(node.comparators[0], ast.Call)
+                     and getattr(node.comparators[0].func, "id", "") == "str")
+        if named_tuple or (spelled and not substring):
             out.append((node.lineno, lines[node.lineno - 1].strip()))
     return sorted(out)
 
@@ -111,7 +105,8 @@ def test_no_comparison_against_a_layer_kind_string_outside_the_kinds_module():
     'x = "sliding" in kinds',
     'x = kinds & {"full"} if kind != "rwkv" else 0',
     'x = [g for g in a if g.kind in LINEAR_KINDS]',
-    'x = any(k == "mla" for k, _ in hl.groups) and kind_of == "shortconv"',
+    'x = any(k == "mla" for k, _ in hl.groups)',   # a label that is a kind string
+    'x = kind_of == "shortconv"',
 ])
 def test_checker_sees_a_kind_string_comparison(src):
     assert kind_string_comparisons(src), src
@@ -122,7 +117,8 @@ def test_checker_sees_a_kind_string_comparison(src):
     'if label == "state": pass',                   # a vLLM group label
     'if kind_of(g).latent: pass',
     'x = {"full": 1}["full"]',
-    'if mode == "full": pass',                     # "full" that is no kind
+    'x = "sliding" in str(t)',                      # a substring of a config's layer_types entry
+    'x = {"full": 1}.get(name)',
 ])
 def test_checker_leaves_other_comparisons(src):
     assert not kind_string_comparisons(src), src

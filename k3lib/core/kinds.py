@@ -1,6 +1,6 @@
 """Layer kinds: one object per mixer kind, the one owner of everything that differs by kind.
 
-A layer's kind is a string in data and configs (``LayerGroup.kind``: ``full``, ``sliding``,
+A layer's kind is a string in data and configs (``AttentionGroup.kind``: ``full``, ``sliding``,
 ``mla``, ``kda``, ``gdn``, ``mamba``, ``rwkv``, ``shortconv``); :data:`KINDS` maps it to the
 object below, and :func:`kind_of` gives a group's. Core, engines, studies and views ask the
 object (``kind_of(g).caches_kv_per_token``, ``kind_of(g).kv_elements_per_token(g)``) instead
@@ -295,6 +295,10 @@ class LayerKind:
         """Elements transformers' DynamicCache keeps per token and layer."""
         return self.kv_elements_per_token(g)
 
+    def sglang_cell_elements(self, g: LayerGroup, tp: int) -> tuple[int, int]:
+        """(K, V) elements of one layer's token slot in SGLang's pool on one of $TP$ ranks."""
+        return 0, 0
+
     def vllm_label(self, g: LayerGroup) -> str:
         """The KV-cache group a layer joins in vLLM (layers of one label share a group)."""
         return "state"
@@ -387,6 +391,11 @@ class GQAKind(LayerKind):
     def vllm_label(self, g: LayerGroup) -> str:
         return f"sliding:{g.window_tokens}" if self.windowed else self.name
 
+    def sglang_cell_elements(self, g: LayerGroup, tp: int) -> tuple[int, int]:
+        """$(h·H, h·H_v)$ with $h = \\max(1, K/TP)$ (``MHATokenToKVPool``: K and V buffers)."""
+        h = kv_heads_per_rank(g.kv_heads, tp)
+        return h * g.head_dim, h * _v_dim(g)
+
 
 @dataclass(frozen=True)
 class MLAKind(LayerKind):
@@ -443,6 +452,10 @@ class MLAKind(LayerKind):
 
     def absorbed_query_latent(self, g: LayerGroup) -> int:
         return g.num_heads * g.kv_lora_rank
+
+    def sglang_cell_elements(self, g: LayerGroup, tp: int) -> tuple[int, int]:
+        """$(r_{kv} + d_{rope}, 0)$ on every rank (``MLATokenToKVPool``: the latent only)."""
+        return g.kv_lora_rank + g.qk_rope_head_dim, 0
 
     def transformers_cache_elements_per_token(self, g: LayerGroup) -> int:
         """transformers expands the latent: $N_q·(d_{nope} + d_{rope} + H_v)$."""

@@ -167,6 +167,9 @@ class VLLMKVLayout:
     padded_layers: int = 0
     concurrency_rule: str = "blocks/request"
     state_bytes: int = 0          # one recurrent layer's state per rank, before padding to the page
+    #: tokens the hybrid attention block is a multiple of (``a`` of HybridAttentionMambaModelConfig:
+    #: the MLA alignment with a latent-caching layer, else the block size)
+    hybrid_alignment: int = 16
 
     @property
     def state_padding_pct(self) -> float:
@@ -294,9 +297,9 @@ def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto",
     if attn_per_tok <= 0 and state_bytes <= 0:
         raise K3InputError("model", f"{arch.id} has no layer that caches anything")
     block = block_tokens
+    align = rules.mla_hybrid_alignment if has_latent else block_tokens
     if state_bytes and attn_per_tok:
         # attention block grows until one page holds a layer's state (vLLM: HybridAttentionMambaModelConfig)
-        align = rules.mla_hybrid_alignment if has_latent else block_tokens
         block = max(block_tokens, align * math.ceil(state_bytes / (align * attn_per_tok)))
     page = int(math.ceil(block * attn_per_tok)) if attn_per_tok else int(math.ceil(state_bytes))
     counts = [v[0] for v in merged.values()]
@@ -320,7 +323,7 @@ def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto",
         groups = tuple(out)
     return VLLMKVLayout(block_tokens=block, page_bytes=page, group_size=group_size, groups=groups,
                         window_tokens=windows, padded_layers=padded, concurrency_rule=rules.concurrency,
-                        state_bytes=int(math.ceil(state_bytes)))
+                        state_bytes=int(math.ceil(state_bytes)), hybrid_alignment=align)
 
 
 def vllm_kv_cache_tokens(model: Any, *, available_bytes: int, tp: int = 1, kv_dtype: "str | float" = "auto",
