@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GiB
-from k3lib.engines.base import EngineEstimate, EngineProfile, _gib, _resolve_model
+from k3lib.engines.base import EngineEstimate, EngineProfile, EstimateInputs, _gib, _resolve_model
 from k3lib.engines.pipeline import (sglang_stage_architectures, stage_activation_peak_bytes,
                                     stage_weights_bytes_per_rank, vllm_pipeline_kv)
 from k3lib.engines.sglang import sglang_cell_bytes, sglang_mem_fraction_static, sglang_state_bytes
@@ -98,3 +98,13 @@ def pipeline_estimate(prof: EngineProfile, model: Any, hw, *, n_gpus: int, tp: i
 def _layers(arch, pp: int) -> tuple[int, ...]:
     from k3lib.core.layout import stage_layer_counts
     return stage_layer_counts(arch.num_layers, pp)
+
+
+def staged_estimate(x: EstimateInputs) -> EngineEstimate | None:
+    """:func:`pipeline_estimate` of a request with more than one pipeline stage (each stage by the
+    engine's own rule), else None: the single-stage engines' shared first step."""
+    if x.pp <= 1:
+        return None
+    return pipeline_estimate(x.profile, x.model, x.gpu, n_gpus=x.gpus, tp=x.tp, pp=x.pp, ctx=x.context_tokens,
+                             batch=x.batch, kv_dtype=x.kv_dtype, weights=x.weights, util=x.gpu_memory_utilization,
+                             dtype_bytes=x.dtype_bytes, options=x.options)

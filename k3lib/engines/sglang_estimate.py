@@ -13,7 +13,7 @@ from __future__ import annotations
 from k3lib.core.layout import check_tp
 from k3lib.core.units import GiB
 from k3lib.engines.base import EngineEstimate, EstimateInputs, _gib
-from k3lib.engines.estimate_pp import pipeline_estimate
+from k3lib.engines.estimate_pp import staged_estimate
 from k3lib.engines.sglang import sglang_cell_bytes, sglang_mem_fraction_static, sglang_state_bytes
 from k3lib.engines.vllm import vllm_weights_bytes_per_rank
 
@@ -24,22 +24,9 @@ def sglang_estimate(x: EstimateInputs) -> EngineEstimate:
     tp_i, pp_i, ctx, n_batch, kv_dtype = x.tp, x.pp, x.context_tokens, x.batch, x.kv_dtype
     weights, dtype_bytes, options, base_b = x.weights, x.dtype_bytes, x.options, x.base_dtype_bytes
     check_tp(arch, tp_i)  # the core's rule (KV heads replicated when TP > K)
-    if pp_i > 1:
-        return pipeline_estimate(
-            prof,
-            model,
-            hw,
-            n_gpus=n_gpus,
-            tp=tp_i,
-            pp=pp_i,
-            ctx=ctx,
-            batch=n_batch,
-            kv_dtype=kv_dtype,
-            weights=weights,
-            util=x.gpu_memory_utilization,
-            dtype_bytes=dtype_bytes,
-            options=options,
-        )
+    staged = staged_estimate(x)
+    if staged is not None:
+        return staged
     total = hw.memory_bytes("usable")
     kv_label = str(kv_dtype)
     notes: list[str] = []

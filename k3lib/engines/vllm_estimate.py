@@ -14,7 +14,7 @@ from k3lib.core.errors import K3InputError
 from k3lib.core.layout import check_tp
 from k3lib.core.units import GiB
 from k3lib.engines.base import EngineEstimate, EstimateInputs, _gib
-from k3lib.engines.estimate_pp import pipeline_estimate
+from k3lib.engines.estimate_pp import staged_estimate
 from k3lib.engines.vllm import (
     VLLM_BLOCK_TOKENS,
     VLLM_CUDA_GRAPH_ESTIMATE_BYTES,
@@ -35,22 +35,9 @@ def vllm_estimate(x: EstimateInputs) -> EngineEstimate:
     tp_i, pp_i, ctx, n_batch, kv_dtype = x.tp, x.pp, x.context_tokens, x.batch, x.kv_dtype
     weights, dtype_bytes, options, base_b = x.weights, x.dtype_bytes, x.options, x.base_dtype_bytes
     check_tp(arch, tp_i)  # the core's rule (KV heads replicated when TP > K)
-    if pp_i > 1:
-        return pipeline_estimate(
-            prof,
-            model,
-            hw,
-            n_gpus=n_gpus,
-            tp=tp_i,
-            pp=pp_i,
-            ctx=ctx,
-            batch=n_batch,
-            kv_dtype=kv_dtype,
-            weights=weights,
-            util=x.gpu_memory_utilization,
-            dtype_bytes=dtype_bytes,
-            options=options,
-        )
+    staged = staged_estimate(x)
+    if staged is not None:
+        return staged
     total = hw.memory_bytes("usable")
     kv_label = str(kv_dtype)
     notes: list[str] = []
