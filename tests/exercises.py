@@ -37,3 +37,18 @@ def exercise_ids(stem: str) -> list[str]:
     nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
     return [m for c in nb.cells if c.cell_type == "markdown"
             for m in re.findall(r"\*\*Exercise (\d\d-\d+)\.\*\*", c.source)]
+
+
+def usable_gib(gpu_id: str) -> float:
+    """A GPU's usable memory in GiB as data/hardware.csv states it (the figure a lesson's answer reads)."""
+    import csv
+
+    with open(ROOT / "data" / "hardware.csv", newline="", encoding="utf-8") as fh:
+        return float(next(r for r in csv.DictReader(fh) if r["id"] == gpu_id)["memory_usable_gib"])
+
+
+def assert_answered(stem: str, at_least: int = 3) -> None:
+    """The notebook holds ≥ ``at_least`` exercises, ids unique, each with exactly one folded answer."""
+    ids = exercise_ids(stem)
+    assert len(ids) >= at_least and len(set(ids)) == len(ids), ids
+    assert set(ids) == set(answers(stem))

@@ -6,27 +6,20 @@ Kimi K3 (data/models/kimi-k3.json): 24 MLA layers caching kv_lora_rank 512 + rop
 token; 92 MoE layers of 896 routed experts, each 3 · 3,584 (latent) · 3,072 weights, in MXFP4
 (4 bits + one 8-bit scale per 32 weights = 4.25 bits). H200 SXM: 140.4 GiB usable, 8 per node.
 """
-import csv
 import math
 from pathlib import Path
 
 import pytest
-from exercises import answers, exercise_ids
+from exercises import answers, assert_answered, usable_gib
 
 STEM = "03-tensor-parallel"
 ROOT = Path(__file__).resolve().parents[1]
 GiB = 2**30
 
 
-def _usable_gib(gpu_id: str) -> float:
-    with open(ROOT / "data" / "hardware.csv", newline="", encoding="utf-8") as fh:
-        return float(next(r for r in csv.DictReader(fh) if r["id"] == gpu_id)["memory_usable_gib"])
-
 
 def test_at_least_three_exercises_all_answered():
-    ids = exercise_ids(STEM)
-    assert len(ids) >= 3 and len(set(ids)) == len(ids)
-    assert set(ids) == set(answers(STEM))
+    assert_answered(STEM)
 
 
 def test_03_1_gqa_cache_stops_splitting_at_k_heads():
@@ -61,7 +54,7 @@ def test_03_4_k3_needs_two_h200_nodes():
     # 1,347.1 / 16 = 84.2 GiB of experts, leaving 56 GiB for the rest (non-expert weights ≈ 57B
     # parameters in BF16 = 106 GiB ÷ 16 GPUs ≈ 6.6 GiB, cache, buffers) → 2 suffice
     experts_gib = 92 * 896 * 3 * 3584 * 3072 * 4.25 / 8 / GiB
-    usable = _usable_gib("h200-sxm")
+    usable = usable_gib("h200-sxm")
     assert experts_gib == pytest.approx(1347.1, abs=0.1)
     at_least = math.ceil(experts_gib / (8 * usable))
     value, unit = answers(STEM)["03-4"]

@@ -4,31 +4,24 @@ lesson states, data/hardware.csv and Kimi K3's config — never from the functio
 H200 SXM: 140.4 GiB usable (data/hardware.csv). K3: 24 MLA layers caching kv_lora_rank 512 + rope
 64 elements per token (data/models/kimi-k3.json); FP8: 1 byte per element.
 """
-import csv
 from pathlib import Path
 
 import pytest
-from exercises import answers, exercise_ids
+from exercises import answers, assert_answered, usable_gib
 
 STEM = "05-decision-checklist"
 ROOT = Path(__file__).resolve().parents[1]
 GiB = 2**30
 
 
-def _usable_gib(gpu_id: str) -> float:
-    with open(ROOT / "data" / "hardware.csv", newline="", encoding="utf-8") as fh:
-        return float(next(r for r in csv.DictReader(fh) if r["id"] == gpu_id)["memory_usable_gib"])
-
 
 def test_at_least_three_exercises_all_answered():
-    ids = exercise_ids(STEM)
-    assert len(ids) >= 3 and len(set(ids)) == len(ids)
-    assert set(ids) == set(answers(STEM))
+    assert_answered(STEM)
 
 
 def test_05_1_real_budget():
     # B = G·C − G·O = 16 × 140.4 − 16 × 8 = 2,118.4 GiB
-    want = 16 * _usable_gib("h200-sxm") - 16 * 8
+    want = 16 * usable_gib("h200-sxm") - 16 * 8
     value, unit = answers(STEM)["05-1"]
     assert unit == "GiB" and value == pytest.approx(want, abs=0.01) and round(want, 1) == 2118.4
 
