@@ -27,6 +27,7 @@ from k3lib.core.models import get_model, list_models
 from k3lib.core.precisions import get_kv_dtype, kv_dtypes
 from k3lib.core.units import parse_context_tokens
 from k3lib.views.table_format import _size, context_label
+from k3lib.views.widgets import reoffer
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt
@@ -288,13 +289,7 @@ def kv_explorer(*, model: str = "kimi-k3", kv_dtype: str = "bf16", context: str 
         slider = controls["context"]
         offered = context_choices(controls["model"].value)
         if list(slider.options) != offered:
-            keep = slider.value if slider.value in offered else offered[-1]
-            box.recounting = True
-            try:
-                slider.options = offered
-                slider.value = keep
-            finally:
-                box.recounting = False
+            reoffer(box, slider, offered, slider.value if slider.value in offered else offered[-1])
 
     def refresh(_change: object = None) -> None:
         if getattr(box, "recounting", False):

@@ -138,13 +138,7 @@ def explorer(*, model: str = "kimi-k3@guide-000", weights: str = "q4", kv_dtype:
         counts = gpu_count_choices(controls["model"].value, controls["gpu"].value)
         if list(slider.options) == counts:
             return
-        keep = next((n for n in counts if n >= slider.value), counts[-1])
-        box.recounting = True
-        try:
-            slider.options = counts
-            slider.value = keep
-        finally:
-            box.recounting = False
+        reoffer(box, slider, counts, next((n for n in counts if n >= slider.value), counts[-1]))
 
     def refresh(_change: object = None) -> None:
         if getattr(box, "recounting", False):
@@ -169,3 +163,15 @@ def explorer(*, model: str = "kimi-k3@guide-000", weights: str = "q4", kv_dtype:
     box.controls = controls
     refresh()
     return box
+
+
+def reoffer(box: Any, control: Any, options: list, value: Any) -> None:
+    """Give ``control`` new ``options`` and ``value`` as one change the explorer does not redraw
+    for twice: ``box.recounting`` is set while the two traits change, and the explorer's
+    refresh returns early while it is (it redraws once, for the value the reader sees)."""
+    box.recounting = True
+    try:
+        control.options = options
+        control.value = value
+    finally:
+        box.recounting = False
