@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from k3lib.core.architecture import LINEAR_KINDS
+from k3lib.core.kinds import FULL, state_kind
 from k3lib.core.errors import K3InputError
 from k3lib.engines.base import _resolve_model, _round_up
 
@@ -111,8 +111,8 @@ def llamacpp_view(arch: Any) -> Any:
     from dataclasses import replace
 
     if (llamacpp_arch_name(arch) == "exaone4" and arch.num_layers != EXAONE4_SWA_LAYERS
-            and any(g.kind == "sliding" for g in arch.attention)):
-        groups = tuple(replace(g, kind="full", window_tokens=0) if g.kind == "sliding" else g
+            and any(g.kind_spec.windowed for g in arch.attention)):
+        groups = tuple(replace(g, kind=FULL.name, window_tokens=0) if g.kind_spec.windowed else g
                        for g in arch.attention)
         return replace(arch, attention=groups)
     return arch
@@ -194,7 +194,7 @@ def _memory(arch: Any, *, n_ctx: int, n_seq: int, flash_attn: bool, type_k: str,
         rules = "2025"
     cells, streams = llamacpp_cells(n_ctx=n_ctx, n_seq=n_seq, kv_unified=kv_unified, flash_attn=flash_attn,
                                     rules=rules)
-    if (rules != "2025" and any(g.kind == "mla" for g in arch.attention)
+    if (rules != "2025" and any(g.kind_spec.latent for g in arch.attention)
             and str(type_k).lower() != str(type_v).lower()):
         raise K3InputError("type_v", f"{arch.id} has MLA layers, whose V is a view of the K cache: llama.cpp "
                            f"refuses K {type_k} with V {type_v} (src/llama-context.cpp, llama_init_from_model)",
@@ -208,18 +208,18 @@ def _memory(arch: Any, *, n_ctx: int, n_seq: int, flash_attn: bool, type_k: str,
             r, s = _recurrent_rows(g)
             out["r"] += g.count * out["rs_rows"] * r * 4
             out["s"] += g.count * out["rs_rows"] * s * 4
-        if g.kv_shared or g.kind in LINEAR_KINDS:
+        kind = g.kind_spec
+        if g.kv_shared or not kind.caches_kv_per_token:
             continue                 # no KV, or an earlier layer's (llama.cpp: n_layer_kv_from_start)
-        if g.kind == "mla":
-            k_row = _llamacpp_row_bytes(type_k, g.kv_lora_rank + g.qk_rope_head_dim)
+        k_row = _llamacpp_row_bytes(type_k, kind.k_row_elements(g))
+        if kind.latent:              # MLA: V is a view of the latent K (a row of its own before the 2025 rework)
             if ik_mla is not None:
-                v_row = _llamacpp_row_bytes("f16", g.kv_lora_rank) if ik_mla == 1 else 0
+                v_row = _llamacpp_row_bytes("f16", kind.v_row_elements(g)) if ik_mla == 1 else 0
             else:
-                v_row = _llamacpp_row_bytes(type_v, g.kv_lora_rank) if rules == "2025" else 0
+                v_row = _llamacpp_row_bytes(type_v, kind.v_row_elements(g)) if rules == "2025" else 0
         else:
-            k_row = _llamacpp_row_bytes(type_k, g.kv_heads * g.head_dim)
-            v_row = _llamacpp_row_bytes(type_v, g.kv_heads * (g.v_head_dim or g.head_dim))
-        if g.kind == "sliding":
+            v_row = _llamacpp_row_bytes(type_v, kind.v_row_elements(g))
+        if kind.windowed:            # llama_kv_cache_iswa: the window's cells
             n_cells = cells
             if not swa_full:
                 window = g.window_tokens * (n_seq if kv_unified else 1) + n_ubatch
@@ -257,8 +257,6 @@ def llamacpp_kv_cache_bytes(model: Any, *, context_tokens: int, n_seq: int = 1, 
     return out
 
 
-#: F32 recurrent states per sequence that the reserved graph holds, by layer kind (measured)
-_STATE_COPIES = {"gdn": 2, "kda": 1, "mamba": 1.5, "rwkv": 2, "shortconv": 1}
 
 
 def llamacpp_compute_buffer_bytes(model: Any, *, context_tokens: int, n_seq: int = 1, flash_attn: bool = True,
@@ -305,24 +303,24 @@ def llamacpp_compute_buffer_bytes(model: Any, *, context_tokens: int, n_seq: int
     mask = sum(n_ubatch * c * (2 if flash_attn else 4) for c in kv_cells)
     d = arch.hidden_size
     # absorbed MLA: every head's query is carried in the latent space (heads × kv_lora per token)
-    latent_q = max((g.num_heads * g.kv_lora_rank for g in arch.attention if g.kind == "mla"), default=0)
+    latent_q = max((g.kind_spec.absorbed_query_latent(g) for g in arch.attention), default=0)
     # linear attention: the graph holds a layer's F32 recurrent state for every sequence — twice for a
     # gated delta net (read and updated), once for KDA, 1.5× for Mamba-2, twice for RWKV-7 (measured on
     # the tier's qwen3next, kimi-k3, mamba2/falcon-h1 and rwkv7 models)
-    states = max((_STATE_COPIES.get("mamba" if g.parallel_ssm else g.kind, 1)
+    states = max((state_kind(g).llamacpp_state_copies
                   * g.recurrent_state_elements_per_layer * 4 * n_seq for g in arch.attention if g.has_state),
                  default=0)
     mask += states
     # a Mamba-2 mixer's per-token activations: its in-projection (z, xBC, dt) and the conv's input and
     # output (xBC twice); in a parallel hybrid (Falcon-H1) they replace the FFN pair when wider
     ssm_act = max(((g.ssm_inner + g._conv_channels + g.ssm_heads) + 2 * g._conv_channels
-                   for g in arch.attention if g.kind == "mamba" or g.parallel_ssm), default=0)
+                   for g in arch.attention if g.kind_spec.runs_mamba2(g)), default=0)
     # RWKV: the six token-shift mixes of the time mix (lerp_fused: 6·D per token)
-    rwkv_act = 6 * d if any(g.kind == "rwkv" for g in arch.attention) else 0
+    rwkv_act = max((g.kind_spec.llamacpp_token_shift_mixes for g in arch.attention), default=0) * d
     if flash_attn or not kv_cells:                   # no KV cache: nothing depends on flash attention
         return int(mask + n_ubatch * 4 * (arch.vocab_size + max(2 * width, ssm_act) + 3 * d + latent_q
                                           + rwkv_act))
-    heads = max((g.num_heads for g in arch.attention if g.kind not in LINEAR_KINDS), default=0)
+    heads = max((g.num_heads for g in arch.attention if g.kind_spec.caches_kv_per_token), default=0)
     scores = heads * n_ubatch * max(kv_cells, default=0) * 4
     return int(mask + scores + n_ubatch * 4 * (6 * d + latent_q))
 

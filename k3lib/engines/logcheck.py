@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from k3lib.core.memory import kv_heads_per_rank
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GiB, MiB
 from k3lib.engines.logcheck_gguf import check_gguf
@@ -126,7 +125,7 @@ def _check_vllm(cfg, figs, arch, rows, missing, notes):
                              "tokens" if block else "%", KV_TOLERANCE_PCT if block else 1.0,
                              f"{rules.label} HybridAttentionMambaModelConfig: a × ⌈{hl.state_bytes:,} B recurrent state "
                              f"÷ (a × {hl.page_bytes // hl.block_tokens:,} B per token)⌉, a = "
-                             f"{rules.mla_hybrid_alignment if any(k == 'mla' for k, _ in hl.groups) else 16}"
+                             f"{hl.hybrid_alignment}"
                              + ("" if block else "; padding = page ÷ state − 1, printed to 2 decimals")))
     avail = figures_named(figs, "available KV memory")
     total, util = cfg.get("total_gpu_memory_bytes"), cfg.get("gpu_memory_utilization")
@@ -213,12 +212,9 @@ def _check_sglang(cfg, figs, arch, rows, missing, notes):
     tokens = cfg.get("pool_tokens")
     k_cell = v_cell = 0.0
     for g in arch.attention:
-        if g.kind == "mla":
-            k_cell += g.count * (g.kv_lora_rank + g.qk_rope_head_dim) * kv_b
-        elif g.kind in ("full", "sliding"):
-            h = kv_heads_per_rank(g.kv_heads, tp)
-            k_cell += g.count * h * g.head_dim * kv_b
-            v_cell += g.count * h * (g.v_head_dim or g.head_dim) * kv_b
+        k_el, v_el = g.kind_spec.sglang_cell_elements(g, tp)    # GQA heads per rank; MLA the latent, no V
+        k_cell += g.count * k_el * kv_b
+        v_cell += g.count * v_el * kv_b
     rule = (f"SGLang srt/mem_cache/memory_pool.py: #tokens ({tokens:,}) × layers × max(1, KV heads ÷ TP={tp}) × head "
             f"dim × {kv_b:g} B" if tokens else "")
     for q, cell in (("K", k_cell), ("V", v_cell)):

@@ -99,13 +99,10 @@ def check_gguf(cfg, figs, arch, rows, missing, notes):
     elif arch is not None:
         k_rows, v_rows = [], []
         for g in arch.attention:
-            if g.kind in ("full", "sliding"):
-                k_rows += [g.kv_heads * g.head_dim] * g.count
-                v_rows += [g.kv_heads * (g.v_head_dim or g.head_dim)] * g.count
-            elif g.kind == "mla":
-                k_rows += [g.kv_lora_rank + g.qk_rope_head_dim] * g.count
-                v_rows += [g.kv_lora_rank] * g.count
-        if any(g.kind == "sliding" for g in arch.attention):
+            if g.kind_spec.caches_kv_per_token:     # llama.cpp's n_embd_k_gqa / n_embd_v_gqa of each layer
+                k_rows += [g.kind_spec.k_row_elements(g)] * g.count
+                v_rows += [g.kind_spec.v_row_elements(g)] * g.count
+        if any(g.kind_spec.windowed for g in arch.attention):
             notes.append("sliding-window layers costed at the full context here (iSWA logs print two caches)")
         source = f"{arch.id}'s architecture"
     else:
