@@ -4,7 +4,9 @@ parameter counts and KV-cache bytes.
 Notation (used across the workbook): hidden size $D$, vocabulary $V$, layers $L$,
 query heads $N_q$, KV heads $K$, head dim $H$, tokens $T$, batch $B$.
 
-Attention layer kinds and what each caches per token (elements, before the dtype):
+Attention layer kinds and what each caches per token (elements, before the dtype) — each kind is
+one object in :mod:`k3lib.core.kinds`, which owns these formulas, the split under tensor
+parallelism and each engine's rule; the groups below ask it (``g.kind_spec``):
 
 * ``full`` (MHA/GQA): $2·K·H$ per layer — keys and values.
 * ``sliding``: the same per token, but only the last ``window_tokens`` tokens.
