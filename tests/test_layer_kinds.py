@@ -8,10 +8,10 @@
   done-when check, as a test that fails naming ``file:line``;
 * each kind's figures worked by hand for one model.
 """
+
 from __future__ import annotations
 
 import ast
-import json
 import re
 import warnings
 from pathlib import Path
@@ -20,8 +20,22 @@ import pytest
 
 from k3lib.core.architecture import AttentionGroup
 from k3lib.core.errors import K3InputError
-from k3lib.core.kinds import (FULL, GDN, KDA, KIND_NAMES, KINDS, MAMBA, MLA, RWKV, SHORTCONV, SLIDING,
-                              get_kind, kind_of, kinds_in, state_kind)
+from k3lib.core.kinds import (
+    FULL,
+    GDN,
+    KDA,
+    KIND_NAMES,
+    KINDS,
+    MAMBA,
+    MLA,
+    RWKV,
+    SHORTCONV,
+    SLIDING,
+    get_kind,
+    kind_of,
+    kinds_in,
+    state_kind,
+)
 from k3lib.core.models import get_model, list_models
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +68,7 @@ def kind_string_comparisons(source: str) -> list[tuple[int, str]]:
     """
     out = []
     lines = source.splitlines()
-    with warnings.catch_warnings():           # a module's own invalid escapes are not this test's business
+    with warnings.catch_warnings():  # a module's own invalid escapes are not this test's business
         warnings.simplefilter("ignore", SyntaxWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
         tree = ast.parse(source)
@@ -64,9 +78,12 @@ def kind_string_comparisons(source: str) -> list[tuple[int, str]]:
         operands = [node.left, *node.comparators]
         named_tuple = any(isinstance(o, ast.Name) and o.id in KIND_TUPLES for o in operands)
         spelled = [o for o in operands if _kind_constants(o)]
-        substring = (len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn))
-                     and isinstance(node.comparators[0], ast.Call)
-                     and getattr(node.comparators[0].func, "id", "") == "str")
+        substring = (
+            len(node.ops) == 1
+            and isinstance(node.ops[0], (ast.In, ast.NotIn))
+            and isinstance(node.comparators[0], ast.Call)
+            and getattr(node.comparators[0].func, "id", "") == "str"
+        )
         if named_tuple or (spelled and not substring):
             out.append((node.lineno, lines[node.lineno - 1].strip()))
     return sorted(out)
@@ -92,34 +109,42 @@ def offences(package: Path = PACKAGE) -> list[str]:
 def test_no_comparison_against_a_layer_kind_string_outside_the_kinds_module():
     found = offences()
     new = [f for f in found if f.partition(":")[0] not in PENDING]
-    assert not new, ("branches on a layer-kind string outside k3lib/core/kinds.py — ask the kind object "
-                     "(kind_of(g) / g.kind_spec) instead:\n" + "\n".join(new))
+    assert not new, (
+        "branches on a layer-kind string outside k3lib/core/kinds.py — ask the kind object "
+        "(kind_of(g) / g.kind_spec) instead:\n" + "\n".join(new)
+    )
     done = PENDING - {f.partition(":")[0] for f in found}
     assert not done, f"no kind-string comparison left in {sorted(done)}: take them off PENDING"
 
 
-@pytest.mark.parametrize("src", [
-    'if g.kind == "mla": pass',
-    'if g.kind in ("full", "sliding"): pass',
-    'if g.kind not in ("kda", "gdn"): pass',
-    'x = "sliding" in kinds',
-    'x = kinds & {"full"} if kind != "rwkv" else 0',
-    'x = [g for g in a if g.kind in LINEAR_KINDS]',
-    'x = any(k == "mla" for k, _ in hl.groups)',   # a label that is a kind string
-    'x = kind_of == "shortconv"',
-])
+@pytest.mark.parametrize(
+    "src",
+    [
+        'if g.kind == "mla": pass',
+        'if g.kind in ("full", "sliding"): pass',
+        'if g.kind not in ("kda", "gdn"): pass',
+        'x = "sliding" in kinds',
+        'x = kinds & {"full"} if kind != "rwkv" else 0',
+        "x = [g for g in a if g.kind in LINEAR_KINDS]",
+        'x = any(k == "mla" for k, _ in hl.groups)',  # a label that is a kind string
+        'x = kind_of == "shortconv"',
+    ],
+)
 def test_checker_sees_a_kind_string_comparison(src):
     assert kind_string_comparisons(src), src
 
 
-@pytest.mark.parametrize("src", [
-    'if model.kind == "profile": pass',            # a model's kind, not a layer's
-    'if label == "state": pass',                   # a vLLM group label
-    'if kind_of(g).latent: pass',
-    'x = {"full": 1}["full"]',
-    'x = "sliding" in str(t)',                      # a substring of a config's layer_types entry
-    'x = {"full": 1}.get(name)',
-])
+@pytest.mark.parametrize(
+    "src",
+    [
+        'if model.kind == "profile": pass',  # a model's kind, not a layer's
+        'if label == "state": pass',  # a vLLM group label
+        "if kind_of(g).latent: pass",
+        'x = {"full": 1}["full"]',
+        'x = "sliding" in str(t)',  # a substring of a config's layer_types entry
+        'x = {"full": 1}.get(name)',
+    ],
+)
 def test_checker_leaves_other_comparisons(src):
     assert not kind_string_comparisons(src), src
 
@@ -139,7 +164,10 @@ def _kinds_in_loaders() -> set[str]:
     for path in (PACKAGE / "loaders").glob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "AttentionGroup":
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", "")) == "AttentionGroup"
+            ):
                 if node.args and isinstance(node.args[0], ast.Constant):
                     found.add(node.args[0].value)
             if isinstance(node, ast.keyword) and node.arg == "kind" and isinstance(node.value, ast.Constant):
@@ -161,7 +189,7 @@ def test_every_kind_states_its_rules_and_sources():
         assert k.label and k.short and k.tp_split and k.source
         assert k.llamacpp_cache in ("kv", "swa", "recurrent")
         assert k.vllm_spec.endswith("Spec") and k.sglang_pool
-        assert k.caches_kv_per_token != k.holds_state          # each kind caches per token or holds a state
+        assert k.caches_kv_per_token != k.holds_state  # each kind caches per token or holds a state
         assert (k.llamacpp_cache == "recurrent") == k.holds_state
         assert (k.llamacpp_state_copies > 0) == k.holds_state
 
@@ -178,9 +206,9 @@ def test_gqa_llama_70b():
     g = get_model("llama-3.1-70b").attention[0]
     k = kind_of(g)
     assert k is FULL and k.grouped_kv and not k.windowed and not k.latent
-    assert k.kv_elements_per_token(g) == 2 * 8 * 128                 # 2·K·H = 2,048
-    assert k.kv_split(g, 4) == 4 and k.kv_split(g, 16) == 8         # min(TP, K)
-    assert k.kv_elements_per_token_per_rank(g, 16) == 1 * 256       # one KV head per rank past K
+    assert k.kv_elements_per_token(g) == 2 * 8 * 128  # 2·K·H = 2,048
+    assert k.kv_split(g, 4) == 4 and k.kv_split(g, 16) == 8  # min(TP, K)
+    assert k.kv_elements_per_token_per_rank(g, 16) == 1 * 256  # one KV head per rank past K
     assert k.attention_flops_per_token(g, 1000) == 2 * 64 * 256 * 1000
     assert k.recurrent_state_elements(g) == k.conv_state_elements(g) == 0 and not k.has_state(g)
     assert k.vllm_label(g) == "full"
@@ -192,17 +220,17 @@ def test_sliding_gemma3():
     assert k is SLIDING and k.cached_tokens(g, 10**6) == g.window_tokens == 1024
     assert k.cached_tokens(g, 100) == 100
     assert k.vllm_label(g) == "sliding:1024"
-    assert k.kv_elements_per_token(g) == 2 * 16 * 128                # K = 16, H = 128
+    assert k.kv_elements_per_token(g) == 2 * 16 * 128  # K = 16, H = 128
 
 
 def test_mla_deepseek_v3():
     g = get_model("deepseek-v3").attention[0]
     k = kind_of(g)
     assert k is MLA and k.latent
-    assert k.kv_elements_per_token(g) == 512 + 64                    # r_kv + d_rope
-    assert k.kv_elements_per_token_per_rank(g, 8) == 576            # replicated on every rank
+    assert k.kv_elements_per_token(g) == 512 + 64  # r_kv + d_rope
+    assert k.kv_elements_per_token_per_rank(g, 8) == 576  # replicated on every rank
     assert (k.k_row_elements(g), k.v_row_elements(g)) == (576, 512)  # llama.cpp K row, V view
-    assert k.transformers_cache_elements_per_token(g) == 128 * (128 + 64 + 128)   # expanded
+    assert k.transformers_cache_elements_per_token(g) == 128 * (128 + 64 + 128)  # expanded
     assert k.attention_flops_per_token(g, 10) == 2 * 128 * (2 * 512 + 64) * 10
 
 
@@ -210,7 +238,7 @@ def test_kda_kimi_k3_state_bytes():
     g = next(g for g in get_model("kimi-k3").attention if g.kind_spec is KDA)
     k = g.kind_spec
     assert (g.count, g.value_heads, g.head_dim, g.conv_kernel) == (69, 96, 128, 4)
-    assert k.recurrent_state_elements(g) == 96 * 128 * 128           # 1,572,864
+    assert k.recurrent_state_elements(g) == 96 * 128 * 128  # 1,572,864
     assert k.conv_state_elements(g) == (2 * 96 * 128 + 96 * 128) * 3  # q, k, v convs × (k − 1) = 110,592
     # FP32: 6,733,824 B per layer and sequence; 69 layers = 464,633,856 B (443.1 MiB)
     per_layer = (k.recurrent_state_elements(g) + k.conv_state_elements(g)) * 4
@@ -227,17 +255,31 @@ def test_gdn_qwen3_next():
 
 def test_state_kinds_of_the_tier_models():
     # the tiny models of tests/test_silent_families.py, whose R/S llama.cpp printed
-    mamba = AttentionGroup("mamba", 4, num_heads=8, ssm_inner=512, ssm_state=64, ssm_groups=2, ssm_heads=8,
-                           conv_kernel=4)
-    assert (MAMBA.conv_state_elements(mamba), MAMBA.recurrent_state_elements(mamba)) == (3 * (512 + 2 * 2 * 64),
-                                                                                         64 * 512)
-    rwkv = AttentionGroup("rwkv", 4, num_heads=4, head_dim=64)       # D = 256, head size 64
+    mamba = AttentionGroup(
+        "mamba", 4, num_heads=8, ssm_inner=512, ssm_state=64, ssm_groups=2, ssm_heads=8, conv_kernel=4
+    )
+    assert (MAMBA.conv_state_elements(mamba), MAMBA.recurrent_state_elements(mamba)) == (
+        3 * (512 + 2 * 2 * 64),
+        64 * 512,
+    )
+    rwkv = AttentionGroup("rwkv", 4, num_heads=4, head_dim=64)  # D = 256, head size 64
     assert (RWKV.conv_state_elements(rwkv), RWKV.recurrent_state_elements(rwkv)) == (2 * 256, 256 * 64)
     conv = AttentionGroup("shortconv", 4, num_heads=4, ssm_inner=256, conv_kernel=3)
     assert (SHORTCONV.conv_state_elements(conv), SHORTCONV.recurrent_state_elements(conv)) == (256 * 2, 0)
     # Falcon-H1: a full group with a parallel Mamba-2 mixer caches K/V and holds the Mamba state
-    fh1 = AttentionGroup("full", 4, num_heads=4, kv_heads=2, head_dim=64, parallel_ssm=True, ssm_inner=512,
-                         ssm_state=64, ssm_groups=2, ssm_heads=8, conv_kernel=4)
+    fh1 = AttentionGroup(
+        "full",
+        4,
+        num_heads=4,
+        kv_heads=2,
+        head_dim=64,
+        parallel_ssm=True,
+        ssm_inner=512,
+        ssm_state=64,
+        ssm_groups=2,
+        ssm_heads=8,
+        conv_kernel=4,
+    )
     assert FULL.kv_elements_per_token(fh1) == 256 and FULL.has_state(fh1) and state_kind(fh1) is MAMBA
     assert FULL.recurrent_state_elements(fh1) == 64 * 512 and FULL.runs_mamba2(fh1)
     # a KV-sharing layer caches nothing of its own

@@ -49,11 +49,12 @@ Engine rules each kind carries, with the source it follows:
 >>> [(kind_of(g).name, kind_of(g).kv_elements_per_token(g)) for g in k3.attention]   # MLA r_kv + d_rope
 [('mla', 576), ('kda', 0)]
 """
+
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, overload
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import numpy as np
 
@@ -119,6 +120,7 @@ class LayerGroup(Protocol):
     @property
     def parallel_ssm(self) -> bool: ...
 
+
 #: RWKV token shifts kept per sequence and layer (time mix and channel mix): llama.cpp's
 #: ``token_shift_count`` default (src/llama-hparams.h; n_embd_r() = token_shift_count·n_embd,
 #: src/llama-hparams.cpp, ggml-org/llama.cpp@0c1e57098)
@@ -162,36 +164,42 @@ class LayerKind:
     """What one mixer kind is, and the rules every part of k3lib applies to it.
 
     Attributes are facts of the kind; methods take the layer group ``g`` (an
-    :class:`~k3lib.core.architecture.LayerGroup`) for its sizes."""
+    :class:`~k3lib.core.architecture.AttentionGroup`) for its sizes."""
 
-    name: str                       #: the string kept in data and configs
-    label: str                      #: how tables name it
-    short: str                      #: the design's short name in prose ("GQA", "MLA", "KDA", …)
-    caches_kv_per_token: bool       #: keeps K/V (or a latent) for every token
-    grouped_kv: bool = False        #: K and V per KV head (GQA/MHA): split by KV head up to $K$, then replicated
-    windowed: bool = False          #: keeps only the last ``window_tokens`` tokens
-    latent: bool = False            #: caches one latent shared by every head (MLA): whole on each TP rank
-    holds_state: bool = False       #: keeps a constant state per sequence
-    tp_split: str = ""              #: how the cache/state splits under TP
-    periodic: bool = False          #: placed at a period among the other layers (layer order)
-    mtp_template: bool = False      #: an MTP module copies a layer of this kind (a caching kind)
-    llamacpp_cache: str = ""        #: ``kv``, ``swa`` or ``recurrent`` (llama.cpp's memory)
-    llamacpp_state_copies: float = 0.0   #: F32 states per sequence in llama.cpp's reserved graph
+    name: str  #: the string kept in data and configs
+    label: str  #: how tables name it
+    short: str  #: the design's short name in prose ("GQA", "MLA", "KDA", …)
+    caches_kv_per_token: bool  #: keeps K/V (or a latent) for every token
+    grouped_kv: bool = False  #: K and V per KV head (GQA/MHA): split by KV head up to $K$, then replicated
+    windowed: bool = False  #: keeps only the last ``window_tokens`` tokens
+    latent: bool = False  #: caches one latent shared by every head (MLA): whole on each TP rank
+    holds_state: bool = False  #: keeps a constant state per sequence
+    tp_split: str = ""  #: how the cache/state splits under TP
+    periodic: bool = False  #: placed at a period among the other layers (layer order)
+    mtp_template: bool = False  #: an MTP module copies a layer of this kind (a caching kind)
+    llamacpp_cache: str = ""  #: ``kv``, ``swa`` or ``recurrent`` (llama.cpp's memory)
+    llamacpp_state_copies: float = 0.0  #: F32 states per sequence in llama.cpp's reserved graph
     llamacpp_token_shift_mixes: int = 0  #: per-token activations of $D$ each (RWKV's lerp_fused: 6)
-    vllm_spec: str = ""             #: vLLM's KV-cache spec class
-    vllm_recurrent_fp32: bool = False    #: vLLM keeps the recurrent state in FP32 whatever the dtype
-    sglang_pool: str = ""           #: SGLang's memory pool
-    source: str = ""                #: where the formulas come from
+    vllm_spec: str = ""  #: vLLM's KV-cache spec class
+    vllm_recurrent_fp32: bool = False  #: vLLM keeps the recurrent state in FP32 whatever the dtype
+    sglang_pool: str = ""  #: SGLang's memory pool
+    source: str = ""  #: where the formulas come from
 
     # ---- checks -------------------------------------------------------------------------------
     def validate(self, g: LayerGroup) -> None:
         """Raise :class:`K3InputError` naming the field a group of this kind lacks."""
         if g.parallel_ssm:
-            raise K3InputError("attention.parallel_ssm", f"a {self.name!r} group cannot run a parallel Mamba mixer",
-                               "parallel_ssm only on full or sliding groups")
+            raise K3InputError(
+                "attention.parallel_ssm",
+                f"a {self.name!r} group cannot run a parallel Mamba mixer",
+                "parallel_ssm only on full or sliding groups",
+            )
         if g.kv_shared:
-            raise K3InputError("attention.kv_shared", f"a {self.name!r} group cannot share another layer's KV cache",
-                               "kv_shared only on full or sliding groups")
+            raise K3InputError(
+                "attention.kv_shared",
+                f"a {self.name!r} group cannot share another layer's KV cache",
+                "kv_shared only on full or sliding groups",
+            )
 
     # ---- cache per token ----------------------------------------------------------------------
     def kv_elements_per_token(self, g: LayerGroup) -> int:
@@ -220,8 +228,7 @@ class LayerKind:
     def cached_tokens(self, g: LayerGroup, context_tokens: float) -> float: ...
     @overload
     def cached_tokens(self, g: LayerGroup, context_tokens: npt.NDArray[Any]) -> npt.NDArray[Any]: ...
-    def cached_tokens(self, g: LayerGroup,
-                      context_tokens: float | npt.NDArray[Any]) -> float | npt.NDArray[Any]:
+    def cached_tokens(self, g: LayerGroup, context_tokens: float | npt.NDArray[Any]) -> float | npt.NDArray[Any]:
         """Tokens a layer keeps of a context: $T$, or $\\min(T, W)$ for a windowed kind
         (array-aware)."""
         if not self.windowed:
@@ -491,24 +498,24 @@ class DeltaRuleKind(LayerKind):
         if self is KDA:
             nh, dk = g.num_heads, g.head_dim
             inner = nh * dk
-            n = 3 * d * inner                    # q, k, v
-            n += 3 * inner * g.conv_kernel       # short convs
-            n += d * dk + dk * inner             # f_a, f_b (decay gate, low rank)
-            n += inner + nh                      # dt_bias, A_log
-            n += nh * d                          # b_proj (beta)
+            n = 3 * d * inner  # q, k, v
+            n += 3 * inner * g.conv_kernel  # short convs
+            n += d * dk + dk * inner  # f_a, f_b (decay gate, low rank)
+            n += inner + nh  # dt_bias, A_log
+            n += nh * d  # b_proj (beta)
             n += d * inner if g.full_rank_gate else d * dk + dk * inner  # output gate
-            n += dk                              # o_norm
-            n += inner * d                       # o_proj
+            n += dk  # o_norm
+            n += inner * d  # o_proj
             return n
         # Gated DeltaNet (Qwen3-Next)
         nk, nv, dk = g.num_heads, g.value_heads, g.head_dim
         dv = _v_dim(g)
-        n = d * (2 * nk * dk + 2 * nv * dv)      # in_proj_qkvz
-        n += d * 2 * nv                          # in_proj_ba
+        n = d * (2 * nk * dk + 2 * nv * dv)  # in_proj_qkvz
+        n += d * 2 * nv  # in_proj_ba
         n += (2 * nk * dk + nv * dv) * g.conv_kernel
-        n += 2 * nv                              # dt_bias, A_log
-        n += dv                                  # norm
-        n += nv * dv * d                         # out_proj
+        n += 2 * nv  # dt_bias, A_log
+        n += dv  # norm
+        n += nv * dv * d  # out_proj
         return n
 
     def replicated_params(self, g: LayerGroup, hidden_size: int) -> int:
@@ -587,37 +594,113 @@ _VLLM = "vllm v1/kv_cache_interface.py (0.10–0.19)"
 _SGL = "sglang srt/mem_cache/memory_pool.py"
 
 FULL = GQAKind(
-    "full", "GQA (full)", "GQA", caches_kv_per_token=True, grouped_kv=True, tp_split="KV heads, ÷min(TP, K); replicated past K",
-    periodic=True, mtp_template=True, llamacpp_cache="kv", vllm_spec="FullAttentionSpec",
-    sglang_pool="MHATokenToKVPool", source=f"{_LLAMA}; {_VLLM}; {_SGL}")
+    "full",
+    "GQA (full)",
+    "GQA",
+    caches_kv_per_token=True,
+    grouped_kv=True,
+    tp_split="KV heads, ÷min(TP, K); replicated past K",
+    periodic=True,
+    mtp_template=True,
+    llamacpp_cache="kv",
+    vllm_spec="FullAttentionSpec",
+    sglang_pool="MHATokenToKVPool",
+    source=f"{_LLAMA}; {_VLLM}; {_SGL}",
+)
 SLIDING = GQAKind(
-    "sliding", "sliding window", "GQA", caches_kv_per_token=True, grouped_kv=True, windowed=True,
-    tp_split="KV heads, ÷min(TP, K); replicated past K", llamacpp_cache="swa", vllm_spec="SlidingWindowSpec",
-    sglang_pool="MHATokenToKVPool", source=f"{_LLAMA} (llama_kv_cache_iswa); {_VLLM}; {_SGL}")
+    "sliding",
+    "sliding window",
+    "GQA",
+    caches_kv_per_token=True,
+    grouped_kv=True,
+    windowed=True,
+    tp_split="KV heads, ÷min(TP, K); replicated past K",
+    llamacpp_cache="swa",
+    vllm_spec="SlidingWindowSpec",
+    sglang_pool="MHATokenToKVPool",
+    source=f"{_LLAMA} (llama_kv_cache_iswa); {_VLLM}; {_SGL}",
+)
 MLA = MLAKind(
-    "mla", "MLA latent", "MLA", caches_kv_per_token=True, latent=True, tp_split="replicated (one latent for all heads)",
-    periodic=True, mtp_template=True, llamacpp_cache="kv", vllm_spec="MLAAttentionSpec",
-    sglang_pool="MLATokenToKVPool", source=f"DeepSeek-V2 §2.1; {_LLAMA}; {_VLLM}; {_SGL}")
+    "mla",
+    "MLA latent",
+    "MLA",
+    caches_kv_per_token=True,
+    latent=True,
+    tp_split="replicated (one latent for all heads)",
+    periodic=True,
+    mtp_template=True,
+    llamacpp_cache="kv",
+    vllm_spec="MLAAttentionSpec",
+    sglang_pool="MLATokenToKVPool",
+    source=f"DeepSeek-V2 §2.1; {_LLAMA}; {_VLLM}; {_SGL}",
+)
 KDA = DeltaRuleKind(
-    "kda", "KDA (linear)", "KDA", caches_kv_per_token=False, holds_state=True, tp_split="heads, ÷TP",
-    llamacpp_cache="recurrent", llamacpp_state_copies=1, vllm_spec="MambaSpec", vllm_recurrent_fp32=True,
-    sglang_pool="MambaPool", source=f"Kimi Linear (arXiv:2510.26692); {_LLAMA}; vllm model_executor/layers/mamba/mamba_utils.py")
+    "kda",
+    "KDA (linear)",
+    "KDA",
+    caches_kv_per_token=False,
+    holds_state=True,
+    tp_split="heads, ÷TP",
+    llamacpp_cache="recurrent",
+    llamacpp_state_copies=1,
+    vllm_spec="MambaSpec",
+    vllm_recurrent_fp32=True,
+    sglang_pool="MambaPool",
+    source=f"Kimi Linear (arXiv:2510.26692); {_LLAMA}; vllm model_executor/layers/mamba/mamba_utils.py",
+)
 GDN = DeltaRuleKind(
-    "gdn", "Gated DeltaNet (linear)", "Gated DeltaNet", caches_kv_per_token=False, holds_state=True,
-    tp_split="heads, ÷TP", llamacpp_cache="recurrent", llamacpp_state_copies=2, vllm_spec="MambaSpec",
-    sglang_pool="MambaPool", source=f"Qwen3-Next modeling_qwen3_next.py; {_LLAMA}; {_VLLM}")
+    "gdn",
+    "Gated DeltaNet (linear)",
+    "Gated DeltaNet",
+    caches_kv_per_token=False,
+    holds_state=True,
+    tp_split="heads, ÷TP",
+    llamacpp_cache="recurrent",
+    llamacpp_state_copies=2,
+    vllm_spec="MambaSpec",
+    sglang_pool="MambaPool",
+    source=f"Qwen3-Next modeling_qwen3_next.py; {_LLAMA}; {_VLLM}",
+)
 MAMBA = Mamba2Kind(
-    "mamba", "Mamba-2 (state)", "Mamba-2", caches_kv_per_token=False, holds_state=True, tp_split="heads, ÷TP",
-    llamacpp_cache="recurrent", llamacpp_state_copies=1.5, vllm_spec="MambaSpec", sglang_pool="MambaPool",
-    source=f"{_LLAMA} (n_embd_r, n_embd_s); {_VLLM}")
+    "mamba",
+    "Mamba-2 (state)",
+    "Mamba-2",
+    caches_kv_per_token=False,
+    holds_state=True,
+    tp_split="heads, ÷TP",
+    llamacpp_cache="recurrent",
+    llamacpp_state_copies=1.5,
+    vllm_spec="MambaSpec",
+    sglang_pool="MambaPool",
+    source=f"{_LLAMA} (n_embd_r, n_embd_s); {_VLLM}",
+)
 RWKV = RWKVKind(
-    "rwkv", "RWKV (state)", "RWKV", caches_kv_per_token=False, holds_state=True, tp_split="heads, ÷TP",
-    llamacpp_cache="recurrent", llamacpp_state_copies=2, llamacpp_token_shift_mixes=6, vllm_spec="MambaSpec",
-    sglang_pool="MambaPool", source=f"{_LLAMA} (token_shift_count, wkv.head_size)")
+    "rwkv",
+    "RWKV (state)",
+    "RWKV",
+    caches_kv_per_token=False,
+    holds_state=True,
+    tp_split="heads, ÷TP",
+    llamacpp_cache="recurrent",
+    llamacpp_state_copies=2,
+    llamacpp_token_shift_mixes=6,
+    vllm_spec="MambaSpec",
+    sglang_pool="MambaPool",
+    source=f"{_LLAMA} (token_shift_count, wkv.head_size)",
+)
 SHORTCONV = ShortConvKind(
-    "shortconv", "short conv (state)", "short conv", caches_kv_per_token=False, holds_state=True,
-    tp_split="channels, ÷TP", llamacpp_cache="recurrent", llamacpp_state_copies=1, vllm_spec="MambaSpec",
-    sglang_pool="MambaPool", source=f"LFM2 modeling_lfm2.py (conv_L_cache); {_LLAMA} (shortconv.l_cache)")
+    "shortconv",
+    "short conv (state)",
+    "short conv",
+    caches_kv_per_token=False,
+    holds_state=True,
+    tp_split="channels, ÷TP",
+    llamacpp_cache="recurrent",
+    llamacpp_state_copies=1,
+    vllm_spec="MambaSpec",
+    sglang_pool="MambaPool",
+    source=f"LFM2 modeling_lfm2.py (conv_L_cache); {_LLAMA} (shortconv.l_cache)",
+)
 
 #: every kind by the string data and configs use
 KINDS: Mapping[str, LayerKind] = {k.name: k for k in (FULL, SLIDING, MLA, KDA, GDN, MAMBA, RWKV, SHORTCONV)}
