@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from k3lib.core.kinds import FULL, state_kind
 from k3lib.core.errors import K3InputError
+from k3lib.core.kinds import FULL, state_kind
 from k3lib.engines.base import _resolve_model, _round_up
 
 # ---------------------------------------------------------------------------
