@@ -192,6 +192,7 @@ def test_every_kind_states_its_rules_and_sources():
         assert k.caches_kv_per_token != k.holds_state  # each kind caches per token or holds a state
         assert (k.llamacpp_cache == "recurrent") == k.holds_state
         assert (k.llamacpp_state_copies > 0) == k.holds_state
+        assert bool(k.state_dtype_bytes) == k.holds_state
 
 
 def test_an_unknown_kind_is_refused_naming_the_known_ones():
@@ -244,6 +245,12 @@ def test_kda_kimi_k3_state_bytes():
     per_layer = (k.recurrent_state_elements(g) + k.conv_state_elements(g)) * 4
     assert per_layer == 6_733_824 and g.count * per_layer == 464_633_856
     assert k.vllm_recurrent_fp32 and not GDN.vllm_recurrent_fp32
+    # each engine's state dtype: vLLM keeps KDA's recurrent state FP32 and its conv state at the model dtype
+    assert (k.state_dtype_bytes["vllm"], GDN.state_dtype_bytes["vllm"], k.state_dtype_bytes["llama.cpp"]) == (
+        (4, 2),
+        (2, 2),
+        (4, 4),
+    )
     assert k.kv_elements_per_token(g) == 0 and k.vllm_label(g) == "state"
 
 

@@ -53,7 +53,7 @@ Engine rules each kind carries, with the source it follows:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import numpy as np
@@ -184,6 +184,8 @@ class LayerKind:
     vllm_recurrent_fp32: bool = False  #: vLLM keeps the recurrent state in FP32 whatever the dtype
     sglang_pool: str = ""  #: SGLang's memory pool
     source: str = ""  #: where the formulas come from
+    #: bytes per element of the state, (recurrent, conv), by engine (:data:`STATE_DTYPE_RULE`)
+    state_dtype_bytes: Mapping[str, tuple[int, int]] = field(default_factory=dict, hash=False, compare=False)
 
     # ---- checks -------------------------------------------------------------------------------
     def validate(self, g: LayerGroup) -> None:
@@ -634,6 +636,19 @@ MLA = MLAKind(
     sglang_pool="MLATokenToKVPool",
     source=f"DeepSeek-V2 §2.1; {_LLAMA}; {_VLLM}; {_SGL}",
 )
+#: bytes per element of a state, (recurrent, conv), as each engine keeps it: the planner
+#: (``generic``, ``Assumptions.state_bytes_per_element``) and SGLang FP32; llama.cpp's R and S caches
+#: F32 (src/llama-memory-recurrent.cpp); vLLM's ``mamba_ssm_cache_dtype`` "auto" and transformers
+#: the model dtype (2 B). KDA differs under vLLM 0.11–0.19: its recurrent state FP32
+#: (``mamba_utils.py`` ``kda_state_dtype``), its conv state the model dtype.
+STATE_DTYPE_RULE: Mapping[str, tuple[int, int]] = {
+    "generic": (4, 4),
+    "sglang": (4, 4),
+    "llama.cpp": (4, 4),
+    "vllm": (2, 2),
+    "transformers": (2, 2),
+}
+
 KDA = DeltaRuleKind(
     "kda",
     "KDA (linear)",
@@ -646,6 +661,7 @@ KDA = DeltaRuleKind(
     vllm_spec="MambaSpec",
     vllm_recurrent_fp32=True,
     sglang_pool="MambaPool",
+    state_dtype_bytes={**STATE_DTYPE_RULE, "vllm": (4, 2)},
     source=f"Kimi Linear (arXiv:2510.26692); {_LLAMA}; vllm model_executor/layers/mamba/mamba_utils.py",
 )
 GDN = DeltaRuleKind(
@@ -660,6 +676,7 @@ GDN = DeltaRuleKind(
     vllm_spec="MambaSpec",
     sglang_pool="MambaPool",
     source=f"Qwen3-Next modeling_qwen3_next.py; {_LLAMA}; {_VLLM}",
+    state_dtype_bytes=STATE_DTYPE_RULE,
 )
 MAMBA = Mamba2Kind(
     "mamba",
@@ -673,6 +690,7 @@ MAMBA = Mamba2Kind(
     vllm_spec="MambaSpec",
     sglang_pool="MambaPool",
     source=f"{_LLAMA} (n_embd_r, n_embd_s); {_VLLM}",
+    state_dtype_bytes=STATE_DTYPE_RULE,
 )
 RWKV = RWKVKind(
     "rwkv",
@@ -687,6 +705,7 @@ RWKV = RWKVKind(
     vllm_spec="MambaSpec",
     sglang_pool="MambaPool",
     source=f"{_LLAMA} (token_shift_count, wkv.head_size)",
+    state_dtype_bytes=STATE_DTYPE_RULE,
 )
 SHORTCONV = ShortConvKind(
     "shortconv",
@@ -700,6 +719,7 @@ SHORTCONV = ShortConvKind(
     vllm_spec="MambaSpec",
     sglang_pool="MambaPool",
     source=f"LFM2 modeling_lfm2.py (conv_L_cache); {_LLAMA} (shortconv.l_cache)",
+    state_dtype_bytes=STATE_DTYPE_RULE,
 )
 
 #: every kind by the string data and configs use

@@ -19,7 +19,7 @@ import numpy as np
 
 from k3lib.core.architecture import Architecture, AttentionGroup
 from k3lib.core.errors import K3InputError
-from k3lib.core.kinds import state_kind
+from k3lib.core.kinds import KINDS, state_kind
 from k3lib.core.models import ModelSpec, PublishedProfile
 from k3lib.core.precisions import KVDtype, WeightFormat, get_kv_dtype, get_weight_format
 from k3lib.core.units import GB, GiB, MiB
@@ -354,19 +354,12 @@ def stage_weight_bytes_per_rank(model: Architecture, stage: Architecture, *, bit
 
 #: engines :func:`loaded_parts_notes` knows (``generic`` = k3lib's own component model)
 NOTE_ENGINES = ("vllm", "sglang", "llama.cpp", "transformers", "generic")
-#: bytes per element of the linear-attention state, (recurrent, conv), as each engine keeps it:
-#: the planner (``Assumptions.state_bytes_per_element``) and the SGLang estimate FP32; llama.cpp's
-#: R and S caches f32; vLLM 0.11–0.19 KDA recurrent FP32 (``mamba_utils.py`` ``kda_state_dtype``)
-#: with its conv state in the model dtype, Gated DeltaNet both in the model dtype
-#: (``mamba_ssm_cache_dtype`` "auto"); transformers the model dtype.
-STATE_DTYPE_BYTES = {"generic": {"kda": (4, 4), "gdn": (4, 4)}, "sglang": {"kda": (4, 4), "gdn": (4, 4)},
-                     "llama.cpp": {"kda": (4, 4), "gdn": (4, 4)}, "vllm": {"kda": (4, 2), "gdn": (2, 2)},
-                     "transformers": {"kda": (2, 2), "gdn": (2, 2)}}
-# Mamba-2 (and Falcon-H1's parallel mixer), RWKV and short conv: llama.cpp's R and S are F32
-# (src/llama-memory-recurrent.cpp); vLLM's mamba_ssm_cache_dtype "auto" keeps the model dtype;
-# the others as for a gated delta net
-for _eng, _b in STATE_DTYPE_BYTES.items():
-    _b.update({k: _b["gdn"] for k in ("mamba", "rwkv", "shortconv")})
+#: bytes per element of the linear-attention state, (recurrent, conv), as each engine keeps it, by
+#: engine and state kind: each kind's own rule (:attr:`k3lib.core.kinds.LayerKind.state_dtype_bytes`:
+#: FP32 for the planner, SGLang and llama.cpp; the model dtype for vLLM and transformers, except KDA's
+#: recurrent state under vLLM, FP32)
+STATE_DTYPE_BYTES = {eng: {k.name: k.state_dtype_bytes[eng] for k in KINDS.values() if k.holds_state}
+                     for eng in ("generic", "sglang", "llama.cpp", "vllm", "transformers")}
 
 
 def _state_kind(group: AttentionGroup) -> str:
