@@ -278,7 +278,7 @@ def llamacpp_compute_buffer_bytes(model: Any, *, context_tokens: int, n_seq: int
       $r_{kv}$), $6D + H·r_{kv}$ without (the scores term then dominates).
 
     ``n_ctx`` is llama.cpp's whole context (default ``context_tokens × n_seq``). Measured on
-    llama.cpp@0c1e570's CPU backend (``tests/llamacpp``, 12 settings per family; figures in
+    llama.cpp@0c1e570's CPU backend (``tests/llamacpp``, 13 settings per family; figures in
     ``data/measured/llamacpp-0c1e570-cpu.csv``): GQA dense and iSWA models −1.2 … +3.4 %, MoE
     −10 … +1 %, the hybrid gated-delta-net model −7 … −0.5 %, DeepSeek MLA −0.3 … −0.1 % with flash
     attention and −17 % without, Kimi K3's KDA + MLA −18 … +3 % (its attention-residual block

@@ -79,7 +79,20 @@ def _n_seq(m, cfg, figs, n, t):
 
 @_rule("gguf", r"\bflash_attn\s*=\s*(\w+)")
 def _fa(m, cfg, figs, n, t):
-    cfg["flash_attn"] = m.group(1).lower() in ("1", "true", "enabled", "on")
+    v = m.group(1).lower()
+    if v == "auto":
+        # llama.cpp@0c1e570 (src/llama-context.cpp): auto is resolved when the graph is first reserved —
+        # enabled where the backend runs FLASH_ATTN_EXT for this model (every CPU build does) — and said
+        # on a later line ('Flash Attention enabled/disabled', read below); until then taken as enabled
+        cfg.setdefault("flash_attn", True)
+        cfg["flash_attn_auto"] = True
+        return
+    cfg["flash_attn"] = v in ("1", "true", "enabled", "on")
+
+
+@_rule("gguf", r"Flash Attention (?:was auto, set to )?(enabled|disabled)")
+def _fa_resolved(m, cfg, figs, n, t):
+    cfg["flash_attn"] = m.group(1) == "enabled"
 
 
 @_rule("gguf", r"\bn_ctx_slot=(\d+)")

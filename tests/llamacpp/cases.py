@@ -20,6 +20,7 @@ SETTINGS: tuple[dict[str, Any], ...] = (
     {"n_ctx": 4096, "swa_full": True},
     {"n_ctx": 2048, "n_seq": 16},                                 # recurrent state: 16 rows
     {"n_ctx": 2048, "n_seq": 4, "n_rs_seq": 3},                   # 4 × (1 + 3) snapshot rows
+    {"n_ctx": 4096, "flash_attn": "auto"},                        # llama.cpp's default: resolved to enabled on CPU
 )
 
 
@@ -29,7 +30,8 @@ def setting_id(s: dict[str, Any]) -> str:
 
 def cache_kwargs(s: dict[str, Any]) -> dict[str, Any]:
     """A setting as :func:`~k3lib.engines.llamacpp.llamacpp_memory` takes it (llama.cpp's defaults filled in)."""
-    return dict(n_ctx=s["n_ctx"], n_seq=s.get("n_seq", 1), flash_attn=s.get("flash_attn", True),
+    # flash_attn "auto" (llama.cpp's default) resolves to enabled on the CPU backend (src/llama-context.cpp)
+    return dict(n_ctx=s["n_ctx"], n_seq=s.get("n_seq", 1), flash_attn=bool(s.get("flash_attn", True)),
                 type_k=s.get("type_k", "f16"), type_v=s.get("type_v", "f16"), n_ubatch=s.get("n_ubatch", 512),
                 swa_full=s.get("swa_full", False), kv_unified=s.get("kv_unified", False),
                 n_rs_seq=s.get("n_rs_seq", 0))

@@ -97,7 +97,8 @@ def load(model_path: str, settings: str) -> None:
     cp.n_threads = cp.n_threads_batch = 2
     cp.type_k = _CACHE_TYPES[s.get("type_k", "f16")]
     cp.type_v = _CACHE_TYPES[s.get("type_v", "f16")]
-    cp.flash_attn_type = 1 if s.get("flash_attn", True) else 0
+    fa = s.get("flash_attn", True)
+    cp.flash_attn_type = -1 if fa == "auto" else 1 if fa else 0       # LLAMA_FLASH_ATTN_TYPE_AUTO = -1
     cp.swa_full = bool(s.get("swa_full", False))
     cp.kv_unified = bool(s.get("kv_unified", False))
     ctx = llama_cpp.llama_init_from_model(model, cp)
