@@ -559,18 +559,18 @@ def test_figures_reproduced_per_engine_counts_the_public_logs():
     assert (t.loc["vllm", "figures"], t.loc["vllm", "reproduced"]) == (107, 105)
     # the Mistral CUDA log's compute buffer is modelled, counted apart: 2,160 vs 2,144 MiB (tests/test_check_log.py)
     assert t.loc["llama.cpp", "compute buffers within the model's band"] == "1 / 1"
-    # the real-llama.cpp tier: every non-compute row of its CSV (19 families × 13 settings), all equal
+    # the real-llama.cpp tier: every non-compute row of its CSV (20 families × 13 settings), all equal
     import csv
 
     from k3lib.core.data import data_file
     with data_file("measured", "llamacpp-0c1e570-cpu.csv").open(encoding="utf-8", newline="") as fh:
         tier = [r for r in csv.DictReader(fh) if r["kind"] != "compute MiB"]
     row = t.loc["llama.cpp@0c1e570, measured here"]
-    assert (row["figures"], row["reproduced"], row["logs read"]) == (len(tier), len(tier), 247) == (2194, 2194, 247)
+    assert (row["figures"], row["reproduced"], row["logs read"]) == (len(tier), len(tier), 260) == (2298, 2298, 260)
     with data_file("measured", "llamacpp-0c1e570-cpu.csv").open(encoding="utf-8", newline="") as fh:
         comp = [float(r["error_pct"]) for r in csv.DictReader(fh) if r["kind"] == "compute MiB"]
-    assert len(comp) == 245 and max(map(abs, comp)) < 20          # the tier's worst compute error: −17.6 %
-    assert row["compute buffers within the model's band"] == "245 / 245"
+    assert len(comp) == 258 and max(map(abs, comp)) < 20          # the tier's worst compute error: −17.6 %
+    assert row["compute buffers within the model's band"] == "258 / 258"
     # Ollama: the Llama 3.1 70B Q4_0 model size (1 prediction); the partial-offload KV split (1 consistency check)
     assert (t.loc["ollama", "figures"], t.loc["ollama", "reproduced"]) == (1, 1)
     assert t.loc["ollama", "log consistency checks passed"] == 1

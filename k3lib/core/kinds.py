@@ -150,6 +150,12 @@ def _mamba2_params(g: LayerGroup, d: int) -> int:
     weight and bias $(k+1)·(d_i + 2n_g d_s)$, ``ssm_a``/``ssm_d``/``ssm_dt`` bias $3n_h$, ``ssm_norm``
     $d_i$, ``ssm_out`` $d_i·D$."""
     di, xbc, nh = g.ssm_inner, _mamba2_conv_channels(g), g.ssm_heads
+    if not g.ssm_groups:
+        # Mamba-1 (no groups; ``ssm_heads`` holds its dt rank r): ``ssm_in`` $D·2d_i$, ``ssm_conv1d``
+        # $(k+1)·d_i$, ``ssm_x`` $d_i·(r + 2d_s)$, ``ssm_dt`` $r·d_i + d_i$, ``ssm_a`` $d_s·d_i$, ``ssm_d`` $d_i$,
+        # ``ssm_out`` $d_i·D$ (LLM_ARCH_MAMBA, src/llama-model.cpp @0c1e57098)
+        ds, r = g.ssm_state, nh
+        return 2 * d * di + (g.conv_kernel + 1) * di + di * (r + 2 * ds) + r * di + di + ds * di + di + di * d
     return d * (di + xbc + nh) + (g.conv_kernel + 1) * xbc + 3 * nh + di + di * d
 
 

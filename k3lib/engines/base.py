@@ -98,7 +98,7 @@ ENGINES: dict[str, EngineProfile] = {
             "F32 without) + without flash attention the F32 scores + n_ubatch × 4 B × (vocab + 2·FFN width + "
             "3·hidden + heads·kv_lora for MLA); measured −1 … +3 % for GQA, −18 … +3 % elsewhere",
         ),
-        calibration="data/measured/llamacpp-0c1e570-cpu.csv: 2,194 figures of a real llama.cpp build (tests/llamacpp), "
+        calibration="data/measured/llamacpp-0c1e570-cpu.csv: 2,298 figures of a real llama.cpp build (tests/llamacpp), "
                     "all reproduced; compute buffers within the stated bands; public logs in data/measured/engine_logs.csv"),
     "sglang": EngineProfile(
         id="sglang", name="SGLang", version="0.5.x source (2025)", printed_unit="GB (meaning GiB)",

@@ -284,7 +284,8 @@ def llamacpp_compute_buffer_bytes(model: Any, *, context_tokens: int, n_seq: int
     attention and −17 % without, Kimi K3's KDA + MLA −18 … +3 % (its attention-residual block
     sums and the non-flash MLA path are not modelled), Falcon-H1 (attention + Mamba-2 in parallel)
     −8.3 … −0.4 %, pure Mamba-2 +2.0 … +8.5 %, RWKV-7 −1.0 … −0.7 %, LFM2's short-conv hybrid
-    −0.5 … +1.1 %, Granite-hybrid (Mamba-2 + attention) −9.6 … +7.7 %, Qwen2 −0.5 … +1.1 %, Gemma 2
+    −0.5 … +1.1 %, pure Mamba-1 +0.3 … +1.3 %, Granite-hybrid (Mamba-2 + attention) −9.6 … +7.7 %,
+    Qwen2 −0.5 … +1.1 %, Gemma 2
     −1.0 … −0.1 %, Cohere 2 −16.9 … +3.4 %, EXAONE-4 −0.2 … +10.9 %, Llama 4 (chunked, interleaved MoE)
     −0.5 … +18.8 %, gpt-oss −9.4 … −0.1 %, GLM-4.5 (MoE + shared expert after a dense layer)
     −14.9 … −0.6 %. A model with no KV cache (Mamba-2, RWKV) has no attention to flash: one formula.
