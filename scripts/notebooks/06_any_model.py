@@ -341,7 +341,7 @@ One Ollama log names Llama 3.1 70B in Q4_0: llama.cpp's per-tensor recipe (outpu
 ### The real llama.cpp, measured
 
 The public logs above are what others happened to print.
-The test suite also builds llama.cpp itself (ggml-org/llama.cpp@0c1e57098, from llama-cpp-python's source distribution) and loads seven tiny models of the families the llama.cpp profile claims, in 12 settings each: flash attention on and off, f16/q8_0/q4_0 caches, several sequences, a unified cache, a smaller micro-batch, a full-size sliding window, recurrent snapshots.
+The test suite also builds llama.cpp itself (ggml-org/llama.cpp@0c1e57098, from llama-cpp-python's source distribution) and loads tiny models of 20 families (GQA, sliding-window, chunked, MLA, MoE, gated delta net, KDA, Mamba 1 and 2, RWKV-7, short convolution, the Falcon-H1 parallel hybrid, MTP blocks), in 13 settings each: flash attention on, off and auto, f16/q8_0/q4_0 caches, several sequences, a unified cache, a smaller micro-batch, a full-size sliding window, recurrent snapshots.
 Every KV, sliding-window and recurrent-state line, every cell count and the model buffers must come out as llama.cpp prints them; the compute buffer is a model of the scheduler's worst-case graph, so it gets an error range instead:
 """),
     code(f"""
