@@ -329,3 +329,16 @@ def test_state_families_from_config_json(mtype):
     m = llamacpp_memory(arch, n_ctx=4096)
     assert (m["r"], m["s"]) == (r, s)
     assert arch.num_layers == len(arch.layer_order())
+
+
+def test_vllm_pages_falcon_h1s_parallel_mamba_state_beside_its_attention():
+    """vLLM gives a Falcon-H1 decoder layer two cache entries (attention and a MambaSpec): the
+    layout holds a state group, and its state per rank is the Mamba-2 state (conv + SSM)."""
+    from k3lib.engines.vllm import vllm_kv_layout
+    meta = _meta("falcon-h1", embedding_length=256, block_count=4, feed_forward_length=512,
+                 **{"attention.head_count": 4, "attention.head_count_kv": 2, "attention.key_length": 64,
+                    "attention.value_length": 64}, **_SSM)
+    arch = architecture_from_gguf(meta, EMB, id="fh1", source="t")
+    lay = vllm_kv_layout(arch, tp=1, dtype_bytes=2)
+    # conv (4 − 1) × (512 + 2·2·64) = 2,304 elements + SSM 64 × 512 = 32,768 elements, at 2 B (the model dtype)
+    assert lay.state_bytes == (2_304 + 32_768) * 2

@@ -279,6 +279,12 @@ def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto",
             state_bytes = max(state_bytes, per_layer)
             kinds.append(("state", g.count, 0.0))
             continue
+        if g.has_state:
+            # Falcon-H1: each decoder layer holds its attention and a Mamba-2 mixer, two cache
+            # entries to vLLM (an attention spec and a MambaSpec; model_executor/models/falcon_h1.py)
+            per_layer = (g.recurrent_state_elements_per_layer * state_b + g.conv_state_elements_per_layer * state_b) / tp
+            state_bytes = max(state_bytes, per_layer)
+            kinds.append(("state", g.count, 0.0))
         has_latent = has_latent or k.latent
         label = k.vllm_label(g)
         if k.windowed and not rules.grouped:
