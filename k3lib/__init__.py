@@ -16,6 +16,7 @@ and that no module imports itself round a circle):
 * :mod:`k3lib.views` — tables, charts, widgets and notebook parameters (presentation only)
 * :mod:`k3lib.report` — parameterized deployment reports; :mod:`k3lib.cli` — ``k3plan``
 """
+
 from k3lib.core.errors import DoesNotSplitError, K3InputError, UnknownNameError
 
 __all__ = ["K3InputError", "UnknownNameError", "DoesNotSplitError", "make_plan", "get_model", "get_gpu"]
@@ -25,11 +26,14 @@ __version__ = "0.1.0"
 def __getattr__(name: str):  # lazy: no import-time I/O
     if name == "make_plan":
         from k3lib.core.plan import make_plan
+
         return make_plan
     if name == "get_model":
         from k3lib.core.models import get_model
+
         return get_model
     if name == "get_gpu":
         from k3lib.core.hardware import get_gpu
+
         return get_gpu
     raise AttributeError(name)

@@ -7,6 +7,7 @@ Run from the repository root:  python scripts/build_builtin_models.py
 The JSON files hold shapes only; parameter counts and KV bytes are computed by
 k3lib at load time, so nothing derived is typed into data/.
 """
+
 from __future__ import annotations
 
 import csv
@@ -32,8 +33,16 @@ BUILTINS = {
     "llama-3.1-8b": ("llama-3.1-8b.json", "Llama 3.1 8B", "Llama-3.1-8B"),
     "llama-3.1-70b": ("llama-3.1-70b.json", "Llama 3.1 70B", "Llama-3.1-70B"),
     "llama-3.1-405b": ("llama-3.1-405b.json", "Llama 3.1 405B", "Llama-3.1-405B"),
-    "llama-4-scout": ("llama-4-scout-17b-16e-instruct.abridged.json", "Llama 4 Scout 17B-16E", "Llama-4-Scout-17B-16E-Instruct"),
-    "llama-4-maverick": ("llama-4-maverick-17b-128e-instruct.abridged.json", "Llama 4 Maverick 17B-128E", "Llama-4-Maverick-17B-128E-Instruct"),
+    "llama-4-scout": (
+        "llama-4-scout-17b-16e-instruct.abridged.json",
+        "Llama 4 Scout 17B-16E",
+        "Llama-4-Scout-17B-16E-Instruct",
+    ),
+    "llama-4-maverick": (
+        "llama-4-maverick-17b-128e-instruct.abridged.json",
+        "Llama 4 Maverick 17B-128E",
+        "Llama-4-Maverick-17B-128E-Instruct",
+    ),
     "qwen3-235b-a22b": ("qwen3-235b-a22b.json", "Qwen3 235B-A22B", "Qwen3-235B-A22B"),
     "qwen3-235b-a22b-fp8": ("qwen3-235b-a22b-fp8.json", "Qwen3 235B-A22B FP8", None),
     "qwen3-30b-a3b": ("qwen3-30b-a3b.json", "Qwen3 30B-A3B", "Qwen3-30B-A3B"),
@@ -70,9 +79,11 @@ def main() -> None:
             doc["official_params_total"] = "2.8T (guide-004: 2,800B)"
             doc["official_params_active"] = "104B (guide-004)"
             doc["max_context_tokens"] = 1048576
-        doc["notes"] = ("derived: shapes converted from the config by k3lib.loaders.hf_config; "
-                        + (f"models.csv row '{row_name}'; " if row else "")
-                        + "parameter counts and KV bytes are computed at load time")
+        doc["notes"] = (
+            "derived: shapes converted from the config by k3lib.loaders.hf_config; "
+            + (f"models.csv row '{row_name}'; " if row else "")
+            + "parameter counts and KV bytes are computed at load time"
+        )
         doc = {"schema": "k3lib.architecture/1", **doc}
         (out / f"{mid}.json").write_text(json.dumps(doc, indent=1) + "\n")
         print(f"wrote data/models/{mid}.json")

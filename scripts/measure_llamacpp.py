@@ -3,6 +3,7 @@ data/measured/llamacpp-0c1e570-cpu.csv (needs scripts/install-llamacpp.sh first)
 
     .venv/bin/python scripts/measure_llamacpp.py [--out FILE]
 """
+
 from __future__ import annotations
 
 import argparse

@@ -22,6 +22,7 @@ series with its answers removed and its outputs cleared, the parameters unchange
 ``.venv/bin/python scripts/nbtool.py student student-edition/``.
 A literal dollar sign in markdown is written ``\\$`` (e.g. ``\\$30,000``), as Jupyter expects.
 """
+
 from __future__ import annotations
 
 import re
@@ -87,7 +88,9 @@ def objectives(goals: list[str], minutes: int):
 #: an exercise's answer marker: ``<!-- answer id=02-1 value=40 unit=GiB -->`` (tests/exercises.py
 #: reads it and a test checks the value against one derived by hand; the student edition drops
 #: the folded answer with it)
-ANSWER_MARK = re.compile(r"<!-- answer id=(?P<id>[\w.-]+) value=(?P<value>-?[\d.]+(?:e[+-]?\d+)?) unit=(?P<unit>\S+) -->")
+ANSWER_MARK = re.compile(
+    r"<!-- answer id=(?P<id>[\w.-]+) value=(?P<value>-?[\d.]+(?:e[+-]?\d+)?) unit=(?P<unit>\S+) -->"
+)
 
 
 def exercise(ident: str, question: str, answer: str, *, value: float, unit: str):
@@ -98,8 +101,10 @@ def exercise(ident: str, question: str, answer: str, *, value: float, unit: str)
     if not re.fullmatch(r"\d\d-\d+", ident):
         raise ValueError(f"exercise id {ident!r}: expected NN-k, e.g. 02-1")
     q = md(f"**Exercise {ident}.** {question.strip()}")
-    a = md(f"<details><summary>Answer {ident}</summary>\n\n{answer.strip()}\n\n"
-           f"<!-- answer id={ident} value={float(value)!r} unit={unit} -->\n\n</details>")
+    a = md(
+        f"<details><summary>Answer {ident}</summary>\n\n{answer.strip()}\n\n"
+        f"<!-- answer id={ident} value={float(value)!r} unit={unit} -->\n\n</details>"
+    )
     a.metadata["tags"] = ["answer"]
     return [q, a]
 
@@ -132,8 +137,9 @@ def execute_and_clean(path: Path, timeout: int = 300) -> None:
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -156,8 +162,9 @@ def build(stem: str, cells: list) -> Path:
 #: ``$$…$$`` (display) or ``$…$`` (inline). As in pandoc: an inline formula does not start or end
 #: with a space and its closing ``$`` is not followed by a digit, so "$30,000 and $32,000" is text;
 #: ``\\$`` is a literal dollar sign.
-MATH = re.compile(r"(?<![\\$])\$\$(?P<display>.+?)\$\$|(?<![\\$])\$(?![\s$])(?P<inline>[^$\n]+?)(?<![\s\\])\$(?!\d)",
-                  re.S)
+MATH = re.compile(
+    r"(?<![\\$])\$\$(?P<display>.+?)\$\$|(?<![\\$])\$(?![\s$])(?P<inline>[^$\n]+?)(?<![\s\\])\$(?!\d)", re.S
+)
 _FENCE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
 
 
@@ -208,7 +215,8 @@ def is_answer_cell(cell) -> bool:
     """True for a cell that holds an exercise's answer: tagged ``answer`` (:func:`exercise`) or a
     markdown cell carrying an :data:`ANSWER_MARK`."""
     return "answer" in cell.metadata.get("tags", ()) or (
-        cell.cell_type == "markdown" and ANSWER_MARK.search(cell.source) is not None)
+        cell.cell_type == "markdown" and ANSWER_MARK.search(cell.source) is not None
+    )
 
 
 def student_notebook(nb):

@@ -4,6 +4,7 @@
 states in its ``<!-- answer id=… value=… unit=… -->`` marker. A test per exercise derives the
 value by hand (the formula in a comment) and compares.
 """
+
 from __future__ import annotations
 
 import re
@@ -35,8 +36,9 @@ def answers(stem: str) -> dict[str, tuple[float, str]]:
 def exercise_ids(stem: str) -> list[str]:
     """The exercise ids whose question cell the notebook holds (``**Exercise NN-k.**``)."""
     nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
-    return [m for c in nb.cells if c.cell_type == "markdown"
-            for m in re.findall(r"\*\*Exercise (\d\d-\d+)\.\*\*", c.source)]
+    return [
+        m for c in nb.cells if c.cell_type == "markdown" for m in re.findall(r"\*\*Exercise (\d\d-\d+)\.\*\*", c.source)
+    ]
 
 
 def usable_gib(gpu_id: str) -> float:

@@ -18,6 +18,7 @@ and device name in ``data/`` that was found in the text when the fixture was las
 Rewrite the fixture, with the texts at hand, after adding quotes:
 ``.venv/bin/python tests/guide_text.py``
 """
+
 from __future__ import annotations
 
 import csv
@@ -26,7 +27,7 @@ import json
 import os
 import re
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -44,28 +45,29 @@ def norm(text: str) -> str:
 
 
 def sha(kind: str, text: str) -> str:
-    return hashlib.sha256(f"{kind}\0{text}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{kind}\0{text}".encode()).hexdigest()
 
 
 def seeds_dir() -> Path:
     return Path(os.environ.get("K3_SEEDS_DIR", REPO.parent / "shared" / "seeds"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def text_of(name: str) -> str | None:
     """The guide's text where it is at hand, else None."""
     path = seeds_dir() / name
     return path.read_text(encoding="utf-8") if path.is_file() else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def fixture() -> dict:
     return json.loads(FIXTURE.read_text(encoding="utf-8"))
 
 
 def _check_text_is_the_fixtures(name: str, text: str) -> None:
     assert sha("text", text) == fixture()["guides"][name]["text_sha256"], (
-        f"{name} differs from the text the fixture was written from; rewrite it (see tests/guide_text.py)")
+        f"{name} differs from the text the fixture was written from; rewrite it (see tests/guide_text.py)"
+    )
 
 
 def contains(name: str, snippet: str) -> bool:
@@ -124,7 +126,8 @@ def write_fixture() -> None:
         flat = norm(text)
         gid, title = GUIDES[name]
         doc["guides"][name] = {
-            "guide": gid, "title": title,
+            "guide": gid,
+            "title": title,
             "text_sha256": sha("text", text),
             "lines": sorted({sha("line", norm(x)) for x in text.splitlines() if x.strip()}),
             "quotes": sorted(sha("quote", q) for q in quotes if q in flat),

@@ -3,6 +3,7 @@
 Every cell has a time limit (``execution_timeout``), so a kernel that stops answering
 fails the test instead of hanging the suite.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,9 +21,16 @@ def run_notebook(tmp_path: Path, stem: str, **parameters):
     import papermill
 
     out = tmp_path / f"{stem}-out.ipynb"
-    papermill.execute_notebook(str(NOTEBOOKS / f"{stem}.ipynb"), str(out), parameters=parameters,
-                               kernel_name="python3", cwd=str(NOTEBOOKS), execution_timeout=CELL_TIMEOUT_S,
-                               progress_bar=False, log_output=False)
+    papermill.execute_notebook(
+        str(NOTEBOOKS / f"{stem}.ipynb"),
+        str(out),
+        parameters=parameters,
+        kernel_name="python3",
+        cwd=str(NOTEBOOKS),
+        execution_timeout=CELL_TIMEOUT_S,
+        progress_bar=False,
+        log_output=False,
+    )
     return nbformat.read(out, as_version=4)
 
 

@@ -20,6 +20,7 @@ Tags, ``<style>`` and ``<script>`` bodies and code spans are removed before the 
 ``python tests/output_scan.py notebooks/03-tensor-parallel.ipynb …`` executes the notebooks
 (papermill, defaults) and prints every problem; exit status 1 if any.
 """
+
 from __future__ import annotations
 
 import html
@@ -28,8 +29,15 @@ import sys
 from pathlib import Path
 
 #: MIME types shown as a picture or a live widget: their text is not scanned
-_VISUAL = ("application/vnd.jupyter.widget-view+json", "image/svg+xml", "image/png", "image/jpeg",
-           "application/vnd.vegalite.v5+json", "application/vnd.vegalite.v4+json", "application/vnd.vega.v5+json")
+_VISUAL = (
+    "application/vnd.jupyter.widget-view+json",
+    "image/svg+xml",
+    "image/png",
+    "image/jpeg",
+    "application/vnd.vegalite.v5+json",
+    "application/vnd.vegalite.v4+json",
+    "application/vnd.vega.v5+json",
+)
 
 _BLOCKS = re.compile(r"<(style|script|code|pre)\b.*?</\1\s*>", re.S | re.I)
 _TAG = re.compile(r"<[^>]+>")

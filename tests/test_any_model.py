@@ -8,6 +8,7 @@ Expected values are worked by hand from the configs' shapes:
 * Block sizes (ggml-common.h): Q8_0 34 B per 32, Q4_K 144 B per 256, Q6_K 210 B per 256.
 * H100 80GB: 79.19 GiB visible; vLLM gpu_memory_utilization 0.9.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,29 +19,29 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 import pytest
+from nbrun import run_notebook
 
-from k3lib.views import any_model
 from k3lib.core.errors import K3InputError
+from k3lib.views import any_model
 from k3lib.views.notebook import ParameterError
-from nbrun import run_notebook  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "06-any-model.ipynb"
-CHECK_TAG = "nbval-check-output"   # nbval checks these cells; no marker or assert in the lesson
+CHECK_TAG = "nbval-check-output"  # nbval checks these cells; no marker or assert in the lesson
 H100_GIB = 79.19
 
 # ---- the demo GGUF, by hand (D = 256, 2 layers, 4 heads / 2 KV heads of 64, 8 experts of 256, vocab 512)
-EMBD = 256 * 512 // 32 * 34                     # 139,264  Q8_0
-ATTN_Q = ATTN_O = 256 * 256 // 256 * 144        # 36,864   Q4_K
-ATTN_K = 256 * 128 // 256 * 144                 # 18,432   Q4_K
-ATTN_V = 256 * 128 // 256 * 210                 # 26,880   Q6_K
+EMBD = 256 * 512 // 32 * 34  # 139,264  Q8_0
+ATTN_Q = ATTN_O = 256 * 256 // 256 * 144  # 36,864   Q4_K
+ATTN_K = 256 * 128 // 256 * 144  # 18,432   Q4_K
+ATTN_V = 256 * 128 // 256 * 210  # 26,880   Q6_K
 EXP_GATE = EXP_UP = 256 * 256 * 8 // 256 * 144  # 294,912  Q4_K
-EXP_DOWN = 256 * 256 * 8 // 256 * 210           # 430,080  Q6_K
-ROUTER = 256 * 8 * 4                            # 8,192    F32
-NORM = 256 * 4                                  # 1,024    F32
-OUTPUT = 256 * 512 // 256 * 210                 # 107,520  Q6_K
+EXP_DOWN = 256 * 256 * 8 // 256 * 210  # 430,080  Q6_K
+ROUTER = 256 * 8 * 4  # 8,192    F32
+NORM = 256 * 4  # 1,024    F32
+OUTPUT = 256 * 512 // 256 * 210  # 107,520  Q6_K
 ATTN_LAYER = ATTN_Q + ATTN_K + ATTN_V + ATTN_O  # 119,040
-EXPERT_LAYER = EXP_GATE + EXP_UP + EXP_DOWN     # 1,019,904
+EXPERT_LAYER = EXP_GATE + EXP_UP + EXP_DOWN  # 1,019,904
 TOTAL = EMBD + 2 * (ATTN_LAYER + EXPERT_LAYER + ROUTER + 2 * NORM) + NORM + OUTPUT
 
 
@@ -59,8 +60,13 @@ def tiny(tmp_path_factory):
 
 def test_fixture_names_drop_the_provenance_suffix():
     names = any_model.fixture_configs()
-    assert {"llama-3.1-70b", "deepseek-v3", "gemma-3-27b-it", "mistral-7b-v0.3",
-            "llama-4-scout-17b-16e-instruct"} <= set(names)
+    assert {
+        "llama-3.1-70b",
+        "deepseek-v3",
+        "gemma-3-27b-it",
+        "mistral-7b-v0.3",
+        "llama-4-scout-17b-16e-instruct",
+    } <= set(names)
     assert names["gemma-3-27b-it"].name == "gemma-3-27b-it.maxtext-transcription.json"
     assert all(p.is_file() for p in names.values())
 
@@ -80,7 +86,7 @@ def test_load_model_unknown_name_names_config():
     with pytest.raises(K3InputError) as exc:
         any_model.load_model("no-such-model")
     assert exc.value.field == "config"
-    assert "llama-3.1-70b" in str(exc.value)        # the known names are listed
+    assert "llama-3.1-70b" in str(exc.value)  # the known names are listed
 
 
 # ====================================================================== breakdown
@@ -91,7 +97,7 @@ def test_summary_table_llama_70b():
     assert s["parameters"] == 70_553_706_496
     assert s["KV bytes per token (BF16)"] == 2 * 80 * 8 * 128 * 2 == 327_680
     assert (s["layers"], s["hidden size"], s["KV heads"], s["head dim"]) == (80, 8192, 8, 128)
-    assert s["weights (native format)"] == 2 * 70_553_706_496        # BF16
+    assert s["weights (native format)"] == 2 * 70_553_706_496  # BF16
     assert s["weights, GiB"] == round(2 * 70_553_706_496 / 2**30, 2) == 131.42
     assert s["linear-attention state per sequence (FP32)"] == 0
 
@@ -111,8 +117,11 @@ def test_params_worked_table_terms():
     assert t["norms per layer"] == 2 * 8192
     assert t["all layers"] == 80 * (150_994_944 + 704_643_072 + 16_384)
     assert t["P"] == 70_553_706_496
-    for name, published in (("llama-3.1-8b", 8_030_261_248), ("llama-3.1-405b", 405_853_388_800),
-                            ("qwen2.5-72b-instruct", 72_706_203_648)):   # Qwen2: q/k/v biases
+    for name, published in (
+        ("llama-3.1-8b", 8_030_261_248),
+        ("llama-3.1-405b", 405_853_388_800),
+        ("qwen2.5-72b-instruct", 72_706_203_648),
+    ):  # Qwen2: q/k/v biases
         assert any_model.params_worked_table(name)["value"].iloc[-1] == published
 
 
@@ -130,7 +139,7 @@ def test_breakdown_table_config():
     assert df.loc["total", "params"] == 70_553_706_496
     assert df.loc["total", "weights_B"] == df.drop("total")["weights_B"].sum()
     assert df.loc["total", "share_pct"] == 100.0
-    assert df.loc["dense_mlp", "share_pct"] == 79.9       # 56,371,445,760 / 70,553,706,496
+    assert df.loc["dense_mlp", "share_pct"] == 79.9  # 56,371,445,760 / 70,553,706,496
 
 
 def test_breakdown_table_native_formats_and_vision():
@@ -139,7 +148,7 @@ def test_breakdown_table_native_formats_and_vision():
     assert round(ds.loc["total", "params"] / 1e9, 1) == 671.0
     gemma = any_model.breakdown_table("gemma-3-27b-it").set_index("group")
     assert gemma.loc["vision (estimated)", "weights_B"] == 2 * gemma.loc["vision (estimated)", "params"]
-    assert "lm_head" not in gemma.index                 # tied embeddings
+    assert "lm_head" not in gemma.index  # tied embeddings
 
 
 # ====================================================================== the tiny GGUF
@@ -200,10 +209,12 @@ def test_dtype_table_needs_a_weight_file():
 def test_naive_shortcut_by_hand():
     cfg = json.loads(any_model.fixture_configs()["qwen3-next-80b-a3b-instruct"].read_text())
     assert any_model.naive_kv_bytes_per_token(cfg) == 2 * 48 * 2 * (2048 // 16) * 2 == 49_152
-    gemma = json.loads(any_model.fixture_configs()["gemma-3-27b-it"].read_text())   # read through text_config
+    gemma = json.loads(any_model.fixture_configs()["gemma-3-27b-it"].read_text())  # read through text_config
     assert any_model.naive_kv_bytes_per_token(gemma) == 2 * 62 * 16 * (5376 // 32) * 2 == 666_624
-    assert any_model.naive_kv_bytes_per_token({"num_hidden_layers": 2, "hidden_size": 64,
-                                               "num_attention_heads": 4}) == 2 * 2 * 4 * 16 * 2   # MHA default
+    assert (
+        any_model.naive_kv_bytes_per_token({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4})
+        == 2 * 2 * 4 * 16 * 2
+    )  # MHA default
     with pytest.raises(K3InputError):
         any_model.naive_kv_bytes_per_token({"hidden_size": 64})
 
@@ -217,7 +228,7 @@ def test_kv_by_layer_type_by_hand():
     assert (ds["per_layer_B"], ds["kv_B_per_token"], ds["per_layer_formula"]) == (1152, 61 * 1152, "(512+64)·2")
     sw = df.loc[("gemma-3-27b-it", "sliding window")]
     assert (sw["layers"], sw["per_layer_B"], sw["window_tokens"]) == (52, 2 * 16 * 128 * 2, 1024)
-    assert sw["kv_GiB"] == round(52 * 8192 * 1024 / 2**30, 3)           # capped at the window: 0.406
+    assert sw["kv_GiB"] == round(52 * 8192 * 1024 / 2**30, 3)  # capped at the window: 0.406
     gdn = df.loc[("qwen3-next-80b-a3b-instruct", "Gated DeltaNet (linear)")]
     # 36 layers × (32 value heads · 128 · 128 recurrent + (2·16·128 + 32·128) · (4 − 1) conv) × 4 B
     assert gdn["kv_B_per_token"] == 0
@@ -235,13 +246,15 @@ def test_kv_comparison_table_by_hand():
     df = any_model.kv_comparison_table(context="32K").set_index("model")
     assert list(df.index) == list(any_model.KV_COMPARISON_CONFIGS)
     assert df.loc["llama-3.1-70b", ["kv_B_per_token", "naive_B_per_token", "naive_over_kv"]].tolist() == [
-        327_680, 327_680, 1.0]
+        327_680,
+        327_680,
+        1.0,
+    ]
     assert df.loc["deepseek-v3", "naive_B_per_token"] == 2 * 61 * 128 * 56 * 2 == 1_748_992
     assert df.loc["deepseek-v3", "naive_over_kv"] == round(1_748_992 / 70_272, 1) == 24.9
-    assert df.loc["qwen3-235b-a22b-fp8", "naive_over_kv"] == 0.5       # head_dim 128, D/N_q = 4096/64 = 64
+    assert df.loc["qwen3-235b-a22b-fp8", "naive_over_kv"] == 0.5  # head_dim 128, D/N_q = 4096/64 = 64
     assert df.loc["kimi-linear-48b-a3b-instruct", "kv_B_per_token"] == 7 * 576 * 2 == 8064
-    assert df.loc["gemma-3-27b-it", ["kv_B_per_token", "sliding_B_per_token"]].tolist() == [
-        10 * 8192, 52 * 8192]
+    assert df.loc["gemma-3-27b-it", ["kv_B_per_token", "sliding_B_per_token"]].tolist() == [10 * 8192, 52 * 8192]
     assert df.loc["qwen3-next-80b-a3b-instruct", "state_MiB_per_seq"] == round(79_036_416 / 2**20, 1) == 75.4
     # 1 sequence of 32K: 10 full layers × 32,768 + 52 sliding × 1,024, at 8,192 B each
     assert df.loc["gemma-3-27b-it", "kv_GiB_32K"] == round(8192 * (10 * 32_768 + 52 * 1024) / 2**30, 2)
@@ -259,7 +272,7 @@ def test_side_by_side_llama_70b_on_4_h100():
     df = any_model.engine_side_by_side("llama-3.1-70b", gpu="h100-sxm", gpus=4, context="32K")
     assert list(df.columns) == ["vLLM", "llama.cpp", "SGLang", "Hugging Face transformers"]
     assert df.loc["KV bytes per token per GPU (B)"].tolist() == [327_680 // 4] * 4
-    assert df.loc["KV cache for the context (GiB)"].tolist() == [81_920 * 32_768 / 2**30] * 4   # 2.5
+    assert df.loc["KV cache for the context (GiB)"].tolist() == [81_920 * 32_768 / 2**30] * 4  # 2.5
     assert df.loc["GPU memory (GiB)"].tolist() == [H100_GIB] * 4
     budget = df.loc["budget the engine sizes from (GiB)"]
     assert budget["vLLM"] == round(0.9 * H100_GIB, 2) == 71.27
@@ -277,24 +290,25 @@ def test_side_by_side_llama_70b_on_4_h100():
 def test_side_by_side_mla_differs_in_the_cache():
     df = any_model.engine_side_by_side("deepseek-v3", gpu="h200-sxm", gpus=8, context="32K")
     assert df.loc["KV bytes per token per GPU (B)"].tolist() == [
-        61 * 576 * 2,                    # vLLM: the latent on every rank
-        61 * 576 * 2 // 8,               # llama.cpp@0c1e570: the latent K row only (V is a view), layers split
-        61 * 576 * 2,                    # SGLang: as vLLM
-        61 * 128 * (128 + 64 + 128) * 2 // 8]   # transformers: expanded K and V, layers split
+        61 * 576 * 2,  # vLLM: the latent on every rank
+        61 * 576 * 2 // 8,  # llama.cpp@0c1e570: the latent K row only (V is a view), layers split
+        61 * 576 * 2,  # SGLang: as vLLM
+        61 * 128 * (128 + 64 + 128) * 2 // 8,
+    ]  # transformers: expanded K and V, layers split
 
 
 def test_side_by_side_kv_heads_replicate_beyond_k():
     tp8 = any_model.engine_side_by_side("llama-3.1-70b", engines=["vllm"], gpus=8)
     tp16 = any_model.engine_side_by_side("llama-3.1-70b", engines=["vllm"], gpus=16)
     assert tp8.loc["KV bytes per token per GPU (B)", "vLLM"] == 2 * 80 * 1 * 128 * 2 == 40_960
-    assert tp16.loc["KV bytes per token per GPU (B)", "vLLM"] == 40_960       # 8 KV heads over 16 ranks: copied
+    assert tp16.loc["KV bytes per token per GPU (B)", "vLLM"] == 40_960  # 8 KV heads over 16 ranks: copied
 
 
 def test_engine_components_long_adds_up_to_the_gpu():
     df = any_model.engine_components_long("llama-3.1-70b", gpus=4, context="32K")
     assert set(df["component"]) == set(any_model.CHART_COMPONENTS)
     totals = df.groupby("engine")["GiB"].sum()
-    assert all(abs(t - H100_GIB) < 0.01 for t in totals)          # it fits: the stack is the whole GPU
+    assert all(abs(t - H100_GIB) < 0.01 for t in totals)  # it fits: the stack is the whole GPU
     vllm = df[df["engine"] == "vLLM"].set_index("component")["GiB"]
     assert vllm["outside the budget"] == round(H100_GIB - int(0.9 * H100_GIB * 2**30) / 2**30, 3)
 
@@ -324,7 +338,7 @@ def test_printed_lines_table():
     assert vllm["GPU KV cache size"].endswith(" tokens")
     llamacpp = df[df["engine"] == "llama.cpp"].set_index("line")["value"]
     # 80 layers × 8 KV heads × 128 × (K + V) × 2 B = 327,680 B per token; 32,768 cells; layers split over 4 GPUs
-    assert llamacpp["CUDA0 KV buffer size"] == f"{327_680 * 32_768 / 4 / 2**20:,.2f} MiB"          # 2,560.00 MiB
+    assert llamacpp["CUDA0 KV buffer size"] == f"{327_680 * 32_768 / 4 / 2**20:,.2f} MiB"  # 2,560.00 MiB
     assert llamacpp["llama_kv_cache: size (32,768 cells)"].startswith("10,240.00 MiB, K (f16): 5,120.00 MiB")
     assert df[df["engine"] == "Hugging Face transformers"]["line"].tolist() == ["(prints no memory figures)"]
 
@@ -339,12 +353,15 @@ def cal():
 
 def test_calibration_table_rows_and_signs(cal):
     assert len(cal) == 87 and cal["id"].is_unique
-    assert cal["quantity"].value_counts().to_dict() == {"weights_memory_per_gpu": 29, "kv_cache_memory_per_gpu": 29,
-                                                        "kv_cache_tokens": 29}
-    row = cal.set_index("id").loc["H108"]          # Llama 3.1 8B TP 1: printed 476,016, predicted 476,032
+    assert cal["quantity"].value_counts().to_dict() == {
+        "weights_memory_per_gpu": 29,
+        "kv_cache_memory_per_gpu": 29,
+        "kv_cache_tokens": 29,
+    }
+    row = cal.set_index("id").loc["H108"]  # Llama 3.1 8B TP 1: printed 476,016, predicted 476,032
     assert (row["measured"], row["predicted"], row["error"]) == (476_016, 476_032, 16)
     assert isinstance(row["measured"], int)
-    w = cal.set_index("id").loc["H106"]            # "Model loading took 14.99 GiB"
+    w = cal.set_index("id").loc["H106"]  # "Model loading took 14.99 GiB"
     assert w["measured"] == 14.99 and w["error"] == round(w["predicted"] - 14.99, 4)
     assert w["tolerance_unit"] == "%" and w["error_in_tolerances"] == round(w["error_pct"] / 3, 3)
     # error is always predicted − measured
@@ -373,7 +390,7 @@ def test_calibration_worked_table_by_hand():
     assert t["T_range"] == "475,984 … 476,064"
     assert (t["T_vllm"], t["error"]) == (476_016, 16)
     with pytest.raises(K3InputError):
-        any_model.calibration_worked_table("H106")          # a weights row
+        any_model.calibration_worked_table("H106")  # a weights row
 
 
 # ====================================================================== charts
@@ -407,14 +424,17 @@ def test_validate_good_parameters():
     assert setup.estimate("sglang").engine == "sglang"
 
 
-@pytest.mark.parametrize("field,value,start", [
-    ("config", "nosuch", "parameter config: 'nosuch' is neither"),
-    ("engine", "vlm", "parameter engine: unknown engine 'vlm'"),
-    ("gpu", "nosuch", "parameter gpu: unknown gpu 'nosuch'"),
-    ("gpus", 0, "parameter gpus: 0 must be at least 1"),
-    ("gpus", 3, "parameter gpus: llama-3.1-70b cannot be split 3-way"),   # TP 3 does not split the 64 heads
-    ("context", "zz", "parameter context: 'zz' is not a context length"),
-])
+@pytest.mark.parametrize(
+    "field,value,start",
+    [
+        ("config", "nosuch", "parameter config: 'nosuch' is neither"),
+        ("engine", "vlm", "parameter engine: unknown engine 'vlm'"),
+        ("gpu", "nosuch", "parameter gpu: unknown gpu 'nosuch'"),
+        ("gpus", 0, "parameter gpus: 0 must be at least 1"),
+        ("gpus", 3, "parameter gpus: llama-3.1-70b cannot be split 3-way"),  # TP 3 does not split the 64 heads
+        ("context", "zz", "parameter context: 'zz' is not a context length"),
+    ],
+)
 def test_validate_bad_parameter_is_one_line_naming_it(field, value, start):
     with pytest.raises(ParameterError) as exc:
         any_model.validate(**{**GOOD, field: value})
@@ -437,9 +457,10 @@ def test_explorer_update_good_and_bad():
     assert t.loc["KV bytes per token per GPU", "value"] == 81_920
     assert t.loc["budget the engine sizes from", "value"] == 71.27
     assert "prints: GPU KV cache size" in t.index
-    table, message = any_model.explorer_update(**{**GOOD, "engine": "llama.cpp", "config": "deepseek-v3",
-                                                  "gpu": "h200", "gpus": 8})
-    assert table.set_index("item").loc["KV bytes per token per GPU", "value"] == 61 * 576 * 2 // 8   # 8,784
+    table, message = any_model.explorer_update(
+        **{**GOOD, "engine": "llama.cpp", "config": "deepseek-v3", "gpu": "h200", "gpus": 8}
+    )
+    assert table.set_index("item").loc["KV bytes per token per GPU", "value"] == 61 * 576 * 2 // 8  # 8,784
     table, message = any_model.explorer_update(**{**GOOD, "gpus": 1})
     assert message.startswith("DOES NOT FIT")
     table, message = any_model.explorer_update(**{**GOOD, "gpu": "nosuch"})
@@ -529,7 +550,7 @@ def test_papermill_bad_parameter_stops_at_validate_with_one_line(tmp_path):
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert len(errors) == 1 and errors[0].traceback == ["ParameterError: " + err.evalue]
     idx = next(i for i, c in enumerate(nb.cells) if "any_model.validate(" in c.source)
-    assert all(c.get("execution_count") is None for c in nb.cells[idx + 1:] if c.cell_type == "code")
+    assert all(c.get("execution_count") is None for c in nb.cells[idx + 1 :] if c.cell_type == "code")
 
 
 def test_papermill_a_config_path_and_another_engine(tmp_path):
@@ -538,8 +559,11 @@ def test_papermill_a_config_path_and_another_engine(tmp_path):
     described = next(c for c in nb.cells if c.cell_type == "code" and "setup.describe()" in c.source)
     text = "".join(o.get("data", {}).get("text/plain", "") for o in described.outputs)
     assert "deepseek-v3 (config) on 8× h200-sxm, SGLang" in text
-    side = next(c for c in nb.cells if c.cell_type == "code"
-                and c.source.startswith("shown(any_model.engine_side_by_side(model"))
+    side = next(
+        c
+        for c in nb.cells
+        if c.cell_type == "code" and c.source.startswith("shown(any_model.engine_side_by_side(model")
+    )
     table = "".join(o.get("data", {}).get("text/plain", "") for o in side.outputs)
     assert "70,272" in table and "624,640" in table
 
@@ -563,13 +587,14 @@ def test_figures_reproduced_per_engine_counts_the_public_logs():
     import csv
 
     from k3lib.core.data import data_file
+
     with data_file("measured", "llamacpp-0c1e570-cpu.csv").open(encoding="utf-8", newline="") as fh:
         tier = [r for r in csv.DictReader(fh) if r["kind"] != "compute MiB"]
     row = t.loc["llama.cpp@0c1e570, measured here"]
     assert (row["figures"], row["reproduced"], row["logs read"]) == (len(tier), len(tier), 260) == (2298, 2298, 260)
     with data_file("measured", "llamacpp-0c1e570-cpu.csv").open(encoding="utf-8", newline="") as fh:
         comp = [float(r["error_pct"]) for r in csv.DictReader(fh) if r["kind"] == "compute MiB"]
-    assert len(comp) == 258 and max(map(abs, comp)) < 20          # the tier's worst compute error: −17.6 %
+    assert len(comp) == 258 and max(map(abs, comp)) < 20  # the tier's worst compute error: −17.6 %
     assert row["compute buffers within the model's band"] == "258 / 258"
     # Ollama: the Llama 3.1 70B Q4_0 model size (1 prediction); the partial-offload KV split (1 consistency check)
     assert (t.loc["ollama", "figures"], t.loc["ollama", "reproduced"]) == (1, 1)

@@ -8,19 +8,19 @@ BF16 594, Q2 225; KV 262,144 B/token at BF16, half at FP8; activation 10; overhe
 6 GB; H100 = 80. Guide 004: weights cells (GB) and "Total = weights + KV cache (FP16) + 1GB".
 K3's MLA cache: 24 layers × (512 + 64) × 2 B = 27,648 B/token; published unsloth GGUF sizes.
 """
+
 from __future__ import annotations
 
 import csv
 from pathlib import Path
 
 import pytest
+from nbrun import cell_output, run_notebook
 
-from k3lib.guides import audit
-
-from k3lib.views import charts_audit, guide_audit
 from k3lib.core.errors import K3InputError
+from k3lib.guides import audit
+from k3lib.views import charts_audit, guide_audit
 from k3lib.views.notebook import ParameterError
-from nbrun import run_notebook, cell_output
 
 ROOT = Path(__file__).resolve().parent.parent
 GiB = 2**30
@@ -43,14 +43,23 @@ EXPECTED = _csv("audit_expectations.csv")
 def test_hand_worked_expectation(row, verdicts):
     v = verdicts[row["claim_id"]]
     value = getattr(v, f"{row['column']}_value")
-    assert value == pytest.approx(float(row["expected_value"]), abs=float(row["abs_tolerance"]) + 1e-9), row["arithmetic"]
+    assert value == pytest.approx(float(row["expected_value"]), abs=float(row["abs_tolerance"]) + 1e-9), row[
+        "arithmetic"
+    ]
     assert getattr(v, f"{row['column']}_verdict") == row["expected_verdict"], row["arithmetic"]
 
 
 def test_expectations_file_shape():
     assert len(EXPECTED) >= 30
-    assert list(EXPECTED[0]) == ["claim_id", "column", "expected_value", "unit", "abs_tolerance",
-                                 "expected_verdict", "arithmetic"]
+    assert list(EXPECTED[0]) == [
+        "claim_id",
+        "column",
+        "expected_value",
+        "unit",
+        "abs_tolerance",
+        "expected_verdict",
+        "arithmetic",
+    ]
     ids = {r["claim_id"] for r in _csv("guide_claims.csv")}
     for r in EXPECTED:
         assert r["claim_id"] in ids and r["column"] in ("own", "real") and r["arithmetic"]
@@ -68,9 +77,16 @@ def test_every_claim_row_has_two_verdicts(verdicts):
 
 
 def test_the_missed_claims_are_present(verdicts):
-    for cid in ("g000-extra-loaded-bf16", "g000-extra-budget-q8-not-bf16", "g000-extra-naive-attention-mb",
-                "g000-extra-tp-kv-shard", "g000-extra-faq-tp-kv-share", "g000-extra-batch-multiplies-kv",
-                "g000-extra-oom-mid-generation", "g004-extra-vllm-native-vs-gguf"):
+    for cid in (
+        "g000-extra-loaded-bf16",
+        "g000-extra-budget-q8-not-bf16",
+        "g000-extra-naive-attention-mb",
+        "g000-extra-tp-kv-shard",
+        "g000-extra-faq-tp-kv-share",
+        "g000-extra-batch-multiplies-kv",
+        "g000-extra-oom-mid-generation",
+        "g004-extra-vllm-native-vs-gguf",
+    ):
         assert cid in verdicts
     vram = [c for c in audit.load_claims() if c.guide == "guide-004" and c.quantity == "available_vram"]
     assert len(vram) == 17
@@ -102,7 +118,7 @@ def test_real_gpu_counts_are_whole_nodes():
 def test_tolerance_and_judge():
     tol = audit.Tolerance(rel=0.05, abs=0.5)
     assert tol.ok(100, 104.9) and not tol.ok(100, 106)
-    assert tol.ok(5, 6.2, 6) and not tol.ok(5, 7, 6)          # a range claim
+    assert tol.ok(5, 6.2, 6) and not tol.ok(5, 7, 6)  # a range claim
     claim = audit.get_claim("g000-worked-total")
     assert audit.judge(claim, 415, tol) == "holds" and audit.judge(claim, 1245, tol) == "contradicted"
     assert audit.judge(claim, None, tol) == "not checkable"
@@ -119,8 +135,7 @@ def test_audit_table_and_counts():
     counts = guide_audit.verdict_counts(table)
     assert counts.loc["total", ("all", "own inputs")] == len(table)
     assert counts.loc["total", ("all", "real K3")] == len(table)
-    assert (counts[("guide-000", "real K3")] + counts[("guide-004", "real K3")]
-            == counts[("all", "real K3")]).all()
+    assert (counts[("guide-000", "real K3")] + counts[("guide-004", "real K3")] == counts[("all", "real K3")]).all()
 
 
 def test_filter_claims_is_the_widget_callback():
@@ -164,27 +179,30 @@ def test_use_instead_units_agree():
     gb = guide_audit.use_instead("GB").set_index("quantity")
     gib = guide_audit.use_instead("GiB").set_index("quantity")
     assert gb.loc["weights, BF16", "K3 real (GB)"] == 5559.0
-    assert gb.loc["weights, BF16", "guide 000 (GB)"] == round(594 * GiB / 1e9, 1)   # 637.8: its GB are GiB
+    assert gb.loc["weights, BF16", "guide 000 (GB)"] == round(594 * GiB / 1e9, 1)  # 637.8: its GB are GiB
     assert gib.loc["KV cache, BF16, 1M", "guide 000 (GiB)"] == 256.0
 
 
 def test_gguf_matches_and_table_check():
     g = guide_audit.gguf_matches().set_index("tier")
     assert g.loc["4-bit", "K3 file or type"] == "UD-Q4_K_XL"
-    assert g.loc["8-bit", "bits per weight"] == 4.49        # 1561.2e9 x 8 / 2779.48e9
+    assert g.loc["8-bit", "bits per weight"] == 4.49  # 1561.2e9 x 8 / 2779.48e9
     rows = guide_audit.g004_table_check()
     assert len(rows) == 21
     bad = set(rows.loc[rows["stated − rule (GB)"].abs() > 0.1, "tier"])
     assert bad == {"1-bit", "2-bit", "4-bit", "8-bit"}
 
 
-@pytest.mark.parametrize("make", [
-    lambda: charts_audit.verdict_bars(guide_audit.audit_table()),
-    lambda: charts_audit.guide_vs_real(guide_audit.use_instead("GiB"), unit="GiB"),
-    lambda: charts_audit.bits_per_weight(guide_audit.gguf_matches()),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: charts_audit.verdict_bars(guide_audit.audit_table()),
+        lambda: charts_audit.guide_vs_real(guide_audit.use_instead("GiB"), unit="GiB"),
+        lambda: charts_audit.bits_per_weight(guide_audit.gguf_matches()),
+    ],
+)
 def test_charts_are_valid_specs(make):
-    spec = make().to_dict()   # validates against the Vega-Lite schema
+    spec = make().to_dict()  # validates against the Vega-Lite schema
     assert "$schema" in spec
 
 
@@ -221,4 +239,4 @@ def test_papermill_bad_parameter_stops_with_one_line(tmp_path):
     idx = next(i for i, c in enumerate(nb.cells) if "audit.validate_parameters(" in c.source)
     errors = [o for o in nb.cells[idx].outputs if o.output_type == "error"]
     assert errors and errors[0].traceback == ["ParameterError: " + info.value.evalue]
-    assert all(c.get("execution_count") is None for c in nb.cells[idx + 1:] if c.cell_type == "code")
+    assert all(c.get("execution_count") is None for c in nb.cells[idx + 1 :] if c.cell_type == "code")

@@ -8,6 +8,7 @@ for a figure the guide denies, "nowhere near 5.6 TB"; a one-sided conclusion, "o
 that is not a comparison must say why: "stated input" (the guide states the figure; only the
 real column compares) or "not checkable" (with an explanation).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -53,12 +54,12 @@ def test_each_comparison_can_fail_and_can_hold(claim_id, column, verdicts):
         assert computed is None and v.explanation and v.tolerance_free, claim_id
         return
     assert computed is not None, claim_id
-    near, far = ("contradicted", "holds") if v.negated else ("holds", "contradicted")   # a denied figure
+    near, far = ("contradicted", "holds") if v.negated else ("holds", "contradicted")  # a denied figure
     assert _column(_with_value(claim, computed), column) == near, f"{claim_id}: set to {computed!r}"
     one_sided = f"{column}: " in v.tolerance and "at least" in v.tolerance.split(f"{column}: ", 1)[1]
     if computed == 0:
         moved = [claim.value or 1.0]
-    elif one_sided:   # a conclusion read one way ("over by at least 15: it OOMs"): only a larger claim fails
+    elif one_sided:  # a conclusion read one way ("over by at least 15: it OOMs"): only a larger claim fails
         moved = [computed * 3]
         assert _column(_with_value(claim, computed / 3), column) == near, f"{claim_id}: one-sided, at {computed / 3!r}"
     else:

@@ -5,12 +5,12 @@ CDN-loading renderers (a placeholder div + scripts from cdn.jsdelivr.net) must F
 workbook's offline "svg" renderer (inline SVG, or an SVG data-URI image as JupyterLab shows it)
 must PASS. The same checker runs against live pages in tests/e2e (pytest -m browser).
 """
+
 from __future__ import annotations
 
 from urllib.parse import quote
 
 import pytest
-
 from e2e.checks import Chart, check_chart_html, decode_data_url, is_local_url, judge, judge_probe, widget_errors
 
 alt = pytest.importorskip("altair")
@@ -25,8 +25,9 @@ def _bundle(chart, renderer: str) -> dict:
 
 @pytest.fixture(scope="module")
 def chart():
-    df = pd.DataFrame({"component": ["weights", "KV cache", "activation", "overhead"],
-                       "GiB": [325.0, 32.0, 10.0, 48.0]})
+    df = pd.DataFrame(
+        {"component": ["weights", "KV cache", "activation", "overhead"], "GiB": [325.0, 32.0, 10.0, 48.0]}
+    )
     return alt.Chart(df).mark_bar().encode(x="component:N", y="GiB:Q")
 
 
@@ -88,6 +89,7 @@ def test_svg_renderer_as_jupyterlab_data_uri_image_passes(svg_markup):
 def test_workbook_renderer_setting_passes(svg_markup):
     """k3lib.views.notebook.setup() picks the renderer the checker passes."""
     from k3lib.views import notebook
+
     assert notebook.ALTAIR_RENDERER == "svg"
     assert notebook.setup() is None and alt.renderers.active == "svg"
     try:
@@ -121,15 +123,20 @@ def test_placeholder_with_svg_inside_counts_as_drawn(svg_markup):
 
 
 def test_error_text_from_the_loader_is_reported(chart):
-    html = page('<div id="altair-viz-9"><div class="error" style="color:red;">Error loading script: '
-                'https://cdn.jsdelivr.net/npm/vega@6?noext</div></div>')
+    html = page(
+        '<div id="altair-viz-9"><div class="error" style="color:red;">Error loading script: '
+        "https://cdn.jsdelivr.net/npm/vega@6?noext</div></div>"
+    )
     verdict = check_chart_html(html)
     assert not verdict.ok
     assert any("Error loading script" in p for p in verdict.problems)
 
 
 def test_schema_urls_in_a_spec_are_not_network_loads(svg_markup):
-    html = page(svg_markup + '<script type="application/json">{"$schema": "https://vega.github.io/schema/vega-lite/v6.json"}</script>')
+    html = page(
+        svg_markup
+        + '<script type="application/json">{"$schema": "https://vega.github.io/schema/vega-lite/v6.json"}</script>'
+    )
     assert check_chart_html(html).ok
 
 
@@ -137,8 +144,11 @@ def test_schema_urls_in_a_spec_are_not_network_loads(svg_markup):
 
 
 def test_judge_probe_measured_sizes(svg_markup):
-    good = {"charts": [{"kind": "svg", "marks": 4, "width": 200, "height": 300, "shown": True}],
-            "placeholders": [], "errors": []}
+    good = {
+        "charts": [{"kind": "svg", "marks": 4, "width": 200, "height": 300, "shown": True}],
+        "placeholders": [],
+        "errors": [],
+    }
     assert judge_probe(good).ok
     zero = {"charts": [{"kind": "svg", "marks": 4, "width": 0, "height": 0, "shown": True}]}
     assert not judge_probe(zero).ok

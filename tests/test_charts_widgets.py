@@ -5,6 +5,7 @@ Expected figures are worked by hand from guide 000's inputs: weights 325 GiB (Q4
 KV 262,144 B/token at BF16, activation 10 GiB, overhead 8 GiB per GPU, H100 80 GiB,
 H200 141 GiB.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,8 @@ import json
 import pandas as pd
 import pytest
 
-from k3lib.views import charts, tables, widgets
 from k3lib.core.errors import K3InputError
+from k3lib.views import charts, tables, widgets
 from k3lib.views.widgets_parallel import NODES, layout_choices
 
 GiB = 2**30  # typed by hand
@@ -143,8 +144,17 @@ def test_explorer_update_batch_scales_kv_and_activation():
     assert df.loc["activation", "total_GiB"] == 2 * 10
 
 
-@pytest.mark.parametrize("field, value", [("gpu", "nosuch"), ("model", "kimi-k9"), ("weights", "native"),
-                                          ("context", "lots"), ("gpus", 0), ("kv_dtype", "fp3")])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("gpu", "nosuch"),
+        ("model", "kimi-k9"),
+        ("weights", "native"),
+        ("context", "lots"),
+        ("gpus", 0),
+        ("kv_dtype", "fp3"),
+    ],
+)
 def test_explorer_update_bad_input_is_one_line_naming_the_field(field, value):
     df, chart, message = widgets.explorer_update(**{**GUIDE, field: value})
     assert df is None and chart is None  # no number shown
@@ -177,7 +187,6 @@ def test_explorer_widget_accepts_an_unknown_start_value():
 # ------------------------------------------------------------------ notebook 03's layout explorer
 
 
-
 @pytest.mark.parametrize("model", ["kimi-k3", "llama-3.1-70b", "deepseek-v3"])
 @pytest.mark.parametrize("gpu", ["h200-sxm", "mi300x"])
 def test_layout_choices_are_always_consistent(model, gpu):
@@ -185,22 +194,22 @@ def test_layout_choices_are_always_consistent(model, gpu):
         for tp in (1, 2, 3, 4, 8, 16):
             for pp in (1, 2, 3, 4, 5, 6, 8):
                 c = layout_choices(model=model, gpu=gpu, nodes=nodes, tp=tp, pp=pp, ep=8)
-                assert c.gpus == nodes * 8                      # both boards hold 8 GPUs
+                assert c.gpus == nodes * 8  # both boards hold 8 GPUs
                 assert c.tp * c.pp * c.dp == c.gpus
-                assert 8 % c.tp == 0 and c.tp in c.tp_options   # TP stays inside a node
+                assert 8 % c.tp == 0 and c.tp in c.tp_options  # TP stays inside a node
                 assert c.pp in c.pp_options and c.ep in c.ep_options
                 assert c.ep in (1, c.tp * c.dp)
                 if model == "llama-3.1-70b":
-                    assert c.ep_options == (1,)                 # dense: no experts to spread
+                    assert c.ep_options == (1,)  # dense: no experts to spread
 
 
 def test_layout_choices_keep_a_valid_request_and_fix_an_invalid_one():
     c = layout_choices(model="kimi-k3", gpu="h200-sxm", nodes=2, tp=8, pp=2)
-    assert (c.gpus, c.tp, c.pp, c.dp) == (16, 8, 2, 1)                 # vLLM's recipe, kept as asked
+    assert (c.gpus, c.tp, c.pp, c.dp) == (16, 8, 2, 1)  # vLLM's recipe, kept as asked
     c = layout_choices(model="kimi-k3", gpu="h200-sxm", nodes=3, tp=8, pp=2)
-    assert (c.gpus, c.tp, c.pp, c.dp) == (24, 8, 3, 1)                 # 2 does not divide 24/8 → one stage per node
+    assert (c.gpus, c.tp, c.pp, c.dp) == (24, 8, 3, 1)  # 2 does not divide 24/8 → one stage per node
     c = layout_choices(model="llama-3.1-70b", gpu="h100-sxm", nodes=1, tp=16, pp=1)
-    assert c.tp == 8 and 16 not in c.tp_options                        # TP 16 would cross a node
+    assert c.tp == 8 and 16 not in c.tp_options  # TP 16 would cross a node
     assert c.describe() == "8 GPUs = 1 node × 8; TP 8 × PP 1 × DP 1"
 
 
@@ -211,18 +220,18 @@ def test_layout_explorer_fixes_the_others_and_never_stays_on_an_error():
     box = layout_explorer()
     ctl = box.controls
     assert box.summary.value == "16 GPUs = 2 nodes × 8; TP 8 × PP 2 × DP 1"
-    ctl["nodes"].value = 3                      # 24 GPUs: PP 2 no longer divides 24/8
+    ctl["nodes"].value = 3  # 24 GPUs: PP 2 no longer divides 24/8
     assert ctl["pp"].value == 3 and box.summary.value.startswith("24 GPUs")
     assert set(ctl["pp"].options) == {1, 3}
-    ctl["tp"].value = 4                         # PP 3 still divides 24/4: kept, DP becomes 2
+    ctl["tp"].value = 4  # PP 3 still divides 24/4: kept, DP becomes 2
     assert box.summary.value == "24 GPUs = 3 nodes × 8; TP 4 × PP 3 × DP 2"
-    ctl["ep"].value = 8                         # EP = TP × DP
+    ctl["ep"].value = 8  # EP = TP × DP
     assert box.last_message is None
-    ctl["model"].value = "llama-3.1-70b"        # dense, 8 KV heads: TP 4 stays, EP falls back to 1
+    ctl["model"].value = "llama-3.1-70b"  # dense, 8 KV heads: TP 4 stays, EP falls back to 1
     assert ctl["tp"].value == 4 and ctl["ep"].value == 1 and tuple(ctl["ep"].options) == (1,)
     for nodes in (1, 2, 6, 1):
         ctl["nodes"].value = nodes
-        assert box.last_message is None, box.last_message     # every change draws a chart
+        assert box.last_message is None, box.last_message  # every change draws a chart
 
 
 def test_kv_vs_tp_legend_draws_line_styles_not_black_dots():
@@ -232,4 +241,4 @@ def test_kv_vs_tp_legend_draws_line_styles_not_black_dots():
     spec = kv_vs_tp_chart(kv_per_gpu_vs_tp(["kimi-k3", "llama-3.1-70b"], tps=[1, 2, 4, 8])).to_dict()
     legend = spec["encoding"]["strokeDash"]["legend"]
     assert legend["symbolType"] == "stroke" and legend["symbolFillColor"] == "transparent"
-    assert spec["encoding"]["x"]["axis"]["values"] == [1, 2, 4, 8]     # ticks at the TP sizes, not 1.5, 2.5…
+    assert spec["encoding"]["x"]["axis"]["values"] == [1, 2, 4, 8]  # ticks at the TP sizes, not 1.5, 2.5…

@@ -2,6 +2,7 @@
 
 Every expected figure is worked by hand from the model's shape and the engine's rule,
 never read back from the function under test."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,10 +31,15 @@ def test_every_fixture_cites_its_public_source():
         assert any(line.startswith("# source: https://github.com/") for line in head), p.name
 
 
-@pytest.mark.parametrize("name, engine", [("llamacpp-mistral-7b-32k.log", "llama.cpp"),
-                                          ("ollama-partial-offload-2k.log", "ollama"),
-                                          ("vllm-v0-llama-3.1-8b-rtx3090.log", "vllm"),
-                                          ("sglang-qwen3-235b-fp8-tp4.log", "sglang")])
+@pytest.mark.parametrize(
+    "name, engine",
+    [
+        ("llamacpp-mistral-7b-32k.log", "llama.cpp"),
+        ("ollama-partial-offload-2k.log", "ollama"),
+        ("vllm-v0-llama-3.1-8b-rtx3090.log", "vllm"),
+        ("sglang-qwen3-235b-fp8-tp4.log", "sglang"),
+    ],
+)
 def test_engine_detected(name, engine):
     assert detect_engine(_read(name)) == engine
 
@@ -136,20 +142,25 @@ def test_ollama_model_size_from_the_llamacpp_recipe():
     r = _row(chk, "model size (tensor data)")
     assert chk.model_id == "llama-3.1-70b" and chk.config["ftype"] == "Q4_0"
     assert r.predicted == q4_0 + q6_k + f32
-    assert r.logged == pytest.approx(37.22 * GiB) and abs(r.error_pct) <= 0.05    # printed to 0.01 GiB
+    assert r.logged == pytest.approx(37.22 * GiB) and abs(r.error_pct) <= 0.05  # printed to 0.01 GiB
 
 
 # ----------------------------------------------------------------------------- vLLM rules per version
 
+
 def test_vllm_version_read_from_the_log_selects_its_rules():
-    text = ("INFO 03-20 17:28:13 [api_server.py:977] vLLM API server version 0.8.1\n"
-            "MODEL: meta-llama/Llama-3.1-8B-Instruct\nAvailable KV cache memory: 58.11 GiB\n"
-            "GPU KV cache size: 476,016 tokens\n")
+    text = (
+        "INFO 03-20 17:28:13 [api_server.py:977] vLLM API server version 0.8.1\n"
+        "MODEL: meta-llama/Llama-3.1-8B-Instruct\nAvailable KV cache memory: 58.11 GiB\n"
+        "GPU KV cache size: 476,016 tokens\n"
+    )
     chk = check_log(text)
     assert chk.config["vllm_version"] == "0.8.1" and not any("not printed" in n for n in chk.notes)
     assert "vLLM 0.8.1 (V1)" in _row(chk, "KV cache tokens").rule
-    eng = check_log("Initializing an LLM engine (v0.6.3.post1) with config: model='meta-llama/Llama-3.1-8B-Instruct'\n"
-                    "# GPU blocks: 1952, # CPU blocks: 2048\n")
+    eng = check_log(
+        "Initializing an LLM engine (v0.6.3.post1) with config: model='meta-llama/Llama-3.1-8B-Instruct'\n"
+        "# GPU blocks: 1952, # CPU blocks: 2048\n"
+    )
     assert eng.config["vllm_version"] == "0.6.3.post1" and eng.config["vllm_engine"] == "V0"
 
 
@@ -198,7 +209,7 @@ def test_vllm_v1_qwen3_14b_tokens_and_concurrency():
 def test_vllm_v1_fp8_kv_qwen3_30b_a3b():
     # fp8 KV: 48 layers x 4 KV heads x 128 x 2 x 1 B = 49,152 B per token, 786,432 B per 16-token block.
     # 10.545-10.555 GiB -> 14,397-14,411 blocks; vLLM printed 230,528 tokens = 14,408 blocks; 14,408 / 6,250 = 2.305
-    chk = check_log(_read("vllm-v1-qwen3-30b-a3b-fp8-kv.log"), model="qwen3-30b-a3b")   # fp8 from "# config:"
+    chk = check_log(_read("vllm-v1-qwen3-30b-a3b-fp8-kv.log"), model="qwen3-30b-a3b")  # fp8 from "# config:"
     assert chk.config["kv_cache_dtype"] == "fp8" and chk.config["max_model_len"] == 100000
     t = _row(chk, "KV cache tokens")
     assert t.logged == 230528 and t.predicted == int(10.55 * GiB) // 786432 * 16 and t.within
@@ -219,9 +230,11 @@ def test_sglang_kv_budget_from_free_memory_and_mem_fraction_static():
 def test_sglang_pool_tokens_from_a_printed_budget():
     # Qwen3-30B-A3B bf16: 48 layers x 4 KV heads x 128 x 2 (K,V) x 2 B = 98,304 B per slot;
     # a printed budget of 17.67 GB allows floor((17.665..17.675) GiB / 98,304) = 192,947..193,056 slots
-    text = ("python3 -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --mem-fraction-static 0.85\n"
-            "The available memory for KV cache is 17.67 GB.\n"
-            "KV Cache is allocated. #tokens: 193000, K size: 8.84 GB, V size: 8.84 GB\n")
+    text = (
+        "python3 -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --mem-fraction-static 0.85\n"
+        "The available memory for KV cache is 17.67 GB.\n"
+        "KV Cache is allocated. #tokens: 193000, K size: 8.84 GB, V size: 8.84 GB\n"
+    )
     chk = check_log(text)
     r = _row(chk, "pool tokens")
     assert r.predicted == int(17.67 * GiB) // 98304 and r.within
@@ -229,13 +242,16 @@ def test_sglang_pool_tokens_from_a_printed_budget():
 
 def test_sglang_budget_bad_fraction_is_one_clear_error():
     from k3lib.engines.sglang import sglang_kv_budget_bytes
+
     with pytest.raises(K3InputError, match="mem_fraction_static"):
         sglang_kv_budget_bytes(available_after_load_bytes=GiB, total_before_load_bytes=2 * GiB, mem_fraction_static=1.2)
 
 
 def test_cli_kv_dtype_and_vllm_version_options(capsys):
     log = str(LOGS / "vllm-v1-qwen3-30b-a3b-fp8-kv.log")
-    assert main(["check-log", log, "--model", "qwen3-30b-a3b", "--kv-cache-dtype", "fp8", "--vllm-version", "0.10.2"]) == 0
+    assert (
+        main(["check-log", log, "--model", "qwen3-30b-a3b", "--kv-cache-dtype", "fp8", "--vllm-version", "0.10.2"]) == 0
+    )
     out = capsys.readouterr().out
     assert "vLLM 0.10.2 (V1)" in out and "2 of 2 figures within tolerance" in out
     assert main(["check-log", log, "--vllm-version", "banana"]) == 2

@@ -6,14 +6,17 @@ Every expected figure is derived by hand in the test from the guide's own number
 BF16; activation 10; overhead 8 per GPU; an "80 GB" H100 = 80 GiB), never read back
 from k3lib.
 """
+
 from __future__ import annotations
 
 import math
 
 import pytest
+from nbrun import run_notebook
 
 import k3lib.studies.checklist as cl
-from k3lib.views.explorers import checklist_form, checklist_frame
+from k3lib.core.errors import K3InputError
+from k3lib.core.plan import Assumptions, make_plan
 from k3lib.studies.checklist import (
     active_weight_bytes,
     anti_patterns,
@@ -37,31 +40,30 @@ from k3lib.studies.checklist import (
     step6_throughput,
     step7_add_one_gpu,
 )
-from k3lib.core.errors import K3InputError
-from k3lib.core.plan import Assumptions, make_plan
-from nbrun import run_notebook
+from k3lib.views.explorers import checklist_form, checklist_frame
 
-G = 2**30                      # GiB, typed by hand
-K = 1024                       # tokens per "K"
+G = 2**30  # GiB, typed by hand
+K = 1024  # tokens per "K"
 GUIDE = "kimi-k3@guide-000"
 H100 = "h100-sxm"
-KV_BF16, KV_FP8 = 262_144, 131_072       # bytes per token (guide)
-W = {"bf16": 594, "q8": 450.4, "q4": 325, "q2": 225}   # GiB (guide)
-ACT, OH = 10, 8                           # GiB (guide)
-WORKED = Assumptions(overhead_total_bytes=48 * G)      # the worked example's "48 GB (8 GPUs × 6 GB)"
+KV_BF16, KV_FP8 = 262_144, 131_072  # bytes per token (guide)
+W = {"bf16": 594, "q8": 450.4, "q4": 325, "q2": 225}  # GiB (guide)
+ACT, OH = 10, 8  # GiB (guide)
+WORKED = Assumptions(overhead_total_bytes=48 * G)  # the worked example's "48 GB (8 GPUs × 6 GB)"
 
 
 def plan(**kw):
     kw.setdefault("model", GUIDE)
     kw.setdefault("gpu", H100)
     kw.setdefault("assumptions", checklist_assumptions())
-    kw.setdefault("nodes", 1)          # the guide's own reading: one pool of GPUs
+    kw.setdefault("nodes", 1)  # the guide's own reading: one pool of GPUs
     return make_plan(**kw)
 
 
 # ------------------------------------------------------------ guide statement 1
 # "The sweet spot ... Q4 weights with FP8 KV cache and 128K-256K context. This configuration
 #  fits on 5-6 H100 80 GB GPUs with reasonable headroom."  → REPRODUCED: 128K on 5, 256K on 6.
+
 
 def test_statement_q4_fp8_128k_to_256k_on_5_to_6_h100():
     # 5 GPUs: 5·80 − 5·8 − 325 − 10 = 25 GiB of KV; FP8 128K = 131,072·131,072 B = 16 GiB (fits),
@@ -75,16 +77,16 @@ def test_statement_q4_fp8_128k_to_256k_on_5_to_6_h100():
     at128 = cheapest_configuration(model=GUIDE, gpu=H100, context="128K", weights=["q4"], kv_dtypes=["fp8"])
     at256 = cheapest_configuration(model=GUIDE, gpu=H100, context="256K", weights=["q4"], kv_dtypes=["fp8"])
     assert (at128.gpus, at256.gpus) == (5, 6)
-    assert at128.max_context_tokens == 204_800                   # exactly 200K fits on 5
+    assert at128.max_context_tokens == 204_800  # exactly 200K fits on 5
     # on 6 the linear 794,624 is an exact boundary; per-GPU byte rounding (ceil of 10 GiB / 6) costs 1K
     assert at256.max_context_tokens == 794_624 - K
-    c6 = step3_context(model=GUIDE, gpu=H100, gpus=6, weights="q4",
-                       budget=step1_budget(model=GUIDE, gpu=H100, gpus=6))
-    assert c6.limit("fp8").max_context_tokens == 794_624         # the guide's linear formula
+    c6 = step3_context(model=GUIDE, gpu=H100, gpus=6, weights="q4", budget=step1_budget(model=GUIDE, gpu=H100, gpus=6))
+    assert c6.limit("fp8").max_context_tokens == 794_624  # the guide's linear formula
     # 5 GPUs at 256K: 7 GiB over under 8 GiB/GPU; the guide's "15 GB over" used 8 GPUs' 48 GiB of overhead
     assert -plan(gpus=5, weights="q4", kv_dtype="fp8", context="256K").total.headroom_bytes == 7 * G
-    assert -plan(gpus=5, weights="q4", kv_dtype="fp8", context="256K",
-                 assumptions=WORKED).total.headroom_bytes == 15 * G
+    assert (
+        -plan(gpus=5, weights="q4", kv_dtype="fp8", context="256K", assumptions=WORKED).total.headroom_bytes == 15 * G
+    )
     # ... and the guide's "65 GB of headroom" on 6: 480 − (325 + 32 + 10 + 48)
     assert plan(gpus=6, weights="q4", kv_dtype="fp8", context="256K").total.headroom_bytes == 65 * G
 
@@ -92,6 +94,7 @@ def test_statement_q4_fp8_128k_to_256k_on_5_to_6_h100():
 # ------------------------------------------------------------ guide statement 2
 # "The minimum viable K3 deployment is 4x H100 80 GB with Q2 quantization and 64K context —
 #  and even that leaves only ~28 GB of headroom." → count REPRODUCED; headroom only with 48 GiB overhead.
+
 
 def test_statement_minimum_viable_is_4_h100_q2_64k():
     # 3 GPUs: 3·80 − 3·8 = 216 < 225 GiB of Q2 weights: nothing loads on 3.
@@ -116,10 +119,11 @@ def test_statement_minimum_viable_is_4_h100_q2_64k():
 # "If your total VRAM is 640 GB (8x H100), your usable weight budget is ~540 GB — enough for Q8,
 #  not enough for BF16." → REPRODUCED at 256K; the guide's own 512K/BF16-KV Q8 "fix" does not fit.
 
+
 def test_statement_8_h100_q8_fits_bf16_does_not():
-    budget = 8 * 80 - 8 * OH                                   # 576 GiB
-    assert budget < W["bf16"]                                  # BF16 weights alone overflow
-    assert 640 * 0.85 == pytest.approx(544)                    # the guide's "~540 GB" weight budget
+    budget = 8 * 80 - 8 * OH  # 576 GiB
+    assert budget < W["bf16"]  # BF16 weights alone overflow
+    assert 640 * 0.85 == pytest.approx(544)  # the guide's "~540 GB" weight budget
     b = step1_budget(model=GUIDE, gpu=H100, gpus=8)
     assert b.budget_bytes == budget * G
     ctx = step3_context(model=GUIDE, gpu=H100, gpus=8, weights="q8", budget=b)
@@ -128,7 +132,7 @@ def test_statement_8_h100_q8_fits_bf16_does_not():
     assert not any(plan(gpus=8, weights="bf16", kv_dtype="fp8", context=c).fits for c in ("1K", "64K"))
     best = best_configuration(model=GUIDE, gpu=H100, gpus=8, context="256K")
     assert (best.weights, best.kv_dtype) == ("q8", "bf16")
-    assert best.max_context_tokens == 462 * K                  # the 1K grid below 473,497
+    assert best.max_context_tokens == 462 * K  # the 1K grid below 473,497
     # The guide's per-GPU fix "Quantize to Q8 ... ~78.8 GB — comfortable": at 512K BF16 KV,
     # 450.4/8 + 128/8 + 10/8 + 8 = 81.55 GiB > 80 per GPU.
     q8_512 = plan(gpus=8, weights="q8", kv_dtype="bf16", context="512K")
@@ -140,6 +144,7 @@ def test_statement_8_h100_q8_fits_bf16_does_not():
 # "BF16 weights 594 GB. With 512K context, KV cache adds 128 GB. Including overhead, you need
 #  approximately 780 GB ... at least 10x H100." → bound holds, but 10 is 12 GiB short at BF16 KV: 11.
 
+
 def test_statement_bf16_512k_needs_at_least_10_h100():
     kv = 512 * K * KV_BF16 / G
     assert kv == 128
@@ -149,10 +154,12 @@ def test_statement_bf16_512k_needs_at_least_10_h100():
     # as deployed, 11 GPUs are not whole 8-GPU nodes: the next deployable count is 2 nodes (16)
     assert min_gpus(model=GUIDE, gpu=H100, weights="bf16", kv_dtype="bf16", context="512K") == 16
     ten = plan(gpus=10, weights="bf16", kv_dtype="bf16", context="512K")
-    assert -ten.total.headroom_bytes == 12 * G                  # 812 vs 800
+    assert -ten.total.headroom_bytes == 12 * G  # 812 vs 800
     # the FAQ's 780 uses 48 GiB of overhead: 594 + 128 + 10 + 48, which fits 10 with 20 spare
-    assert plan(gpus=10, weights="bf16", kv_dtype="bf16", context="512K",
-                assumptions=WORKED).total.headroom_bytes == 20 * G
+    assert (
+        plan(gpus=10, weights="bf16", kv_dtype="bf16", context="512K", assumptions=WORKED).total.headroom_bytes
+        == 20 * G
+    )
     # with FP8 KV: 594 + 64 + 10 = 668 ≤ 72n ⇔ n ≥ 9.28 → 10
     assert min_gpus(model=GUIDE, gpu=H100, weights="bf16", kv_dtype="fp8", context="512K", whole_nodes=False) == 10
 
@@ -161,9 +168,12 @@ def test_guide_statement_table():
     df = cl.guide_statement_checks()
     assert df["GPUs (computed)"].tolist() == [6, 4, 8, 11, 1]
     assert df["verdict"].tolist() == [
-        "reproduced", "count reproduced; the ~28 GiB needs 48 GiB of overhead",
-        "reproduced (not at the guide's own 512K BF16-KV example)", "bound holds; the minimum is 11 at BF16 KV",
-        "shown wrong: one GPU, not two"]
+        "reproduced",
+        "count reproduced; the ~28 GiB needs 48 GiB of overhead",
+        "reproduced (not at the guide's own 512K BF16-KV example)",
+        "bound holds; the minimum is 11 at BF16 KV",
+        "shown wrong: one GPU, not two",
+    ]
 
 
 def test_fp8_at_512k_drops_one_gpu_not_two():
@@ -175,6 +185,7 @@ def test_fp8_at_512k_drops_one_gpu_not_two():
 
 
 # ------------------------------------------------------------ the steps one by one
+
 
 def test_step1_budget_subtracts_8_gib_per_gpu():
     b = step1_budget(model=GUIDE, gpu=H100, gpus=8)
@@ -225,7 +236,7 @@ def test_step3_architecture_uses_replicated_per_gpu_kv():
     lim = c.limit("bf16")
     assert lim.kv_bytes_per_token == 24 * 576 * 2 == 27_648
     assert lim.method == "k3lib per-GPU sweep"
-    assert lim.max_context_tokens == 1_048_576                 # fits the model's maximum
+    assert lim.max_context_tokens == 1_048_576  # fits the model's maximum
     # 12 H200 in one node (an H200 node holds 8) is no deployment: a named error, not a 12-way TP pool
     b12 = step1_budget(model="kimi-k3", gpu="h200", gpus=12)
     with pytest.raises(K3InputError, match="^nodes: 12 GPUs in 1 node"):
@@ -236,12 +247,12 @@ def test_step4_fp8_is_derived_flash_and_paged_are_guide_claims():
     o = step4_optimizations(model=GUIDE, gpu=H100, gpus=8, weights="q4", context="256K")
     fp8 = o.get("FP8 KV cache")
     assert fp8.basis == "derived"
-    assert fp8.saves_bytes_total == (32 * G, 32 * G)            # 64 → 32 GiB at 256K
+    assert fp8.saves_bytes_total == (32 * G, 32 * G)  # 64 → 32 GiB at 256K
     assert fp8.saves_bytes_per_gpu == (4 * G, 4 * G)
     fa, pa = o.get("FlashAttention"), o.get("PagedAttention")
     assert fa.basis == pa.basis == "guide claim"
     assert fa.saves_bytes_total == (int(0.20 * 10 * G), int(0.35 * 10 * G))
-    total = (W["q4"] + 32 + ACT + 64) * G                       # 431 GiB in use
+    total = (W["q4"] + 32 + ACT + 64) * G  # 431 GiB in use
     # the guide's 5–12 % of it, but never more than the 32 GiB FP8 cache PagedAttention pages
     assert pa.saves_bytes_total == (int(0.05 * total), 32 * G)
     assert "capped at the whole KV cache (32.0 GiB)" in pa.reason
@@ -255,14 +266,17 @@ def test_step4_real_k3_fp8_saves_little():
     assert o.get("FP8 KV cache").saves_bytes_per_gpu[0] == 11 * 576 * 262_144
 
 
-@pytest.mark.parametrize("target, predicted, values, final", [
-    (256 * K, 776 * K, [128 * K, 256 * K], 256 * K),                    # loads at half, doubles to the target
-    (256 * K, 200 * K, [128 * K, 256 * K, 192 * K], 192 * K),           # OOM at 256K → −25 % → 192K loads
-    (256 * K, 100 * K, [128 * K, 96 * K], 96 * K),                      # OOM at half already
-    (1024 * K, 300 * K, [512 * K, 384 * K, 288 * K], 288 * K),          # two OOMs: 512 → 384 → 288
-    (100 * K, 1024 * K, [50 * K, 100 * K], 100 * K),
-    (256 * K, 0, [128 * K], 0),                                         # nothing loads: one failed try
-])
+@pytest.mark.parametrize(
+    "target, predicted, values, final",
+    [
+        (256 * K, 776 * K, [128 * K, 256 * K], 256 * K),  # loads at half, doubles to the target
+        (256 * K, 200 * K, [128 * K, 256 * K, 192 * K], 192 * K),  # OOM at 256K → −25 % → 192K loads
+        (256 * K, 100 * K, [128 * K, 96 * K], 96 * K),  # OOM at half already
+        (1024 * K, 300 * K, [512 * K, 384 * K, 288 * K], 288 * K),  # two OOMs: 512 → 384 → 288
+        (100 * K, 1024 * K, [50 * K, 100 * K], 100 * K),
+        (256 * K, 0, [128 * K], 0),  # nothing loads: one failed try
+    ],
+)
 def test_step5_test_at_50_percent(target, predicted, values, final):
     s = step5_test_sequence(target_context_tokens=target, predicted_max_context_tokens=predicted)
     assert list(s.values) == values
@@ -274,7 +288,7 @@ def test_step6_bandwidth_ceiling_and_5_tok_s_warning():
     # 104e9 active × 4.5/8 = 58.5 GB + 32 GiB KV (34.36 GB) per token over 6 × 3.35 TB/s
     t = step6_throughput(model=GUIDE, gpu=H100, gpus=6, weights="q4", kv_dtype="fp8", context="256K")
     assert t.active_weight_bytes == 58_500_000_000
-    assert t.kv_read_bytes == pytest.approx(32 * G, abs=6)     # six per-GPU shares, each rounded up
+    assert t.kv_read_bytes == pytest.approx(32 * G, abs=6)  # six per-GPU shares, each rounded up
     assert t.tokens_per_s == pytest.approx(6 * 3.35e12 / (58.5e9 + 32 * G))
     assert not t.ceiling_below_threshold and t.command == "nvidia-smi topo -m"
     assert "nvidia-smi topo -m" in t.reason
@@ -313,25 +327,28 @@ def test_run_checklist_all_seven_steps():
     assert k3.add_one.weights == "native" and k3.add_one.needed_gpus == k3.cheapest.gpus == 32
     assert (k3.cheapest.nodes, k3.cheapest.tp, k3.cheapest.pp) == (4, 8, 4)
     generic = run_checklist(model="kimi-k3", gpu=H100, gpus=8, context="256K", engine="generic")
-    assert generic.cheapest.gpus == 24                           # k3lib's component model alone
+    assert generic.cheapest.gpus == 24  # k3lib's component model alone
 
 
 # ------------------------------------------------------------ solver
+
 
 def test_solver_orders_by_gpus_then_precision_then_kv():
     c = cheapest_configuration(model=GUIDE, gpu=H100, context="256K")
     # 4 GPUs: 320 − 32 − 10 = 278 GiB: Q2 (225) + FP8 256K (32) = 257 fits, BF16 KV (64) does not
     assert (c.gpus, c.weights, c.kv_dtype) == (4, "q2", "fp8")
-    best = best_configuration(model=GUIDE, gpu=H100, gpus=10, nodes=1, context="512K")   # asked for: one pool
-    assert (best.weights, best.kv_dtype) == ("bf16", "fp8")    # 594 + 64 + 10 + 80 = 748 ≤ 800
+    best = best_configuration(model=GUIDE, gpu=H100, gpus=10, nodes=1, context="512K")  # asked for: one pool
+    assert (best.weights, best.kv_dtype) == ("bf16", "fp8")  # 594 + 64 + 10 + 80 = 748 ≤ 800
     assert best_configuration(model=GUIDE, gpu=H100, gpus=2, context="64K") is None
     assert cheapest_configuration(model="kimi-k3", gpu="rtx-4090", context="1M") is None
 
 
 def test_solver_figures_match_make_plan():
-    for c in (best_configuration(model=GUIDE, gpu=H100, gpus=8, context="256K"),
-              best_configuration(model="kimi-k3", gpu="h200", gpus=16, nodes=2, context="256K"),
-              cheapest_configuration(model="kimi-k3", gpu=H100, context="128K")):
+    for c in (
+        best_configuration(model=GUIDE, gpu=H100, gpus=8, context="256K"),
+        best_configuration(model="kimi-k3", gpu="h200", gpus=16, nodes=2, context="256K"),
+        cheapest_configuration(model="kimi-k3", gpu=H100, context="128K"),
+    ):
         p = c.plan()
         assert p.fits and p.per_gpu.total_bytes == c.total_bytes_per_gpu
         assert (p.tp, p.pp) == (c.tp, c.pp)
@@ -351,13 +368,20 @@ def test_precision_ladder():
     # a real architecture: only checkpoints the engine can load (data/checkpoints.csv)
     assert precision_ladder("kimi-k3") == ("native", "fp8-block")
     assert precision_ladder("kimi-k3", engine="llama.cpp") == (
-        "ud-q8_k_xl", "ud-q4_k_xl", "ud-q2_k_xl", "ud-iq2_xxs", "ud-iq1_m", "ud-iq1_s")
+        "ud-q8_k_xl",
+        "ud-q4_k_xl",
+        "ud-q2_k_xl",
+        "ud-iq2_xxs",
+        "ud-iq1_m",
+        "ud-iq1_s",
+    )
     assert precision_ladder("llama-3.1-70b") == ("native",)
     assert precision_ladder("llama-3.1-70b", engine="llama.cpp") == ("q8_0", "q4_k_m")
     assert precision_ladder("kimi-k3@guide-004")[0] == "bf16"
 
 
 # ------------------------------------------------------------ anti-patterns
+
 
 def test_anti_patterns():
     p = plan(gpus=8, weights="q4", kv_dtype="fp8", context="1M")
@@ -377,6 +401,7 @@ def test_anti_patterns():
 
 
 # ------------------------------------------------------------ cheat sheets (vectorized)
+
 
 def test_cheatsheet_values_derived_by_hand():
     df = cheatsheet(model=GUIDE, gpus=[H100])
@@ -418,6 +443,7 @@ def test_cheatsheet_is_computed_by_the_sweep_not_make_plan(monkeypatch):
 
     calls = []
     import k3lib.studies.solver as solver
+
     real_sweep = solver.sweep
 
     def counting_sweep(**kw):
@@ -452,17 +478,25 @@ def test_optimal_gpu_counts_plus_one():
 
 # ------------------------------------------------------------ priority matrix
 
+
 def test_priority_matrix_in_the_guides_order():
     p = plan(gpus=8, weights="q4", kv_dtype="fp8", context="256K")
     m = priority_matrix(p)
-    assert list(m["lever"]) == ["FlashAttention", "PagedAttention", "FP8 KV cache", "shorter context",
-                                "lower precision", "CPU offload", "batch 1"]
+    assert list(m["lever"]) == [
+        "FlashAttention",
+        "PagedAttention",
+        "FP8 KV cache",
+        "shorter context",
+        "lower precision",
+        "CPU offload",
+        "batch 1",
+    ]
     r = m.set_index("lever")
-    assert r.loc["FP8 KV cache", "saved in total, high (GiB)"] == 32.0          # vs BF16 KV
-    assert r.loc["shorter context", "saved in total, high (GiB)"] == 16.0       # 256K → 128K at FP8
-    assert r.loc["lower precision", "saved in total, high (GiB)"] == 100.0      # Q4 325 → Q2 225
+    assert r.loc["FP8 KV cache", "saved in total, high (GiB)"] == 32.0  # vs BF16 KV
+    assert r.loc["shorter context", "saved in total, high (GiB)"] == 16.0  # 256K → 128K at FP8
+    assert r.loc["lower precision", "saved in total, high (GiB)"] == 100.0  # Q4 325 → Q2 225
     assert r.loc["FlashAttention", "basis"] == "guide claim"
-    assert r.loc["lower precision", "GPUs saved"] == 2                          # 6 → 4 GPUs
+    assert r.loc["lower precision", "GPUs saved"] == 2  # 6 → 4 GPUs
     assert {"effort", "quality cost", "note"} <= set(m.columns)
 
 
@@ -505,6 +539,7 @@ def test_shorter_context_never_saves_a_negative_amount():
 def test_priority_chart_shows_the_cap_note():
     pytest.importorskip("altair")
     from k3lib.views.charts_checklist import priority_matrix_chart
+
     p = make_plan(model="llama-3.1-8b", gpu=H100, gpus=8, context="8K", kv_dtype="fp8")
     spec = priority_matrix_chart(priority_matrix(p), per="total").to_dict()
     assert any(t == {"field": "note", "type": "nominal"} for t in spec["layer"][0]["encoding"]["tooltip"])
@@ -512,8 +547,16 @@ def test_priority_chart_shows_the_cap_note():
     assert rows["PagedAttention"]["label"] == "0.5" and "capped at 0.50 GiB" in rows["PagedAttention"]["note"]
 
 
-LEVER_MODELS = [("llama-3.1-8b", None), ("llama-3.1-70b", None), ("qwen3-30b-a3b", None), ("gpt-oss-120b", None),
-                ("deepseek-v3", None), ("qwen3-next-80b", None), ("kimi-linear-48b", None), (GUIDE, "q4")]
+LEVER_MODELS = [
+    ("llama-3.1-8b", None),
+    ("llama-3.1-70b", None),
+    ("qwen3-30b-a3b", None),
+    ("gpt-oss-120b", None),
+    ("deepseek-v3", None),
+    ("qwen3-next-80b", None),
+    ("kimi-linear-48b", None),
+    (GUIDE, "q4"),
+]
 
 
 @pytest.mark.parametrize("model, weights", LEVER_MODELS)
@@ -523,10 +566,15 @@ def test_no_lever_saves_more_than_it_acts_on(model, weights, gpu, context, kv):
     kw = dict(model=model, gpu=gpu, gpus=8, context=context) | ({"weights": weights} if weights else {})
     p = make_plan(kv_dtype=kv, **kw)
     bf16_kv = make_plan(kv_dtype="bf16", **kw).total.kv_cache_bytes
-    bound = {"FlashAttention": p.total.activation_bytes, "PagedAttention": p.total.kv_cache_bytes,
-             "FP8 KV cache": bf16_kv / 2,                       # FP8 halves at most the BF16 cache
-             "shorter context": p.total.kv_cache_bytes, "lower precision": p.total.weights_bytes,
-             "CPU offload": p.total.weights_bytes, "batch 1": p.total.total_bytes}
+    bound = {
+        "FlashAttention": p.total.activation_bytes,
+        "PagedAttention": p.total.kv_cache_bytes,
+        "FP8 KV cache": bf16_kv / 2,  # FP8 halves at most the BF16 cache
+        "shorter context": p.total.kv_cache_bytes,
+        "lower precision": p.total.weights_bytes,
+        "CPU offload": p.total.weights_bytes,
+        "batch 1": p.total.total_bytes,
+    }
     m = priority_matrix(p, max_gpus=16).set_index("lever")
     assert set(m.index) == set(bound)
     for lever, cap in bound.items():
@@ -554,6 +602,7 @@ def test_priority_order_holds_for_the_guides_example_not_for_the_real_k3():
 
 # ------------------------------------------------------------ the form's callback
 
+
 def test_checklist_frame_callback():
     df = checklist_frame(model=GUIDE, gpu=H100, gpus=6, context="256K")
     assert list(df["step"]) == [1, 2, 3, 4, 5, 6, 7, 8]
@@ -561,16 +610,24 @@ def test_checklist_frame_callback():
     assert df["figure"].iloc[6] == "6 needed → buy 7"
     assert df["title"].iloc[7] == "Recommended"
     # a different overhead changes step 1: 6 × (80 − 6) = 444 GiB
-    assert checklist_frame(model=GUIDE, gpu=H100, gpus=6, context="256K",
-                           overhead_per_gpu_gib=6)["figure"].iloc[0] == "real budget 444.0 GiB"
+    assert (
+        checklist_frame(model=GUIDE, gpu=H100, gpus=6, context="256K", overhead_per_gpu_gib=6)["figure"].iloc[0]
+        == "real budget 444.0 GiB"
+    )
     # real K3 on 8 H100: nothing fits here, the recommended row points at the cheapest (by vLLM's rules)
     k3 = checklist_frame(model="kimi-k3", gpu=H100, gpus=8, context="256K")
     assert "Nothing loads on your 8× h100-sxm" in k3["reason"].iloc[-1] and "4 nodes × 8" in k3["reason"].iloc[-1]
 
 
-@pytest.mark.parametrize("kw, field", [({"gpus": 0}, "gpus"), ({"context": "abc"}, "context"),
-                                       ({"gpu": "nope"}, "gpu"), ({"overhead_per_gpu_gib": "x"},
-                                                                  "overhead_per_gpu_gib")])
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        ({"gpus": 0}, "gpus"),
+        ({"context": "abc"}, "context"),
+        ({"gpu": "nope"}, "gpu"),
+        ({"overhead_per_gpu_gib": "x"}, "overhead_per_gpu_gib"),
+    ],
+)
 def test_checklist_frame_bad_input_is_one_row(kw, field):
     args = dict(model=GUIDE, gpu=H100, gpus=6, context="256K") | kw
     df = checklist_frame(**args)
@@ -605,7 +662,7 @@ def test_notebook_parameters_change_the_answers(tmp_path):
     nb = _papermill(tmp_path, gpu="h200", gpus=4, context="128K")
     cell = next(c for c in nb.cells if c.cell_type == "code" and "checklist.step1_budget(" in c.source)
     text = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
-    assert "real budget 529.6 GiB" in text                       # 4 × 140.4 (an H200's usable GiB) − 4 × 8
+    assert "real budget 529.6 GiB" in text  # 4 × 140.4 (an H200's usable GiB) − 4 × 8
     assert any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells)
 
 

@@ -1,5 +1,6 @@
 """Tests for k3lib.studies.commands: the vLLM, llama.cpp and topology command lines for three
 plans, checked flag by flag. Expected values are derived by hand in each test."""
+
 from __future__ import annotations
 
 import math
@@ -7,6 +8,8 @@ import shlex
 
 import pytest
 
+from k3lib.core.errors import K3InputError
+from k3lib.core.plan import make_plan
 from k3lib.studies.checklist import checklist_assumptions
 from k3lib.studies.commands import (
     EXPERT_REGEX,
@@ -18,8 +21,6 @@ from k3lib.studies.commands import (
     topology_command,
     vllm_command,
 )
-from k3lib.core.errors import K3InputError
-from k3lib.core.plan import make_plan
 
 G = 2**30
 K = 1024
@@ -47,6 +48,7 @@ def flags(cmd: Command) -> dict[str, str | None]:
 
 # ------------------------------------------------------------ plan A: guide profile, 6 × H100, Q4, FP8 KV, 256K
 
+
 @pytest.fixture
 def plan_a():
     return plan(model="kimi-k3@guide-000", gpu="h100-sxm", gpus=6, weights="q4", kv_dtype="fp8", context="256K")
@@ -66,7 +68,7 @@ def test_plan_a_vllm_flag_by_flag(plan_a):
     assert f["--max-num-seqs"] == "1"
     assert "--trust-remote-code" in f
     assert "--distributed-executor-backend" not in f and "--quantization" not in f
-    assert any("q4 checkpoint" in n for n in cmd.notes)           # the repo holds native weights
+    assert any("q4 checkpoint" in n for n in cmd.notes)  # the repo holds native weights
     assert dict(cmd.explanations)["--gpu-memory-utilization"].startswith("(weights 54.2")
 
 
@@ -79,8 +81,8 @@ def test_plan_a_llama_server_flag_by_flag(plan_a):
     assert any("no q4 GGUF of kimi-k3 is published" in n and "1,508.7 GB" in n for n in cmd.notes)
     assert f["-c"] == "262144" and f["-np"] == "1"
     assert f["-ngl"] == "999"
-    assert f["--cache-type-k"] == f["--cache-type-v"] == "q8_0"     # no FP8 cache in llama.cpp
-    assert f["--flash-attn"] == "on"                                # quantized V needs it
+    assert f["--cache-type-k"] == f["--cache-type-v"] == "q8_0"  # no FP8 cache in llama.cpp
+    assert f["--flash-attn"] == "on"  # quantized V needs it
     assert f["--split-mode"] == "layer"
     assert "--n-cpu-moe" not in f and "-ot" not in f
 
@@ -91,6 +93,7 @@ def test_plan_a_topology():
 
 
 # ------------------------------------------------------------ plan B: real K3, 2 × 8 H200, native, BF16 KV, 256K
+
 
 @pytest.fixture
 def plan_b():
@@ -115,7 +118,7 @@ def test_plan_b_vllm_flag_by_flag(plan_b):
     u = float(f["--gpu-memory-utilization"])
     assert math.ceil(est * 100) / 100 <= u <= math.ceil(est * 100) / 100 + 0.02
     assert u == math.ceil(plan_b.per_gpu.total_bytes / plan_b.gpu.memory_bytes("usable") * 100) / 100
-    assert not any("checkpoint" in n for n in cmd.notes)          # native weights: the repo is right
+    assert not any("checkpoint" in n for n in cmd.notes)  # native weights: the repo is right
 
 
 def test_plan_b_llama_server(plan_b):
@@ -129,6 +132,7 @@ def test_plan_b_llama_server(plan_b):
 
 
 # ------------------------------------------------------------ plan C: real K3 on 8 × H100 at Q4, 64K: an offload plan
+
 
 @pytest.fixture
 def plan_c():
@@ -157,7 +161,7 @@ def test_plan_c_llama_server_with_expert_regex(plan_c):
     cmd = llama_server_command(plan_c, offload_all_experts=True)
     f = flags(cmd)
     assert f["-ot"] == EXPERT_REGEX == r"\.ffn_(up|down|gate)_exps=CPU"
-    assert "-ot '\\.ffn_(up|down|gate)_exps=CPU'" in cmd.text     # quoted for the shell
+    assert "-ot '\\.ffn_(up|down|gate)_exps=CPU'" in cmd.text  # quoted for the shell
     plain = llama_server_command(plan_c)
     assert any("--n-cpu-moe 60" in n for n in plain.notes)
     with pytest.raises(K3InputError, match="offload"):
@@ -171,12 +175,13 @@ def test_plan_c_vllm_is_clipped_and_says_so(plan_c):
     with pytest.raises(K3InputError, match="weights: no q4 checkpoint of Kimi K3") as e:
         vllm_command(plan_c)
     assert "native, fp8-block" in str(e.value)
-    cmd = vllm_command(plan_c, hf_repo="me/my-k3-awq")              # a checkpoint the user has
+    cmd = vllm_command(plan_c, hf_repo="me/my-k3-awq")  # a checkpoint the user has
     assert flags(cmd)["--gpu-memory-utilization"] == "0.95"
     assert any("does not fit" in n for n in cmd.notes)
 
 
 # ------------------------------------------------------------ details
+
 
 def test_utilization_floor_and_explicit_value():
     small = plan(model="llama-3.1-8b", gpu="h200-sxm", gpus=1, context="8K")
@@ -204,9 +209,9 @@ def test_unsupported_kv_and_unknown_repos():
         vllm_command(p)
     assert flags(llama_server_command(p))["--cache-type-k"] == "q4_0"
     cmds = commands_for(p)
-    assert set(cmds) == {"llama.cpp", "topology"}                  # vLLM cannot express INT4 KV
+    assert set(cmds) == {"llama.cpp", "topology"}  # vLLM cannot express INT4 KV
     llama = plan(model="llama-3.1-70b", gpu="h100-sxm", gpus=2, weights="fp8", context="8K")
-    assert flags(vllm_command(llama))["--quantization"] == "fp8"     # online FP8 of a BF16 checkpoint
+    assert flags(vllm_command(llama))["--quantization"] == "fp8"  # online FP8 of a BF16 checkpoint
     with pytest.raises(K3InputError, match="gguf"):
         llama_server_command(llama)
 

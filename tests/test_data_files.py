@@ -1,11 +1,11 @@
 """Schema checks over data/: every row carries its source; sizes are consistent."""
+
 import csv
 import json
 from pathlib import Path
 
-import pytest
-
 import guide_text
+import pytest
 
 from k3lib.core.models import builtin_models, get_model
 
@@ -32,8 +32,26 @@ def test_kv_dtypes_bytes_equal_block_bytes():
 
 def test_required_formats_exist():
     from k3lib.core.precisions import get_kv_dtype, get_weight_format
-    for name in ["BF16", "FP16", "FP8", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K", "IQ1_S", "MXFP4",
-                 "NVFP4", "AWQ", "GPTQ", "Q8", "Q4", "Q2"]:
+
+    for name in [
+        "BF16",
+        "FP16",
+        "FP8",
+        "Q8_0",
+        "Q6_K",
+        "Q5_K_M",
+        "Q4_K_M",
+        "Q3_K_M",
+        "Q2_K",
+        "IQ1_S",
+        "MXFP4",
+        "NVFP4",
+        "AWQ",
+        "GPTQ",
+        "Q8",
+        "Q4",
+        "Q2",
+    ]:
         get_weight_format(name)
     for name in ["BF16", "FP16", "FP8", "INT4", "q8_0", "q4_0"]:
         get_kv_dtype(name)

@@ -1,6 +1,7 @@
 """Differential test: for every built-in model and a grid of layouts, the single plan
 (make_plan) and the vectorized sweep agree byte for byte on the fullest GPU, and both use the
 one valid-TP rule; KV per rank follows the per-attention-kind rule worked by hand."""
+
 from __future__ import annotations
 
 import math
@@ -23,15 +24,23 @@ CONTEXTS = [4096, 131072]
 def test_plan_and_sweep_agree_for_every_builtin_model(model):
     weights = ["q4"] if "@" in model else ["native", "fp8"]
     for gpus, nodes in LAYOUTS:
-        r = sweep(models=[model], gpus=["h200"], counts=[gpus], weights=weights, kv_dtypes=["bf16", "fp8"],
-                  contexts=CONTEXTS, nodes=nodes)
+        r = sweep(
+            models=[model],
+            gpus=["h200"],
+            counts=[gpus],
+            weights=weights,
+            kv_dtypes=["bf16", "fp8"],
+            contexts=CONTEXTS,
+            nodes=nodes,
+        )
         for wi, w in enumerate(weights):
             for ki, kv in enumerate(["bf16", "fp8"]):
                 for ci, c in enumerate(CONTEXTS):
                     idx = (0, 0, 0, wi, ki, ci)
                     try:
-                        p = make_plan(model=model, gpu="h200", gpus=gpus, nodes=nodes, weights=w, kv_dtype=kv,
-                                      context=c)
+                        p = make_plan(
+                            model=model, gpu="h200", gpus=gpus, nodes=nodes, weights=w, kv_dtype=kv, context=c
+                        )
                     except K3InputError:
                         assert not r.valid[idx], (model, gpus, nodes, w)
                         continue
@@ -61,8 +70,9 @@ def test_kv_per_rank_by_attention_kind():
     assert (ds.tp, ds.pp) == (8, 2)
     stage_layers = [s.layers for s in ds.shares]
     assert stage_layers == [31, 30]
-    assert ds.peak.kv_cache_bytes == math.ceil(max(stage_layers) * 576 * 2 * 8192) or \
-        ds.peak.kv_cache_bytes == math.ceil(min(stage_layers) * 576 * 2 * 8192)
+    assert ds.peak.kv_cache_bytes == math.ceil(
+        max(stage_layers) * 576 * 2 * 8192
+    ) or ds.peak.kv_cache_bytes == math.ceil(min(stage_layers) * 576 * 2 * 8192)
 
 
 @pytest.mark.parametrize("model", [m for m in MODELS if "@" not in m])

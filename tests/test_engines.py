@@ -1,6 +1,7 @@
 """Tests for k3lib.engines: each engine's documented rules, worked by hand, and the
 vLLM profile against the 87 figures vLLM 0.19 printed on H100
 (data/measured/vllm-0.19-h100-sweep.csv)."""
+
 from __future__ import annotations
 
 import csv
@@ -11,12 +12,27 @@ from pathlib import Path
 import pytest
 
 from k3lib.cli import main
-from k3lib.engines import (ENGINES, CalibrationRow, calibration_model, calibration_summary, estimate_for_engine,
-                           get_engine, llamacpp_compute_buffer_bytes, llamacpp_kv_cache_bytes, llamacpp_weights_bytes,
-                           sglang_cell_bytes, sglang_mem_fraction_static, transformers_cache_bytes,
-                           vllm_activation_peak_bytes, vllm_calibration, vllm_kv_cache_tokens, vllm_kv_layout,
-                           vllm_kv_tokens_interval, vllm_weights_bytes_per_rank)
 from k3lib.core.errors import K3InputError, UnknownNameError
+from k3lib.engines import (
+    ENGINES,
+    CalibrationRow,
+    calibration_model,
+    calibration_summary,
+    estimate_for_engine,
+    get_engine,
+    llamacpp_compute_buffer_bytes,
+    llamacpp_kv_cache_bytes,
+    llamacpp_weights_bytes,
+    sglang_cell_bytes,
+    sglang_mem_fraction_static,
+    transformers_cache_bytes,
+    vllm_activation_peak_bytes,
+    vllm_calibration,
+    vllm_kv_cache_tokens,
+    vllm_kv_layout,
+    vllm_kv_tokens_interval,
+    vllm_weights_bytes_per_rank,
+)
 from k3lib.loaders import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,14 +43,24 @@ GiB = 2**30
 
 # ====================================================================== profiles
 
+
 def test_every_engine_is_a_documented_profile():
     assert set(ENGINES) == {"vllm", "llama.cpp", "sglang", "transformers", "generic"}
     for prof in ENGINES.values():
         assert prof.version and prof.rules and prof.sources and prof.printed_unit and prof.unit_note
 
 
-@pytest.mark.parametrize("alias, engine", [("vLLM", "vllm"), ("llamacpp", "llama.cpp"), ("llama-cpp", "llama.cpp"),
-                                           ("SGLang", "sglang"), ("hf", "transformers"), ("k3lib", "generic")])
+@pytest.mark.parametrize(
+    "alias, engine",
+    [
+        ("vLLM", "vllm"),
+        ("llamacpp", "llama.cpp"),
+        ("llama-cpp", "llama.cpp"),
+        ("SGLang", "sglang"),
+        ("hf", "transformers"),
+        ("k3lib", "generic"),
+    ],
+)
 def test_engine_aliases(alias, engine):
     assert get_engine(alias).id == engine
 
@@ -53,6 +79,7 @@ def test_sglang_says_its_gb_are_gib():
 
 # ====================================================================== vLLM rules
 
+
 def test_llama_8b_from_58_11_gib():
     # 58.11 GiB ÷ 131,072 B/token ÷ 16, floored, × 16 — the formula applied to the printed, rounded figure
     assert vllm_kv_cache_tokens("llama-3.1-8b", available_bytes=int(58.11 * GiB)) == 476_032
@@ -69,15 +96,16 @@ def test_hybrid_grouping_reproduces_gemma_3_exactly():
     assert vllm_kv_cache_tokens("gemma-3-27b", available_bytes=int(19.53 * GiB)) == 36_560
     lay = vllm_kv_layout("gemma-3-27b")
     assert lay.num_blocks(int(19.53 * GiB)) == int(19.53 * GiB) // (16 * 8192 * 10)
-    assert lay.padded_layers == 8                     # 52 sliding layers fill 6 groups of 10
+    assert lay.padded_layers == 8  # 52 sliding layers fill 6 groups of 10
 
 
 def test_tp_replicates_kv_heads_beyond_k_and_mla_latents():
     one = vllm_kv_layout("llama-3.1-70b", tp=1).page_bytes
     assert vllm_kv_layout("llama-3.1-70b", tp=8).page_bytes == one // 8
-    assert vllm_kv_layout("llama-3.1-70b", tp=16).page_bytes == one // 8    # 8 KV heads: one per rank, replicated
-    assert vllm_kv_layout("deepseek-v3", tp=8).page_bytes == vllm_kv_layout("deepseek-v3", tp=1).page_bytes \
-        == 16 * 576 * 2
+    assert vllm_kv_layout("llama-3.1-70b", tp=16).page_bytes == one // 8  # 8 KV heads: one per rank, replicated
+    assert (
+        vllm_kv_layout("deepseek-v3", tp=8).page_bytes == vllm_kv_layout("deepseek-v3", tp=1).page_bytes == 16 * 576 * 2
+    )
 
 
 def test_fp8_mla_layouts():
@@ -94,7 +122,7 @@ def test_linear_attention_raises_the_block_size():
     assert lay.block_tokens == 544
     assert lay.page_bytes == 544 * 2048
     assert lay.groups == (("full", 12), ("state", 12), ("state", 12), ("state", 12))
-    assert lay.blocks_per_request(1000) == 2 + 3       # 2 attention blocks, 1 state block per state group
+    assert lay.blocks_per_request(1000) == 2 + 3  # 2 attention blocks, 1 state block per state group
 
 
 def test_weights_per_rank_shard_vocab_heads_and_mlp():
@@ -103,15 +131,20 @@ def test_weights_per_rank_shard_vocab_heads_and_mlp():
     assert w1["rope_cache"] == 131_072 * 128 * 2
     w2 = vllm_weights_bytes_per_rank("llama-3.1-8b", tp=2)
     assert w2["embedding"] == 128_256 * 4096 // 2 * 2
-    assert w2["norms"] == w1["norms"]                                   # replicated
+    assert w2["norms"] == w1["norms"]  # replicated
 
 
 def test_mxfp4_experts_are_padded_for_the_marlin_kernel():
     # gpt-oss-20b at TP=2: intermediate 2880/2 = 1440 → 1536, hidden 2880 → 3072
     w = vllm_weights_bytes_per_rank("gpt-oss-20b", tp=2)
     inter, hidden = 1536, 3072
-    per_expert = (2 * inter * hidden // 2 + 2 * inter * hidden // 32 + hidden * inter // 2 + hidden * inter // 32
-                  + (2 * inter + hidden) * 2)
+    per_expert = (
+        2 * inter * hidden // 2
+        + 2 * inter * hidden // 32
+        + hidden * inter // 2
+        + hidden * inter // 32
+        + (2 * inter + hidden) * 2
+    )
     assert w["routed_experts"] == 24 * 32 * per_expert
 
 
@@ -142,13 +175,15 @@ def test_vllm_rejects_a_tp_that_does_not_split_the_heads():
 
 # ====================================================================== llama.cpp rules
 
+
 def test_llamacpp_cells_are_padded_to_256_with_flash_attention():
     kv = llamacpp_kv_cache_bytes("llama-3.1-8b", context_tokens=8000)
-    assert kv["cells"] == 8192 and kv["total"] == 32 * 8192 * 2 * 1024 * 2          # f16 K and V rows of 1,024
+    assert kv["cells"] == 8192 and kv["total"] == 32 * 8192 * 2 * 1024 * 2  # f16 K and V rows of 1,024
     kv = llamacpp_kv_cache_bytes("llama-3.1-8b", context_tokens=8000, flash_attn=False)
-    assert kv["cells"] == 8192              # llama.cpp@0c1e570 pads to 256 with or without flash attention
+    assert kv["cells"] == 8192  # llama.cpp@0c1e570 pads to 256 with or without flash attention
     from k3lib.engines.llamacpp import llamacpp_cells
-    assert llamacpp_cells(n_ctx=8000, flash_attn=False, rules="2025") == (8000, 1)   # older releases: 32
+
+    assert llamacpp_cells(n_ctx=8000, flash_attn=False, rules="2025") == (8000, 1)  # older releases: 32
 
 
 def test_llamacpp_quantized_cache_block_sizes():
@@ -162,12 +197,12 @@ def test_llamacpp_quantized_cache_block_sizes():
 
 def test_llamacpp_swa_cache_is_window_plus_ubatch():
     kv = llamacpp_kv_cache_bytes("gemma-3-27b", context_tokens=32768)
-    assert kv["swa_cells"] == 1536                               # pad(1024 + 512, 256)
+    assert kv["swa_cells"] == 1536  # pad(1024 + 512, 256)
     assert kv["sliding"] == 52 * 1536 * 2 * 2048 * 2
     assert kv["full"] == 10 * 32768 * 2 * 2048 * 2
     full = llamacpp_kv_cache_bytes("gemma-3-27b", context_tokens=32768, swa_full=True)
     assert full["sliding"] == 52 * 32768 * 2 * 2048 * 2
-    assert llamacpp_kv_cache_bytes("gpt-oss-20b", context_tokens=32768)["swa_cells"] == 768   # pad(128 + 512)
+    assert llamacpp_kv_cache_bytes("gpt-oss-20b", context_tokens=32768)["swa_cells"] == 768  # pad(128 + 512)
 
 
 def test_llamacpp_streams_and_unified_cache():
@@ -189,9 +224,10 @@ def test_llamacpp_mla_rows():
     kv = llamacpp_kv_cache_bytes("deepseek-v3", context_tokens=4096)
     assert kv["total"] == kv["k"] == 61 * 4096 * 576 * 2 and kv["v"] == 0
     from k3lib.engines.llamacpp import llamacpp_memory
+
     old = llamacpp_memory("deepseek-v3", n_ctx=4096, rules="2025")
     assert old["total"] == 61 * 4096 * (576 + 512) * 2
-    with pytest.raises(K3InputError) as exc:          # V is K: the same cache type or llama.cpp refuses
+    with pytest.raises(K3InputError) as exc:  # V is K: the same cache type or llama.cpp refuses
         llamacpp_memory("deepseek-v3", n_ctx=4096, type_k="q8_0", type_v="f16")
     assert exc.value.field == "type_v"
 
@@ -213,12 +249,14 @@ def test_llamacpp_keeps_token_embd_on_the_host():
 
 # ====================================================================== SGLang and transformers
 
+
 def test_sglang_mem_fraction_static_by_hand():
     # H100 (79.19 GiB = 81,090.56 MiB), TP=1: reserved = 512 + 1.5·8192 + 2·256 + 1024/8 = 13,440 MiB
     assert sglang_mem_fraction_static(gpu_memory_bytes=int(79.19 * GiB)) == round((81_090.56 - 13_440) / 81_090.56, 3)
     # TP=8: cuda_graph_max_bs 512 and 1024 MiB for the TP group → 14,848 MiB
     assert sglang_mem_fraction_static(gpu_memory_bytes=int(79.19 * GiB), tp=8) == round(
-        (81_090.56 - 14_848) / 81_090.56, 3)
+        (81_090.56 - 14_848) / 81_090.56, 3
+    )
 
 
 def test_sglang_caches_only_the_mla_latent():
@@ -229,7 +267,7 @@ def test_sglang_caches_only_the_mla_latent():
 def test_transformers_dynamic_cache_expands_mla():
     per_token = 61 * 128 * (128 + 64 + 128) * 2
     assert transformers_cache_bytes("deepseek-v3", context_tokens=1) == per_token == 4_997_120
-    assert per_token // (61 * 576 * 2) == 71                # 71× the latent vLLM and SGLang keep
+    assert per_token // (61 * 576 * 2) == 71  # 71× the latent vLLM and SGLang keep
 
 
 def test_the_same_model_on_five_engines():
@@ -259,13 +297,34 @@ def test_published_profiles_need_the_generic_engine():
 
 # ====================================================================== CLI
 
+
 def test_cli_engine_table_and_json(capsys):
-    assert main(["estimate", "--engine", "vllm", "--model", "llama-3.1-8b", "--gpus", "1", "--context", "8192",
-                 "--gpu-memory-utilization", "0.95"]) == 0
+    assert (
+        main(
+            [
+                "estimate",
+                "--engine",
+                "vllm",
+                "--model",
+                "llama-3.1-8b",
+                "--gpus",
+                "1",
+                "--context",
+                "8192",
+                "--gpu-memory-utilization",
+                "0.95",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "GPU KV cache size" in out and "vLLM 0.19.0" in out
-    assert main(["estimate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpus", "1", "--context", "8192",
-                 "--json"]) == 0
+    assert (
+        main(
+            ["estimate", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpus", "1", "--context", "8192", "--json"]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert doc["engine"] == "sglang" and doc["kv_capacity_tokens"] > 0
 
@@ -276,7 +335,9 @@ def test_cli_default_engine_is_vllm_and_generic_says_no_engine(capsys):
     default = capsys.readouterr().out
     assert main(["estimate", "--model", "llama-3.1-70b", "--gpus", "4", "--context", "128K", "--engine", "vllm"]) == 0
     assert capsys.readouterr().out == default and "verdict by: vLLM 0.19.0" in default
-    assert main(["estimate", "--model", "llama-3.1-70b", "--gpus", "4", "--context", "128K", "--engine", "generic"]) == 0
+    assert (
+        main(["estimate", "--model", "llama-3.1-70b", "--gpus", "4", "--context", "128K", "--engine", "generic"]) == 0
+    )
     generic = capsys.readouterr().out
     assert generic != default and "verdict by: k3lib's generic component model (no engine)" in generic
 
@@ -289,14 +350,30 @@ def test_cli_unknown_engine_is_one_line(capsys):
 
 # ====================================================================== the calibration set
 
-SWEEP_COLUMNS = ["id", "engine", "engine_version", "model", "weights_dtype", "kv_dtype", "context_tokens", "tp", "gpu",
-                 "quantity", "value", "unit", "source", "evidence"]
+SWEEP_COLUMNS = [
+    "id",
+    "engine",
+    "engine_version",
+    "model",
+    "weights_dtype",
+    "kv_dtype",
+    "context_tokens",
+    "tp",
+    "gpu",
+    "quantity",
+    "value",
+    "unit",
+    "source",
+    "evidence",
+]
 
 
 def test_sweep_file_is_the_reference_copy_with_its_source_columns():
     path = MEASURED / "vllm-0.19-h100-sweep.csv"
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == \
-        "ac795f77475a04c470515aebd62d68d51d90920012ae38f4677555f1e6e14f02"
+    assert (
+        hashlib.sha256(path.read_bytes()).hexdigest()
+        == "ac795f77475a04c470515aebd62d68d51d90920012ae38f4677555f1e6e14f02"
+    )
     rows = list(csv.DictReader(open(path, newline="", encoding="utf-8")))
     assert list(rows[0]) == SWEEP_COLUMNS and len(rows) == 87
     assert all(r["source"] and r["evidence"] for r in rows)
@@ -317,17 +394,19 @@ def calibration() -> tuple[CalibrationRow, ...]:
     rows = vllm_calibration()
     print("\nvLLM 0.19 on H100: predicted vs measured")
     for r in rows:
-        print(f"  {r.id} {r.model[:44]:44s} TP{r.tp} {r.quantity:25s} measured {r.measured:>12,.2f} "
-              f"predicted {r.predicted:>12,.2f} {r.unit:6s} error {r.error:>+9,.2f} ({r.error_pct:+.2f} %)"
-              f"{'' if r.within else '  MISS: ' + (r.reason or 'no reason recorded')}")
+        print(
+            f"  {r.id} {r.model[:44]:44s} TP{r.tp} {r.quantity:25s} measured {r.measured:>12,.2f} "
+            f"predicted {r.predicted:>12,.2f} {r.unit:6s} error {r.error:>+9,.2f} ({r.error_pct:+.2f} %)"
+            f"{'' if r.within else '  MISS: ' + (r.reason or 'no reason recorded')}"
+        )
     return rows
 
 
 def test_calibration_covers_all_87_figures(calibration):
     assert len(calibration) == 87
-    assert calibration_summary(calibration) == {q: {"rows": 29, "within": 29} for q in
-                                                ("weights_memory_per_gpu", "kv_cache_memory_per_gpu",
-                                                 "kv_cache_tokens")}
+    assert calibration_summary(calibration) == {
+        q: {"rows": 29, "within": 29} for q in ("weights_memory_per_gpu", "kv_cache_memory_per_gpu", "kv_cache_tokens")
+    }
 
 
 def test_dense_kv_tokens_within_one_block_of_the_rounding_interval(calibration):
@@ -350,8 +429,13 @@ def test_every_printed_token_count_lies_inside_its_rounding_interval():
     for r in (r for r in rows if r["quantity"] == "kv_cache_tokens"):
         model = calibration_model(r["model"])
         dtype, kv_b, _ = _row_dtypes(r)
-        lo, hi = vllm_kv_tokens_interval(model, printed_gib=printed[r["source"]], tp=int(r["tp"]), kv_dtype=kv_b,
-                                         dtype_bytes=dtype or model.dtype_bytes)
+        lo, hi = vllm_kv_tokens_interval(
+            model,
+            printed_gib=printed[r["source"]],
+            tp=int(r["tp"]),
+            kv_dtype=kv_b,
+            dtype_bytes=dtype or model.dtype_bytes,
+        )
         assert lo <= int(r["value"]) <= hi, (r["id"], r["model"], lo, r["value"], hi)
 
 
@@ -366,8 +450,10 @@ def test_misses_carry_a_reason(calibration):
 
 # ----------------------------------------------------------------------------- vLLM rules per version
 
+
 def test_vllm_rules_by_version_and_bad_input():
     from k3lib.engines.vllm import vllm_rules
+
     assert vllm_rules("0.5.5").budget == "free-delta" and vllm_rules("0.5.5").engine == "V0"
     assert vllm_rules("0.6.4.post1").budget == "torch-peak"
     assert vllm_rules("0.6.6.post1").budget == "profiling" and vllm_rules("0.6.6").engine == "V0"
@@ -392,8 +478,10 @@ def test_vllm_hybrid_mla_block_alignment_changed_between_011_and_019():
     lay = vllm_kv_layout("kimi-linear-48b")
     assert lay.block_tokens == 1920 and lay.page_bytes == 1920 * 1152 and lay.state_bytes == 2170880
     # a non-MLA hybrid keeps the 16 alignment: Qwen3-Next stays the same in both versions
-    assert (vllm_kv_layout("qwen3-next-80b", vllm_version="0.11.0").block_tokens
-            == vllm_kv_layout("qwen3-next-80b", vllm_version="0.19.0").block_tokens)
+    assert (
+        vllm_kv_layout("qwen3-next-80b", vllm_version="0.11.0").block_tokens
+        == vllm_kv_layout("qwen3-next-80b", vllm_version="0.19.0").block_tokens
+    )
 
 
 def test_vllm_08_pages_sliding_window_layers_as_full():
@@ -415,6 +503,7 @@ def test_vllm_v0_activation_scales_with_the_profiled_batch():
     # the 35k run of the same thread: above 32,768 tokens V0 turns chunked prefill on and profiles 512 tokens, so the
     # logits of its 256 sequences, 256 x 128,256 x 2 B = 0.061 GiB, are the peak; vLLM printed 15.05 - 14.99 = 0.06
     from k3lib.engines.vllm import vllm_v0_batched_tokens
+
     assert vllm_v0_batched_tokens("llama-3.1-8b", max_model_len=35000, vllm_version="0.6.4") == 512
     assert vllm_v0_batched_tokens("llama-3.1-8b", max_model_len=35000, vllm_version="0.6.6") == 2048
     a = vllm_activation_peak_bytes("llama-3.1-8b", vllm_version="0.6.4", max_model_len=35000)
@@ -423,13 +512,20 @@ def test_vllm_v0_activation_scales_with_the_profiled_batch():
 
 def test_vllm_available_kv_bytes_one_shape_per_version():
     from k3lib.engines.vllm import vllm_available_kv_bytes
-    kw = dict(total_bytes=79.22 * 2**30, gpu_memory_utilization=0.9, weights_bytes=14.96 * 2**30,
-              activation_bytes=1.26 * 2**30, non_torch_bytes=1.79 * 2**30)
+
+    kw = dict(
+        total_bytes=79.22 * 2**30,
+        gpu_memory_utilization=0.9,
+        weights_bytes=14.96 * 2**30,
+        activation_bytes=1.26 * 2**30,
+        non_torch_bytes=1.79 * 2**30,
+    )
     # PR 10511's H100 run printed 53.29 GiB
     assert abs(vllm_available_kv_bytes(**kw, vllm_version="0.6.6") / 2**30 - 53.29) < 0.01
     assert vllm_available_kv_bytes(**kw, cudagraph_bytes=2**30) == vllm_available_kv_bytes(**kw) - 2**30
     assert vllm_available_kv_bytes(**kw, cudagraph_bytes=2**30, vllm_version="0.10.2") == vllm_available_kv_bytes(
-        **kw, vllm_version="0.10.2")
+        **kw, vllm_version="0.10.2"
+    )
     with pytest.raises(K3InputError, match="gpu_memory_utilization"):
         vllm_available_kv_bytes(**{**kw, "gpu_memory_utilization": 1.5})
 
@@ -444,13 +540,16 @@ def test_estimate_with_an_older_vllm_release_profiles_its_batch():
     assert new.kv_available_bytes - old.kv_available_bytes == old.activation_bytes - new.activation_bytes
 
 
-@pytest.mark.parametrize("gib, tp, reserved_mib", [
-    (24, 1, 512 + 2048 * 1.5 + 24 * 2 + 128),        # A10 / L4 class (< 35 GiB): chunk 2048, graph bs 24
-    (24, 4, 512 + 2048 * 1.5 + 80 * 2 + 512),        # ... 80 from TP 4
-    (16, 1, 512 + 2048 * 1.5 + 8 * 2 + 128),         # T4 class (< 20 GiB): graph bs 8
-    (40, 1, 512 + 4096 * 1.5 + 32 * 2 + 128),        # A100 40GB class (< 60 GiB): chunk 4096, bs 32
-    (40, 8, 512 + 4096 * 1.5 + 160 * 2 + 1024),
-])
+@pytest.mark.parametrize(
+    "gib, tp, reserved_mib",
+    [
+        (24, 1, 512 + 2048 * 1.5 + 24 * 2 + 128),  # A10 / L4 class (< 35 GiB): chunk 2048, graph bs 24
+        (24, 4, 512 + 2048 * 1.5 + 80 * 2 + 512),  # ... 80 from TP 4
+        (16, 1, 512 + 2048 * 1.5 + 8 * 2 + 128),  # T4 class (< 20 GiB): graph bs 8
+        (40, 1, 512 + 4096 * 1.5 + 32 * 2 + 128),  # A100 40GB class (< 60 GiB): chunk 4096, bs 32
+        (40, 8, 512 + 4096 * 1.5 + 160 * 2 + 1024),
+    ],
+)
 def test_sglang_mem_fraction_static_small_gpus(gib, tp, reserved_mib):
     # SGLang 0.5.5 server_args.py _handle_gpu_memory_settings, worked by hand
     mib = gib * 1024

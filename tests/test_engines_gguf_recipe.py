@@ -1,4 +1,5 @@
 """llama.cpp's per-tensor quantization recipe (src/llama-quant.cpp), checked by hand."""
+
 from __future__ import annotations
 
 import pytest
@@ -35,4 +36,4 @@ def test_recipe_refuses_what_it_does_not_cover():
     with pytest.raises(K3InputError, match="ftype"):
         gguf_recipe_bytes("llama-3.1-8b", "IQ2_XXS")
     with pytest.raises(K3InputError, match="model"):
-        gguf_recipe_bytes("deepseek-v3", "Q4_K_M")            # MLA: not a GQA transformer
+        gguf_recipe_bytes("deepseek-v3", "Q4_K_M")  # MLA: not a GQA transformer

@@ -1,6 +1,7 @@
 """Pipeline parallelism (PP > 1) in the vLLM and SGLang profiles, checked against
 figures worked by hand from vLLM's rules (get_pp_indices, embedding first, LM head last,
 min blocks over workers)."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,7 +32,7 @@ def test_llama_8b_stage_weights_by_hand():
     # one decoder layer of Llama 3.1 8B: q,o 4096x4096, k,v 4096x1024, MLP 3x4096x14336, 2 norms, in BF16
     layer = (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096) * 2
     body0 = s0["attention"] + s0["dense_mlp"] + s0["norms"]
-    assert abs(body0 - 16 * layer) <= 16 * 4096 * 2       # within the final norm's share
+    assert abs(body0 - 16 * layer) <= 16 * 4096 * 2  # within the final norm's share
 
 
 def test_llama_8b_pp2_kv_blocks_by_hand():
@@ -49,7 +50,7 @@ def test_pp_must_divide_the_gpus():
     with pytest.raises(K3InputError, match="pp"):
         estimate_for_engine("vllm", model="llama-3.1-8b", gpus=3, pp=2)
     with pytest.raises(K3InputError, match="pp"):
-        estimate_for_engine("vllm", model="llama-3.1-8b", gpus=64, tp=1, pp=64)   # 64 stages, 32 layers
+        estimate_for_engine("vllm", model="llama-3.1-8b", gpus=64, tp=1, pp=64)  # 64 stages, 32 layers
 
 
 def test_sglang_pp_keeps_the_linear_attention_state_per_stage():
@@ -58,8 +59,7 @@ def test_sglang_pp_keeps_the_linear_attention_state_per_stage():
     cells 6 layers × 1 KV head (2 ÷ TP 2) × (256 + 256) × 2 B = 6,144 B per token, and the GDN state
     18 × [32·128·128 + (2·16·128 + 32·128)·3] × 4 B × 64 sequences ÷ TP 2 = 1,264,582,656 B
     (1.18 GiB) — which PP > 1 left out before, as PP = 1 does not."""
-    est = estimate_for_engine("sglang", model="qwen3-next-80b", gpu="h200", gpus=4, tp=2, pp=2, context=8192,
-                              batch=64)
+    est = estimate_for_engine("sglang", model="qwen3-next-80b", gpu="h200", gpus=4, tp=2, pp=2, context=8192, batch=64)
     state = 18 * (32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 3) * 4 * 64 // 2
     assert state == 1_264_582_656
     cells = 6 * 1 * (256 + 256) * 2 * 8192 * 64

@@ -6,6 +6,7 @@ Kimi K3 (data/models/kimi-k3.json): 24 MLA layers caching kv_lora_rank 512 + rop
 token; 92 MoE layers of 896 routed experts, each 3 · 3,584 (latent) · 3,072 weights, in MXFP4
 (4 bits + one 8-bit scale per 32 weights = 4.25 bits). H200 SXM: 140.4 GiB usable, 8 per node.
 """
+
 import math
 from pathlib import Path
 
@@ -15,7 +16,6 @@ from exercises import answers, assert_answered, usable_gib
 STEM = "03-tensor-parallel"
 ROOT = Path(__file__).resolve().parents[1]
 GiB = 2**30
-
 
 
 def test_at_least_three_exercises_all_answered():

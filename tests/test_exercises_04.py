@@ -5,14 +5,15 @@ K3: 92 MoE layers of E = 896 routed experts, k = 16 active per token, each exper
 width) · 3,072 weights; vocabulary 163,840 × hidden 7,168. Q4_K_M: 4.5 bits per weight (Q4_K: 144-byte
 blocks of 256 weights). EPYC 9005, one socket: 12 channels of DDR5-6000, 8 bytes per transfer.
 """
+
 import pytest
 from exercises import answers, assert_answered
 
 STEM = "04-offload"
 LAYERS, E, K = 92, 896, 16
-EXPERT_WEIGHTS = 3 * 3584 * 3072                      # 33,030,144
-EXPERT_BYTES = EXPERT_WEIGHTS * 144 / 256             # Q4_K: 4.5 bits → 18,579,456 B
-EMBEDDING_ROW_BYTES = 7168 * 4.5 / 8                  # one row read from RAM per token: 4,032 B
+EXPERT_WEIGHTS = 3 * 3584 * 3072  # 33,030,144
+EXPERT_BYTES = EXPERT_WEIGHTS * 144 / 256  # Q4_K: 4.5 bits → 18,579,456 B
+EMBEDDING_ROW_BYTES = 7168 * 4.5 / 8  # one row read from RAM per token: 4,032 B
 RAM_READ_BYTES = LAYERS * K * EXPERT_BYTES + EMBEDDING_ROW_BYTES
 
 
@@ -45,6 +46,6 @@ def test_04_3_vram_per_expert_layer():
 
 def test_04_4_distinct_experts_for_a_batch_of_four():
     # each sequence picks 16 of 896: an expert is missed by all four with probability (1 − 16/896)^4
-    want = E * (1 - (1 - K / E) ** 4)                 # 62.3
+    want = E * (1 - (1 - K / E) ** 4)  # 62.3
     value, unit = answers(STEM)["04-4"]
     assert unit == "experts" and value == pytest.approx(want, rel=1e-9)

@@ -4,6 +4,7 @@ lesson states, data/hardware.csv and Kimi K3's config — never from the functio
 H200 SXM: 140.4 GiB usable (data/hardware.csv). K3: 24 MLA layers caching kv_lora_rank 512 + rope
 64 elements per token (data/models/kimi-k3.json); FP8: 1 byte per element.
 """
+
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,6 @@ from exercises import answers, assert_answered, usable_gib
 STEM = "05-decision-checklist"
 ROOT = Path(__file__).resolve().parents[1]
 GiB = 2**30
-
 
 
 def test_at_least_three_exercises_all_answered():

@@ -2,6 +2,7 @@
 configs (data/configs), data/hardware.csv and vLLM's printed figure — never from the function
 the lesson calls.
 """
+
 import csv
 import json
 import math
@@ -65,8 +66,9 @@ def test_06_4_token_interval_from_the_printed_rounding():
     # Llama 3.1 8B at TP 1: a block is 16 tokens × 2·K·H·2 B per layer × L layers = 16·4,096·32 = 2 MiB;
     # vLLM printed 58.11 GiB rounded to 0.01, so the truth is 58.11 ± 0.005 GiB → ⌊A/block⌋·16 at each end
     c = _config("llama-3.1-8b")
-    block = 16 * 2 * c["num_key_value_heads"] * (c["hidden_size"] // c["num_attention_heads"]) * 2 \
-        * c["num_hidden_layers"]
+    block = (
+        16 * 2 * c["num_key_value_heads"] * (c["hidden_size"] // c["num_attention_heads"]) * 2 * c["num_hidden_layers"]
+    )
     assert block == 2 * MiB
     lo = math.floor(58.105 * GiB / block) * 16  # 475,984
     hi = math.floor(58.115 * GiB / block) * 16  # 476,064

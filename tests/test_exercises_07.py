@@ -6,6 +6,7 @@ divides by 1024^3); 262,144 B of KV per token at BF16, 131,072 at FP8; activatio
 48 GiB in its worked example, "at least 8 GB per GPU" as its rule; H100 80 GB; 2.8T parameters.
 Guide 004 ("How to Deploy Kimi K3 Locally"): the FP16 row's weights, 5,476.2 GB.
 """
+
 import math
 
 import pytest

@@ -5,6 +5,7 @@ Llama 3.1 8B (meta-llama/Llama-3.1-8B config): V = 128,256, D = 4,096, L = 32, N
 H = 128, MLP width 14,336, untied embeddings. H100 SXM (data/hardware.csv): 3,350 GB/s, 989 BF16
 dense TFLOP/s. None of these answers depends on the fitted speed constants.
 """
+
 import csv
 import math
 from pathlib import Path

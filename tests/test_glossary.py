@@ -1,17 +1,39 @@
 """The glossary (notebooks/glossary.md): the vocabulary issue 24 names, each term pointing to a
 notebook of the series that exists, and reachable from the start page."""
+
 import re
 from pathlib import Path
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-TERMS = ("KV cache", "Prefill", "Decode", "TTFT", "TPOT", "Concurrency", "TP (tensor parallelism)",
-         "PP (pipeline parallelism)", "EP (expert parallelism)", "MoE", "MLA", "KDA", "GQA", "Sliding-window",
-         "FP8", "MXFP4", "GGUF", "GiB vs GB", "Memory-bound vs compute-bound", "Offload")
+TERMS = (
+    "KV cache",
+    "Prefill",
+    "Decode",
+    "TTFT",
+    "TPOT",
+    "Concurrency",
+    "TP (tensor parallelism)",
+    "PP (pipeline parallelism)",
+    "EP (expert parallelism)",
+    "MoE",
+    "MLA",
+    "KDA",
+    "GQA",
+    "Sliding-window",
+    "FP8",
+    "MXFP4",
+    "GGUF",
+    "GiB vs GB",
+    "Memory-bound vs compute-bound",
+    "Offload",
+)
 
 
 def _entries() -> dict[str, str]:
     text = (NOTEBOOKS / "glossary.md").read_text(encoding="utf-8")
-    return {m["term"]: m["body"] for m in re.finditer(r"^\*\*(?P<term>[^*]+?)\.?\*\*\n(?P<body>(?:.+\n?)+)", text, re.M)}
+    return {
+        m["term"]: m["body"] for m in re.finditer(r"^\*\*(?P<term>[^*]+?)\.?\*\*\n(?P<body>(?:.+\n?)+)", text, re.M)
+    }
 
 
 def test_the_vocabulary_is_there():

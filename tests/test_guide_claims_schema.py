@@ -9,25 +9,39 @@ The quote checks read the guides where they are at hand (``K3_SEEDS_DIR``), and 
 compare hashes kept in ``tests/fixtures/guide_quotes.json`` (see ``tests/guide_text.py``): the
 guides' texts are not ours to ship, and a fresh clone still checks every quote.
 """
+
 from __future__ import annotations
 
 import csv
-import os
 import re
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 import guide_text
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 CSV_PATH = REPO / "data" / "guide_claims.csv"
 
 COLUMNS = [
-    "claim_id", "guide", "file", "section", "quote", "quantity", "value", "value_high",
-    "unit_as_written", "claim_kind", "precision", "kv_dtype", "context_tokens", "gpu",
-    "gpu_count", "batch", "device", "notes",
+    "claim_id",
+    "guide",
+    "file",
+    "section",
+    "quote",
+    "quantity",
+    "value",
+    "value_high",
+    "unit_as_written",
+    "claim_kind",
+    "precision",
+    "kv_dtype",
+    "context_tokens",
+    "gpu",
+    "gpu_count",
+    "batch",
+    "device",
+    "notes",
 ]
 REQUIRED = ["claim_id", "guide", "file", "section", "quote", "quantity", "value", "unit_as_written", "claim_kind"]
 GUIDE_FILES = {
@@ -36,8 +50,16 @@ GUIDE_FILES = {
 }
 GUIDE_PREFIX = {"guide-000": "g000-", "guide-004": "g004-"}
 CLAIM_KINDS = {
-    "component size", "total", "headroom", "GPU count", "speed", "ratio", "range",
-    "parameter count", "price", "context",
+    "component size",
+    "total",
+    "headroom",
+    "GPU count",
+    "speed",
+    "ratio",
+    "range",
+    "parameter count",
+    "price",
+    "context",
 }
 PRECISIONS = {"", "bf16", "q8", "q4", "q2", "1-bit", "2-bit", "3-bit", "4-bit", "5-bit", "8-bit", "fp16"}
 KV_DTYPES = {"", "bf16", "fp8", "int4", "fp16"}
@@ -57,8 +79,6 @@ IDS = [r["claim_id"] for r in ROWS]
 
 def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
-
-
 
 
 def _is_float(s: str) -> bool:
@@ -164,15 +184,16 @@ def test_section_is_a_heading_line_of_seed(row):
     assert guide_text.is_line(row["file"], row["section"]), row["section"]
 
 
-@pytest.mark.parametrize("row", [r for r in ROWS if r["device"] and r["guide"] == "guide-004"],
-                         ids=lambda r: r["claim_id"])
+@pytest.mark.parametrize(
+    "row", [r for r in ROWS if r["device"] and r["guide"] == "guide-004"], ids=lambda r: r["claim_id"]
+)
 def test_device_named_as_written(row):
     assert guide_text.contains_raw(row["file"], row["device"])
 
 
 def test_an_edited_quote_fails_without_the_guide(monkeypatch, tmp_path):
     """The hash fallback is a real check: a changed quote or section is not in the fixture."""
-    monkeypatch.setenv("K3_SEEDS_DIR", str(tmp_path))   # no guide texts here
+    monkeypatch.setenv("K3_SEEDS_DIR", str(tmp_path))  # no guide texts here
     guide_text.text_of.cache_clear()
     try:
         row = ROWS[0]

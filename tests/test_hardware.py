@@ -3,6 +3,7 @@
 Expected values are typed in by hand from the sources (guide 004's offload
 table, NVIDIA's H100/H200 figures), not computed from the CSV.
 """
+
 from __future__ import annotations
 
 import csv
@@ -43,8 +44,11 @@ def test_csv_header_is_the_documented_schema():
 
 
 def test_numeric_columns_carry_units_in_their_names():
-    numeric = [c for c in CSV_COLUMNS if c.startswith(("memory_marketed_gib", "memory_usable_gib"))
-               or c.endswith(("_gb_s", "_tflops", "_usd"))]
+    numeric = [
+        c
+        for c in CSV_COLUMNS
+        if c.startswith(("memory_marketed_gib", "memory_usable_gib")) or c.endswith(("_gb_s", "_tflops", "_usd"))
+    ]
     unit_suffix = re.compile(r"_(gib|gb_s|tflops|usd)$")
     assert len(numeric) == 8
     for column in numeric:
@@ -73,8 +77,16 @@ def test_every_row_has_id_name_source_and_positive_memory_and_bandwidth():
 
 
 def test_numbers_are_plain():
-    numeric = ("memory_marketed_gib", "memory_usable_gib", "memory_bw_gb_s", "bf16_dense_tflops",
-               "fp8_dense_tflops", "host_link_gb_s", "scale_up_link_gb_s", "price_usd")
+    numeric = (
+        "memory_marketed_gib",
+        "memory_usable_gib",
+        "memory_bw_gb_s",
+        "bf16_dense_tflops",
+        "fp8_dense_tflops",
+        "host_link_gb_s",
+        "scale_up_link_gb_s",
+        "price_usd",
+    )
     for row in _rows():
         for column in numeric:
             value = row[column]
@@ -112,7 +124,8 @@ def test_aliases_lowercase_and_unique_across_rows_even_loosely():
             assert owner.setdefault(label, row["id"]) == row["id"], f"{label!r} in {owner[label]} and {row['id']}"
             key = normalise_name(label)
             assert loose_owner.setdefault(key, row["id"]) == row["id"], (
-                f"{label!r} collides with {loose_owner[key]} once spaces/hyphens are ignored")
+                f"{label!r} collides with {loose_owner[key]} once spaces/hyphens are ignored"
+            )
 
 
 # ------------------------------------------------------------------ loader
@@ -127,8 +140,9 @@ def test_load_hardware_converts_units_and_is_cached():
     assert all(isinstance(s, GPUSpec) for s in specs)
 
 
-@pytest.mark.parametrize("name", ["h100", "H100-SXM", "h100 sxm5", "H100 SXM5 80GB", "h100_sxm", "NVIDIA H100",
-                                  "H100 80 GB"])
+@pytest.mark.parametrize(
+    "name", ["h100", "H100-SXM", "h100 sxm5", "H100 SXM5 80GB", "h100_sxm", "NVIDIA H100", "H100 80 GB"]
+)
 def test_h100_names_resolve_to_the_sxm_spec(name):
     spec = get_gpu(name)
     assert spec.id == "h100-sxm"
@@ -153,10 +167,13 @@ def test_usable_falls_back_to_marketed_when_unknown():
     assert spec.memory_bytes("usable") == spec.memory_bytes("marketed") == 80 * GiB_HAND
 
 
-@pytest.mark.parametrize("name, usable_gib, marketed_gib, bw_gb_s", [
-    ("Tesla T4", 14.58, 16, 320),   # torch on a T4: "a total capacty of 14.58 GiB" (datawhalechina/self-llm#162)
-    ("nvidia a10", 22.18, 24, 600),  # torch on an A10: "a total capacity of 22.18 GiB" (OpenBMB/MiniCPM-V#640)
-])
+@pytest.mark.parametrize(
+    "name, usable_gib, marketed_gib, bw_gb_s",
+    [
+        ("Tesla T4", 14.58, 16, 320),  # torch on a T4: "a total capacty of 14.58 GiB" (datawhalechina/self-llm#162)
+        ("nvidia a10", 22.18, 24, 600),  # torch on an A10: "a total capacity of 22.18 GiB" (OpenBMB/MiniCPM-V#640)
+    ],
+)
 def test_inference_cards_usable_memory_from_public_logs(name, usable_gib, marketed_gib, bw_gb_s):
     spec = get_gpu(name)
     assert spec.memory_bytes("usable") == round(usable_gib * GiB_HAND)
@@ -261,9 +278,15 @@ def test_modded_and_mining_cards_say_so():
 
 def _valid_kwargs() -> dict:
     return dict(
-        id="test-gpu", name="Test GPU", vendor="Acme", device_class="datacenter GPU",
-        memory_marketed_bytes=80 * GiB_HAND, memory_bw_bytes_per_s=3_350 * 10**9,
-        unified_memory=False, source="hand-typed", verification="retrieved",
+        id="test-gpu",
+        name="Test GPU",
+        vendor="Acme",
+        device_class="datacenter GPU",
+        memory_marketed_bytes=80 * GiB_HAND,
+        memory_bw_bytes_per_s=3_350 * 10**9,
+        unified_memory=False,
+        source="hand-typed",
+        verification="retrieved",
     )
 
 
@@ -273,27 +296,30 @@ def test_gpuspec_accepts_valid_values_and_is_frozen():
         spec.name = "other"  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("field_name, value", [
-    ("memory_marketed_bytes", 0),
-    ("memory_marketed_bytes", -1),
-    ("memory_marketed_bytes", 80.5),
-    ("memory_usable_bytes", 0),
-    ("memory_usable_bytes", 81 * GiB_HAND),
-    ("memory_bw_bytes_per_s", 0),
-    ("bf16_dense_flops", -1.0),
-    ("bf16_dense_flops", float("nan")),
-    ("host_link_bytes_per_s", 0),
-    ("scale_up_link_bytes_per_s", -5),
-    ("price_usd", 0),
-    ("device_class", "toaster"),
-    ("verification", "trust me"),
-    ("source", ""),
-    ("id", "H100 SXM"),
-    ("unified_memory", "yes"),
-    ("gpus_per_node", 0),
-    ("gpus_per_node", 2.5),
-    ("gpus_per_node", None),
-])
+@pytest.mark.parametrize(
+    "field_name, value",
+    [
+        ("memory_marketed_bytes", 0),
+        ("memory_marketed_bytes", -1),
+        ("memory_marketed_bytes", 80.5),
+        ("memory_usable_bytes", 0),
+        ("memory_usable_bytes", 81 * GiB_HAND),
+        ("memory_bw_bytes_per_s", 0),
+        ("bf16_dense_flops", -1.0),
+        ("bf16_dense_flops", float("nan")),
+        ("host_link_bytes_per_s", 0),
+        ("scale_up_link_bytes_per_s", -5),
+        ("price_usd", 0),
+        ("device_class", "toaster"),
+        ("verification", "trust me"),
+        ("source", ""),
+        ("id", "H100 SXM"),
+        ("unified_memory", "yes"),
+        ("gpus_per_node", 0),
+        ("gpus_per_node", 2.5),
+        ("gpus_per_node", None),
+    ],
+)
 def test_gpuspec_rejects_bad_values_naming_the_field(field_name, value):
     kwargs = _valid_kwargs() | {field_name: value}
     with pytest.raises(K3InputError) as info:
@@ -316,17 +342,20 @@ def test_bad_csv_cell_names_row_and_column(tmp_path):
 # ------------------------------------------------------------------ GPUs per node (issue 12)
 
 
-@pytest.mark.parametrize("gpu, per_node", [
-    ("h100-sxm", 8),   # DGX/HGX H100: 8 SXM5 GPUs per baseboard
-    ("h200-sxm", 8),   # HGX H200 8-GPU; MLPerf system "H200-SXM-141GBx8"
-    ("b200", 8),       # HGX/DGX B200: 1,440 GB per 8 GPUs
-    ("a100-sxm-80gb", 8),
-    ("mi300x", 8),     # MLPerf system "8xMI300X_2xEPYC-9374F"
-    ("gb200", 4),      # NVL72 compute tray: 2 superchips x 2 GPUs
-    ("rtx-4090", 1),   # a desktop card
-    ("m3-ultra-512gb", 1),  # a unified-memory computer is one device
-    ("dgx-spark", 1),
-])
+@pytest.mark.parametrize(
+    "gpu, per_node",
+    [
+        ("h100-sxm", 8),  # DGX/HGX H100: 8 SXM5 GPUs per baseboard
+        ("h200-sxm", 8),  # HGX H200 8-GPU; MLPerf system "H200-SXM-141GBx8"
+        ("b200", 8),  # HGX/DGX B200: 1,440 GB per 8 GPUs
+        ("a100-sxm-80gb", 8),
+        ("mi300x", 8),  # MLPerf system "8xMI300X_2xEPYC-9374F"
+        ("gb200", 4),  # NVL72 compute tray: 2 superchips x 2 GPUs
+        ("rtx-4090", 1),  # a desktop card
+        ("m3-ultra-512gb", 1),  # a unified-memory computer is one device
+        ("dgx-spark", 1),
+    ],
+)
 def test_gpus_per_node_typed_from_the_sources(gpu, per_node):
     assert get_gpu(gpu).gpus_per_node == per_node
 

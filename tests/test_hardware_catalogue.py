@@ -1,5 +1,6 @@
 """Schema and source checks for data/hardware.csv, data/interconnects.csv, data/prices.csv,
 spot checks against vendor figures typed by hand, and the loaders' APIs (issue 22)."""
+
 from __future__ import annotations
 
 import csv
@@ -15,6 +16,8 @@ from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import get_gpu, list_gpus
 from k3lib.core.interconnects import (
     CSV_COLUMNS as IC_COLUMNS,
+)
+from k3lib.core.interconnects import (
     get_interconnect,
     link_between,
     links_for,
@@ -78,13 +81,13 @@ def test_every_hardware_row_maps_to_known_interconnects_consistently():
         up, out = row["scale_up_interconnect"], row["scale_out_interconnect"]
         assert out in links, f"{row['id']}: scale-out {out!r}"
         if row["unified_memory"] == "true":
-            assert up == "", row["id"]   # one device: no GPU-to-GPU link inside
+            assert up == "", row["id"]  # one device: no GPU-to-GPU link inside
             continue
         assert up in links, f"{row['id']}: scale-up {up!r}"
         link_bw = float(links[up]["bandwidth_per_direction_gb_s"])
-        if row["scale_up_link_gb_s"]:   # an NVLink / Infinity Fabric / bridge figure: the same number
+        if row["scale_up_link_gb_s"]:  # an NVLink / Infinity Fabric / bridge figure: the same number
             assert link_bw == float(row["scale_up_link_gb_s"]), row["id"]
-        else:                           # no GPU link: PCIe at the card's host-link rate
+        else:  # no GPU link: PCIe at the card's host-link rate
             assert links[up]["tier"] == "pcie", row["id"]
             assert link_bw == float(row["host_link_gb_s"]), row["id"]
 
@@ -104,21 +107,24 @@ def test_price_schema_dates_and_values():
 # ------------------------------------------------------------------ spot checks (typed from vendor pages)
 
 
-@pytest.mark.parametrize("gpu, bw_gb_s, mem_gib", [
-    ("h100-sxm", 3350, 80),      # nvidia.com H100: 3.35 TB/s
-    ("h200", 4800, 141),         # H200: 4.8 TB/s
-    ("b200", 7700, 180),         # HGX B200 per GPU (aiconfigurator b200_sxm.yaml)
-    ("rtx 4090", 1008, 24),      # GeForce RTX 4090: 1,008 GB/s
-    ("rtx 5090", 1792, 32),
-    ("rtx 3060", 360, 12),
-    ("rtx 5080", 960, 16),
-    ("m4 max", 546, 128),        # Apple: M4 Max up to 546 GB/s
-    ("m4 pro", 273, 64),
-    ("m2 ultra", 800, 192),
-    ("mi300x", 5300, 192),
-    ("dgx spark", 273, 128),
-    ("arc pro b60", 456, 24),
-])
+@pytest.mark.parametrize(
+    "gpu, bw_gb_s, mem_gib",
+    [
+        ("h100-sxm", 3350, 80),  # nvidia.com H100: 3.35 TB/s
+        ("h200", 4800, 141),  # H200: 4.8 TB/s
+        ("b200", 7700, 180),  # HGX B200 per GPU (aiconfigurator b200_sxm.yaml)
+        ("rtx 4090", 1008, 24),  # GeForce RTX 4090: 1,008 GB/s
+        ("rtx 5090", 1792, 32),
+        ("rtx 3060", 360, 12),
+        ("rtx 5080", 960, 16),
+        ("m4 max", 546, 128),  # Apple: M4 Max up to 546 GB/s
+        ("m4 pro", 273, 64),
+        ("m2 ultra", 800, 192),
+        ("mi300x", 5300, 192),
+        ("dgx spark", 273, 128),
+        ("arc pro b60", 456, 24),
+    ],
+)
 def test_spot_figures(gpu, bw_gb_s, mem_gib):
     spec = get_gpu(gpu)
     assert spec.memory_bw_bytes_per_s == bw_gb_s * 10**9
@@ -129,7 +135,7 @@ def test_spot_compute_and_links():
     assert get_gpu("h100").fp8_dense_flops == pytest.approx(1979e12)
     assert get_gpu("rtx 6000 ada").bf16_dense_flops == pytest.approx(364e12)
     assert get_gpu("gb300").gpus_per_node == 4
-    assert get_gpu("rtx 4060 ti 16gb").host_link_bytes_per_s == 16 * 10**9   # PCIe 4.0 x8
+    assert get_gpu("rtx 4060 ti 16gb").host_link_bytes_per_s == 16 * 10**9  # PCIe 4.0 x8
     assert get_interconnect("nvlink4").bandwidth_bytes_per_s == 450 * 10**9
     assert get_interconnect("ib-ndr-400").bandwidth_bytes_per_s == 50 * 10**9
     assert get_interconnect("infinity-fabric-mi300").pair_bandwidth_bytes_per_s == 64 * 10**9
@@ -139,14 +145,56 @@ def test_spot_compute_and_links():
 
 
 ISSUE_22_NAMES = [
-    "a100", "h100", "h200", "h20", "h800", "b200", "b300", "gb200", "l40s", "l4",
-    "rtx 2070", "rtx 2080 ti", "rtx 3060", "rtx 3070", "rtx 3080", "rtx 3090", "rtx 4060 ti 16gb", "rtx 4070",
-    "rtx 4080", "rtx 4090", "rtx 5070", "rtx 5080", "rtx 5090", "rtx 4090 laptop", "rtx 5090 laptop",
-    "rtx 6000 ada", "rtx pro 6000",
-    "mi300x", "mi325x", "mi355x", "rx 7900 xtx", "radeon 780m", "radeon 8060s",
-    "arc a770", "arc b580",
-    "m1", "m1 max", "m1 ultra", "m2", "m2 max", "m2 ultra", "m3", "m3 max", "m3 ultra", "m4", "m4 pro", "m4 max",
-    "dgx spark", "4090", "5090",
+    "a100",
+    "h100",
+    "h200",
+    "h20",
+    "h800",
+    "b200",
+    "b300",
+    "gb200",
+    "l40s",
+    "l4",
+    "rtx 2070",
+    "rtx 2080 ti",
+    "rtx 3060",
+    "rtx 3070",
+    "rtx 3080",
+    "rtx 3090",
+    "rtx 4060 ti 16gb",
+    "rtx 4070",
+    "rtx 4080",
+    "rtx 4090",
+    "rtx 5070",
+    "rtx 5080",
+    "rtx 5090",
+    "rtx 4090 laptop",
+    "rtx 5090 laptop",
+    "rtx 6000 ada",
+    "rtx pro 6000",
+    "mi300x",
+    "mi325x",
+    "mi355x",
+    "rx 7900 xtx",
+    "radeon 780m",
+    "radeon 8060s",
+    "arc a770",
+    "arc b580",
+    "m1",
+    "m1 max",
+    "m1 ultra",
+    "m2",
+    "m2 max",
+    "m2 ultra",
+    "m3",
+    "m3 max",
+    "m3 ultra",
+    "m4",
+    "m4 pro",
+    "m4 max",
+    "dgx spark",
+    "4090",
+    "5090",
 ]
 
 
@@ -185,9 +233,16 @@ def test_bad_interconnect_cell_names_row_and_column(tmp_path):
         load_interconnects(path)
 
 
-@pytest.mark.parametrize("column, value", [("date", "March 2026"), ("date", "2026-13"),
-                                           ("usd_per_gpu_hour", "0"), ("source", "runpod.io"),
-                                           ("offering", "cheap")])
+@pytest.mark.parametrize(
+    "column, value",
+    [
+        ("date", "March 2026"),
+        ("date", "2026-13"),
+        ("usd_per_gpu_hour", "0"),
+        ("source", "runpod.io"),
+        ("offering", "cheap"),
+    ],
+)
 def test_bad_price_cell_names_the_column(tmp_path, column, value):
     rows = _rows("prices.csv")
     rows[0][column] = value
@@ -202,7 +257,9 @@ def test_bad_price_cell_names_the_column(tmp_path, column, value):
 
 
 def test_price_median_provider_and_user_override():
-    rows = [r for r in _rows("prices.csv") if r["gpu_id"] == "h100-sxm" and r["offering"] in ("on-demand", "marketplace")]
+    rows = [
+        r for r in _rows("prices.csv") if r["gpu_id"] == "h100-sxm" and r["offering"] in ("on-demand", "marketplace")
+    ]
     values = sorted(float(r["usd_per_gpu_hour"]) for r in rows)
     n = len(values)
     expected = values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2

@@ -4,10 +4,10 @@ id from the local hub cache, laid out here as the hub client lays it out
 The network is never touched: the two network primitives are replaced by fakes that fail, or that
 serve a local folder (the range-read path), and ``HF_HUB_OFFLINE=1`` where the cache is missing.
 """
+
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -20,18 +20,36 @@ from tests.test_loaders import EMBD, TOTAL, _moe_shards, write_llama_gguf, write
 pytest.importorskip("huggingface_hub")
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
-TINY = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-        "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 8192,
-        "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
-TINY_TENSORS = {"model.embed_tokens.weight": ("BF16", [100, 64]), "lm_head.weight": ("BF16", [100, 64]),
-                "model.norm.weight": ("BF16", [64])}
+TINY = {
+    "model_type": "llama",
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 128,
+    "vocab_size": 100,
+    "max_position_embeddings": 8192,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+TINY_TENSORS = {
+    "model.embed_tokens.weight": ("BF16", [100, 64]),
+    "lm_head.weight": ("BF16", [100, 64]),
+    "model.norm.weight": ("BF16", [64]),
+}
 for _i in range(2):
-    TINY_TENSORS.update({f"model.layers.{_i}.self_attn.{p}.weight": ("BF16", [64 if p in "qo" else 32, 64])
-                         for p in "qkvo"})
-    TINY_TENSORS.update({f"model.layers.{_i}.mlp.{p}_proj.weight": ("BF16", [128, 64] if p != "down" else [64, 128])
-                         for p in ("gate", "up", "down")})
-    TINY_TENSORS.update({f"model.layers.{_i}.{n}.weight": ("BF16", [64]) for n in ("input_layernorm",
-                                                                                  "post_attention_layernorm")})
+    TINY_TENSORS.update(
+        {f"model.layers.{_i}.self_attn.{p}.weight": ("BF16", [64 if p in "qo" else 32, 64]) for p in "qkvo"}
+    )
+    TINY_TENSORS.update(
+        {
+            f"model.layers.{_i}.mlp.{p}_proj.weight": ("BF16", [128, 64] if p != "down" else [64, 128])
+            for p in ("gate", "up", "down")
+        }
+    )
+    TINY_TENSORS.update(
+        {f"model.layers.{_i}.{n}.weight": ("BF16", [64]) for n in ("input_layernorm", "post_attention_layernorm")}
+    )
 TINY_BYTES = 2 * (2 * 100 * 64 + 64 + 2 * (2 * 64 * 64 + 2 * 32 * 64 + 3 * 128 * 64 + 2 * 64))
 
 
@@ -42,6 +60,7 @@ class NetworkTouched(AssertionError):
 @pytest.fixture(autouse=True)
 def no_network(monkeypatch):
     """Any call of a network primitive fails the test; the cache is empty unless a test fills it."""
+
     def boom(*a, **k):
         raise NetworkTouched(f"network primitive called with {a}")
 
@@ -75,8 +94,9 @@ def tiny_safetensors_repo(tmp_path: Path, cache: Path, repo_id: str = "acme/tiny
     src.mkdir(exist_ok=True)
     (src / "config.json").write_text(json.dumps(TINY))
     write_safetensors(src / "model.safetensors", TINY_TENSORS)
-    return cache_repo(cache, repo_id, {"config.json": src / "config.json",
-                                       "model.safetensors": src / "model.safetensors"})
+    return cache_repo(
+        cache, repo_id, {"config.json": src / "config.json", "model.safetensors": src / "model.safetensors"}
+    )
 
 
 def estimate(capsys, *argv: str, context: str = "8K") -> dict:
@@ -96,8 +116,9 @@ def test_estimate_plans_a_cached_safetensors_repository_with_its_exact_bytes(tmp
     assert out["weights_bytes"] == TINY_BYTES
     # the same as naming the snapshot folder with --safetensors
     direct = estimate(capsys, "--safetensors", str(snap), "--engine", "generic")
-    assert {k: v for k, v in out.items() if k not in ("model", "notes")} == \
-        {k: v for k, v in direct.items() if k not in ("model", "notes")}
+    assert {k: v for k, v in out.items() if k not in ("model", "notes")} == {
+        k: v for k, v in direct.items() if k not in ("model", "notes")
+    }
     assert out["model"] == "acme/tiny-llama"
 
 
@@ -199,6 +220,7 @@ def test_notebook_model_source_resolves_a_repository_id(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ the network path, with fake primitives
 def serve_folder(monkeypatch, folder: Path, calls: list) -> None:
     """The network primitives answer from a local folder, recording every range read."""
+
     def files(repo_id, revision):
         calls.append(("files", repo_id))
         return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
@@ -206,7 +228,7 @@ def serve_folder(monkeypatch, folder: Path, calls: list) -> None:
     def read(repo_id, filename, revision, start, end):
         data = (folder / filename).read_bytes()
         calls.append((filename, start, end))
-        return data[start:end + 1], len(data)
+        return data[start : end + 1], len(data)
 
     monkeypatch.setattr(hub, "_remote_files", files)
     monkeypatch.setattr(hub, "_remote_bytes", read)
@@ -224,7 +246,7 @@ def test_network_reads_only_config_index_and_headers(tmp_path, monkeypatch, caps
     shards = sorted(p.name for p in (tmp_path / "m").glob("*.safetensors"))
     read = {c[0] for c in calls if c[0] != "files"}
     assert read == {"config.json", "model.safetensors.index.json", *shards}
-    for shard in shards:   # two range reads: the length, then the header
+    for shard in shards:  # two range reads: the length, then the header
         size = (tmp_path / "m" / shard).stat().st_size
         spans = [(s, e) for f, s, e in (c for c in calls if c[0] == shard)]
         assert spans[0] == (0, 7) and len(spans) == 2 and spans[1][1] < size - 4096
@@ -249,7 +271,7 @@ def test_a_complete_cache_never_calls_the_network_even_online(tmp_path, monkeypa
     cache = tmp_path / "hub"
     tiny_safetensors_repo(tmp_path, cache)
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    monkeypatch.delenv("HF_HUB_OFFLINE")         # the autouse fakes raise if a primitive is called
+    monkeypatch.delenv("HF_HUB_OFFLINE")  # the autouse fakes raise if a primitive is called
     assert estimate(capsys, "--model", "acme/tiny-llama", "--engine", "generic")["weights_bytes"] == TINY_BYTES
 
 

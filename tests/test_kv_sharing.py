@@ -4,6 +4,7 @@ MTP modules (``num_nextn_predict_layers``): which layers own a cache, and what t
 Every expected figure is worked by hand from the config's numbers (shown beside it) or is
 a published figure, never the function's own output.
 """
+
 from __future__ import annotations
 
 import json
@@ -56,7 +57,7 @@ def test_gemma3n_without_sharing_allocates_75_percent_more_window_bytes():
         return a.kv_cache_bytes(context_tokens=512, batch=1, bytes_per_element=2) - 512 * a.kv_bytes_per_token(2)
 
     assert window(shared) == 16 * 2048 * 512
-    assert window(plain) == 28 * 2048 * 512          # 28 / 16 = 1.75: the +75 % the issue names
+    assert window(plain) == 28 * 2048 * 512  # 28 / 16 = 1.75: the +75 % the issue names
 
 
 def test_plan_and_sweep_count_only_owning_layers():
@@ -70,10 +71,22 @@ def test_plan_and_sweep_count_only_owning_layers():
 def test_gemma4_global_head_dim_and_global_kv_heads():
     # A Gemma-4-shaped config (fields as transformers Gemma4TextConfig and vLLM gemma4.py read them):
     # 12 layers, every 6th full, last 4 share; full layers: head dim 512, 1 KV head (attention_k_eq_v).
-    cfg = {"model_type": "gemma4_text", "hidden_size": 1536, "num_hidden_layers": 12, "num_attention_heads": 8,
-           "num_key_value_heads": 2, "head_dim": 256, "global_head_dim": 512, "num_global_key_value_heads": 1,
-           "attention_k_eq_v": True, "intermediate_size": 6144, "vocab_size": 262144, "sliding_window": 512,
-           "num_kv_shared_layers": 4, "max_position_embeddings": 131072}
+    cfg = {
+        "model_type": "gemma4_text",
+        "hidden_size": 1536,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "head_dim": 256,
+        "global_head_dim": 512,
+        "num_global_key_value_heads": 1,
+        "attention_k_eq_v": True,
+        "intermediate_size": 6144,
+        "vocab_size": 262144,
+        "sliding_window": 512,
+        "num_kv_shared_layers": 4,
+        "max_position_embeddings": 131072,
+    }
     arch = architecture_from_hf_config(cfg, id="g4")
     # full at 5 and 11 (the last is forced full); first shared = 8 → owning: full {5}, sliding {0-4, 6, 7}
     assert arch.kv_layers() == {"sliding": 7, "full": 1}
@@ -86,22 +99,35 @@ def test_gemma4_global_head_dim_and_global_kv_heads():
 
 
 def test_gemma4_double_wide_mlp_widens_shared_layers():
-    cfg = {"model_type": "gemma4_text", "hidden_size": 64, "num_hidden_layers": 6, "num_attention_heads": 2,
-           "num_key_value_heads": 1, "head_dim": 32, "intermediate_size": 120, "vocab_size": 1000,
-           "sliding_window": 16, "num_kv_shared_layers": 2, "use_double_wide_mlp": True,
-           "layer_types": ["sliding_attention"] * 5 + ["full_attention"]}
+    cfg = {
+        "model_type": "gemma4_text",
+        "hidden_size": 64,
+        "num_hidden_layers": 6,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "head_dim": 32,
+        "intermediate_size": 120,
+        "vocab_size": 1000,
+        "sliding_window": 16,
+        "num_kv_shared_layers": 2,
+        "use_double_wide_mlp": True,
+        "layer_types": ["sliding_attention"] * 5 + ["full_attention"],
+    }
     arch = architecture_from_hf_config(cfg, id="g4-small")
     # 4 layers of 120 + 2 of 240 = 960 over 6 layers: the dense MLP holds 3 · 64 · 960 weights
     assert arch.mlp.dense_layers * arch.mlp.dense_intermediate * 3 * 64 == 3 * 64 * 960
 
 
-@pytest.mark.parametrize("bad, field", [
-    ({"num_kv_shared_layers": 35}, "num_kv_shared_layers"),
-    ({"num_kv_shared_layers": -1}, "num_kv_shared_layers"),
-    ({"num_kv_shared_layers": "15"}, "num_kv_shared_layers"),
-    ({"intermediate_size": [16384] * 34}, "intermediate_size"),
-    ({"global_head_dim": 0}, "global_head_dim"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({"num_kv_shared_layers": 35}, "num_kv_shared_layers"),
+        ({"num_kv_shared_layers": -1}, "num_kv_shared_layers"),
+        ({"num_kv_shared_layers": "15"}, "num_kv_shared_layers"),
+        ({"intermediate_size": [16384] * 34}, "intermediate_size"),
+        ({"global_head_dim": 0}, "global_head_dim"),
+    ],
+)
 def test_bad_sharing_fields_raise_one_named_error(bad, field):
     cfg = _gemma3n()
     cfg["text_config"].update(bad)
@@ -111,9 +137,18 @@ def test_bad_sharing_fields_raise_one_named_error(bad, field):
 
 
 def test_sharing_needs_layer_positions_when_kinds_mix():
-    cfg = {"model_type": "mistral", "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 2,
-           "num_key_value_heads": 1, "intermediate_size": 128, "vocab_size": 100, "sliding_window": 8,
-           "num_kv_shared_layers": 2, "head_dim": 32}
+    cfg = {
+        "model_type": "mistral",
+        "hidden_size": 64,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "intermediate_size": 128,
+        "vocab_size": 100,
+        "sliding_window": 8,
+        "num_kv_shared_layers": 2,
+        "head_dim": 32,
+    }
     # mistral slides every layer: positions are known, the last 2 share
     assert architecture_from_hf_config(cfg, id="m").kv_layers() == {"sliding": 2}
     # gemma2 alternates by convention, but k3lib does not place its layers: refused, naming layer_types
@@ -157,8 +192,9 @@ def test_mtp_allocates_no_kv_and_weights_leave_it_out_by_default():
     assert with_mtp.kv_bytes_per_token(2) == without.kv_bytes_per_token(2) == 61 * 576 * 2
     assert weights_bytes(with_mtp, "bf16") == weights_bytes(without, "bf16")
     # include_mtp adds exactly the MTP parameters at 2 B each
-    assert weights_bytes(with_mtp, "bf16", include_mtp=True) - weights_bytes(with_mtp, "bf16") \
-        == 2 * with_mtp.params_mtp
+    assert (
+        weights_bytes(with_mtp, "bf16", include_mtp=True) - weights_bytes(with_mtp, "bf16") == 2 * with_mtp.params_mtp
+    )
     assert without.params_mtp == 0
 
 
@@ -171,8 +207,8 @@ def test_kimi_k3_declares_no_mtp_module():
 def test_sweep_equals_plan_for_a_kv_sharing_model():
     arch = architecture_from_hf_config(_gemma3n(), id="gemma-3n-e4b-test")
     for gpus, ctx in ((1, "32k"), (2, "4k")):
-        res = sweep(models=[arch], gpus=["h100-sxm"], counts=[gpus], weights=["bf16"], kv_dtypes=["bf16"],
-                    contexts=[ctx])
+        res = sweep(
+            models=[arch], gpus=["h100-sxm"], counts=[gpus], weights=["bf16"], kv_dtypes=["bf16"], contexts=[ctx]
+        )
         plan = make_plan(model=arch, gpu="h100-sxm", gpus=gpus, weights="bf16", kv_dtype="bf16", context=ctx)
         assert int(res.total_bytes_per_gpu.ravel()[0]) == plan.per_gpu.total_bytes
-

@@ -3,6 +3,7 @@ attention kind each layer has come from the config (or the family's convention f
 model), and a pipeline stage holds exactly the layers at its indices (vLLM ``get_pp_indices``).
 
 Every expected figure is worked by hand from the config's own fields."""
+
 from __future__ import annotations
 
 import copy
@@ -91,24 +92,30 @@ def test_k3_attention_kinds_by_index_follow_full_attn_layers():
     full = cfg["text_config"]["linear_attn_config"]["full_attn_layers"]
     from_config = architecture_from_hf_config(cfg, id="k3-config")
     builtin = get_model("kimi-k3")
-    assert [from_config.attention[g].kind for g, _ in from_config.layer_order()] == \
-        ["mla" if i + 1 in full else "kda" for i in range(93)]
+    assert [from_config.attention[g].kind for g, _ in from_config.layer_order()] == [
+        "mla" if i + 1 in full else "kda" for i in range(93)
+    ]
     assert builtin.layer_order() == from_config.layer_order()
     mla_per_stage = [sum(1 for n in full if n - 1 in idx) for idx in stage_layer_indices(93, 2)]
     assert mla_per_stage == [11, 13]
     stages = pipeline_stages(builtin, 2)
-    assert [{g.kind: g.count for g in st.attention} for st in stages] == [{"mla": 11, "kda": 36},
-                                                                          {"mla": 13, "kda": 33}]
+    assert [{g.kind: g.count for g in st.attention} for st in stages] == [
+        {"mla": 11, "kda": 36},
+        {"mla": 13, "kda": 33},
+    ]
 
 
-@pytest.mark.parametrize("builtin, config", [
-    ("qwen3-next-80b", "qwen3-next-80b-a3b-instruct.json"),
-    ("kimi-linear-48b", "kimi-linear-48b-a3b-instruct.json"),
-    ("gpt-oss-120b", "gpt-oss-120b.json"),
-    ("gemma-3-27b", "gemma-3-27b-it.maxtext-transcription.json"),
-    ("llama-4-scout", "llama-4-scout-17b-16e-instruct.abridged.json"),
-    ("deepseek-v3", "deepseek-v3.json"),
-])
+@pytest.mark.parametrize(
+    "builtin, config",
+    [
+        ("qwen3-next-80b", "qwen3-next-80b-a3b-instruct.json"),
+        ("kimi-linear-48b", "kimi-linear-48b-a3b-instruct.json"),
+        ("gpt-oss-120b", "gpt-oss-120b.json"),
+        ("gemma-3-27b", "gemma-3-27b-it.maxtext-transcription.json"),
+        ("llama-4-scout", "llama-4-scout-17b-16e-instruct.abridged.json"),
+        ("deepseek-v3", "deepseek-v3.json"),
+    ],
+)
 def test_builtin_convention_matches_the_config(builtin, config):
     """A built-in model stores no per-layer list; its family convention gives the order its
     config gives."""

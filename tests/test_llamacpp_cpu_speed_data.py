@@ -1,6 +1,7 @@
 """data/measured/llamacpp-cpu-speed.csv and llamacpp-cpu-bandwidth.csv, written by
 benchmarks/bench_llamacpp_cpu.py: their schema, and that the speed rows, the bandwidth table and
 its predicted/ratio columns agree with one another. Nothing here runs llama.cpp or times anything."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -11,9 +12,30 @@ import pytest
 
 from k3lib.core.data import read_csv_rows
 
-SPEED_COLUMNS = ["id", "engine", "engine_version", "model", "weights", "kv_dtype", "gpu", "gpus", "tp", "pp", "ep",
-                 "host", "concurrency", "input_tokens", "output_tokens", "quantity", "value", "unit", "split",
-                 "evidence", "source", "date"]
+SPEED_COLUMNS = [
+    "id",
+    "engine",
+    "engine_version",
+    "model",
+    "weights",
+    "kv_dtype",
+    "gpu",
+    "gpus",
+    "tp",
+    "pp",
+    "ep",
+    "host",
+    "concurrency",
+    "input_tokens",
+    "output_tokens",
+    "quantity",
+    "value",
+    "unit",
+    "split",
+    "evidence",
+    "source",
+    "date",
+]
 QUANTITIES = {"decode_tokens_per_s_per_sequence", "prefill_tokens_per_s"}
 #: bits per weight of each GGUF file type on this model (block formats: F16 2 B, Q8_0 34 B per 32,
 #: Q4_0 18 B per 32, Q4_K 144 B per 256 with Q6_K/Q5_K tensors in Q4_K_M; F32 norms): a band, since
@@ -69,8 +91,11 @@ def test_speed_table_has_the_measured_speed_schema(speed):
 def test_evidence_is_the_benchmarks_line_for_the_value(speed):
     for r in speed:
         ev = r["evidence"]
-        m = re.fullmatch(r"(\S+) (\S+) (decode|prefill) (\d) thread\(s\): median ([\d.]+) tokens/s of (\d+) "
-                         r"\(min ([\d.]+), max ([\d.]+)\); loadavg ([\d.]+)", ev)
+        m = re.fullmatch(
+            r"(\S+) (\S+) (decode|prefill) (\d) thread\(s\): median ([\d.]+) tokens/s of (\d+) "
+            r"\(min ([\d.]+), max ([\d.]+)\); loadavg ([\d.]+)",
+            ev,
+        )
         assert m, ev
         model, weights, what, threads, med, n, lo, hi, _load = m.groups()
         assert (model, weights) == (r["model"], r["weights"])
@@ -82,13 +107,16 @@ def test_evidence_is_the_benchmarks_line_for_the_value(speed):
 
 
 def test_bandwidth_table_matches_the_speed_rows(speed, bandwidth):
-    by = {(r["model"], r["weights"], r["source"].rsplit("threads=", 1)[1], r["quantity"]): float(r["value"])
-          for r in speed}
+    by = {
+        (r["model"], r["weights"], r["source"].rsplit("threads=", 1)[1], r["quantity"]): float(r["value"])
+        for r in speed
+    }
     assert len(bandwidth) * 2 == len(speed)
     for b in bandwidth:
         key = (b["model"], b["weights"], b["threads"])
-        assert math.isclose(by[key + ("decode_tokens_per_s_per_sequence",)], float(b["decode_tokens_per_s"]),
-                            rel_tol=1e-3)
+        assert math.isclose(
+            by[key + ("decode_tokens_per_s_per_sequence",)], float(b["decode_tokens_per_s"]), rel_tol=1e-3
+        )
         assert math.isclose(by[key + ("prefill_tokens_per_s",)], float(b["prefill_tokens_per_s"]), rel_tol=1e-3)
 
 
@@ -96,7 +124,7 @@ def test_predicted_decode_is_bandwidth_over_bytes_per_token(bandwidth):
     for b in bandwidth:
         per_tok = int(b["bytes_per_token"])
         assert per_tok == int(b["weight_bytes_read"]) + int(b["kv_bytes_read"])
-        assert int(b["kv_bytes_read"]) < 0.01 * per_tok              # a short context: weights dominate
+        assert int(b["kv_bytes_read"]) < 0.01 * per_tok  # a short context: weights dominate
         pred = float(b["read_bandwidth_bytes_per_s"]) / per_tok
         assert math.isclose(pred, float(b["predicted_decode_tokens_per_s"]), rel_tol=2e-3)
         assert math.isclose(float(b["decode_tokens_per_s"]) / pred, float(b["decode_ratio"]), rel_tol=3e-3)
@@ -117,7 +145,7 @@ def test_bytes_per_token_are_the_files_weights(bandwidth):
 def test_prefill_ratio_is_achieved_flops_over_the_sgemm_reference(bandwidth):
     for b in bandwidth:
         flops = float(b["prefill_flops"])
-        assert flops >= 2 * int(b["params"]) * 512                  # 2·params·tokens, attention added
+        assert flops >= 2 * int(b["params"]) * 512  # 2·params·tokens, attention added
         achieved = float(b["prefill_tokens_per_s"]) * flops / 512
         assert math.isclose(achieved, float(b["prefill_flops_per_s"]), rel_tol=2e-3)
         assert math.isclose(achieved / float(b["sgemm_flops_per_s"]), float(b["prefill_ratio"]), rel_tol=3e-3)

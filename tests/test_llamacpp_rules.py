@@ -1,5 +1,6 @@
 """llama.cpp profile rules without the engine: the hand-worked figures of ik_llama.cpp's MLA modes
 and the rule-set switch (the real-engine tier, tests/llamacpp, checks the 0c1e570 rules on a real build)."""
+
 from __future__ import annotations
 
 import pytest
@@ -36,7 +37,7 @@ def test_ik_llama_mla_1_keeps_a_transposed_f16_copy():
 def test_rule_sets_differ_where_the_engine_changed():
     # PR 17046 padded every context to 256 cells; before it, 32 without flash attention
     assert llamacpp_cells(n_ctx=1000, flash_attn=False) == (1024, 1)
-    assert llamacpp_cells(n_ctx=1000, flash_attn=False, rules="2025") == (1024, 1)   # ⌈1000⌉₃₂ = 1,024 too
+    assert llamacpp_cells(n_ctx=1000, flash_attn=False, rules="2025") == (1024, 1)  # ⌈1000⌉₃₂ = 1,024 too
     assert llamacpp_cells(n_ctx=1100, flash_attn=False, rules="2025") == (1120, 1)
     assert llamacpp_cells(n_ctx=1100, flash_attn=False) == (1280, 1)
     with pytest.raises(K3InputError):
@@ -57,10 +58,10 @@ def test_recurrent_snapshots_only_for_families_that_roll_back():
 def test_n_gpu_layers_puts_the_last_layers_and_the_head_on_the_gpu():
     from k3lib.engines.llamacpp import llamacpp_gpu_layers, llamacpp_offload_split
 
-    assert llamacpp_gpu_layers(32, 10) == (range(23, 32), True)     # i ≥ 32 + 1 − 10
-    assert llamacpp_gpu_layers(32, 1) == (range(32, 32), True)      # the output layer only
+    assert llamacpp_gpu_layers(32, 10) == (range(23, 32), True)  # i ≥ 32 + 1 − 10
+    assert llamacpp_gpu_layers(32, 1) == (range(32, 32), True)  # the output layer only
     assert llamacpp_gpu_layers(32, 0) == (range(32, 32), False)
-    assert llamacpp_gpu_layers(32, -1) == (range(0, 32), True)      # the default: everything
+    assert llamacpp_gpu_layers(32, -1) == (range(0, 32), True)  # the default: everything
     # Llama 3.1 8B in BF16, -ngl 10, 8,192 cells: 9 layers of 218,112,000 parameters, the 128,256 × 4,096
     # output head and the final norm on the GPU; 9 of 32 layers' f16 KV (1,024-wide K and V rows)
     s = llamacpp_offload_split("llama-3.1-8b", n_gpu_layers=10, n_ctx=8192, weights="bf16")
@@ -78,8 +79,9 @@ def test_override_tensor_keeps_the_experts_on_the_host():
     from k3lib.engines.llamacpp import llamacpp_offload_split
 
     groups = weights_bytes_by_group(get_model("kimi-k3"), "native")
-    s = llamacpp_offload_split("kimi-k3", n_gpu_layers=-1, n_ctx=262144, override_tensor=["exps"],
-                               type_k="q8_0", type_v="q8_0")
+    s = llamacpp_offload_split(
+        "kimi-k3", n_gpu_layers=-1, n_ctx=262144, override_tensor=["exps"], type_k="q8_0", type_v="q8_0"
+    )
     assert s["host"]["weights"] == groups["embedding"] + groups["routed_experts"]
     assert s["gpu"]["weights"] == sum(groups.values()) - groups["embedding"] - groups["routed_experts"]
     assert s["host"]["kv"] == 0
@@ -94,18 +96,26 @@ def test_gguf_kv_sharing_layers_own_no_cache():
     from k3lib.loaders._common import TensorInfo
     from k3lib.loaders.gguf_file import architecture_from_gguf
 
-    meta = {"general.architecture": "gemma4", "gemma4.embedding_length": 256, "gemma4.block_count": 10,
-            "gemma4.attention.head_count": 4, "gemma4.attention.head_count_kv": 2, "gemma4.attention.key_length": 64,
-            "gemma4.feed_forward_length": 512, "gemma4.attention.sliding_window": 256,
-            "gemma4.attention.sliding_window_pattern": [i % 5 < 4 for i in range(10)],
-            "gemma4.attention.shared_kv_layers": 4, "tokenizer.ggml.tokens": 512}
+    meta = {
+        "general.architecture": "gemma4",
+        "gemma4.embedding_length": 256,
+        "gemma4.block_count": 10,
+        "gemma4.attention.head_count": 4,
+        "gemma4.attention.head_count_kv": 2,
+        "gemma4.attention.key_length": 64,
+        "gemma4.feed_forward_length": 512,
+        "gemma4.attention.sliding_window": 256,
+        "gemma4.attention.sliding_window_pattern": [i % 5 < 4 for i in range(10)],
+        "gemma4.attention.shared_kv_layers": 4,
+        "tokenizer.ggml.tokens": 512,
+    }
     tensors = [TensorInfo("token_embd.weight", "F32", (256, 512), 256 * 512 * 4, "embedding", None, False)]
     arch = architecture_from_gguf(meta, tensors, id="g4", source="test")
     got = sorted((g.kind, g.count, g.kv_shared) for g in arch.attention)
     assert got == [("full", 1, False), ("full", 1, True), ("sliding", 3, True), ("sliding", 5, False)]
     m = llamacpp_memory(arch, n_ctx=4096)
-    assert m["k"] == 1 * 4096 * 2 * 64 * 2                       # one owning full layer, f16
-    assert m["swa_k"] == 5 * 768 * 2 * 64 * 2                    # five owning sliding layers, ⌈256 + 512⌉₂₅₆ cells
+    assert m["k"] == 1 * 4096 * 2 * 64 * 2  # one owning full layer, f16
+    assert m["swa_k"] == 5 * 768 * 2 * 64 * 2  # five owning sliding layers, ⌈256 + 512⌉₂₅₆ cells
     meta["gemma4.attention.shared_kv_layers"] = 10
     with pytest.raises(K3InputError) as exc:
         architecture_from_gguf(meta, tensors, id="g4", source="test")
@@ -118,17 +128,38 @@ def test_engine_estimate_and_cli_take_ngl_and_override_tensor(capsys):
     from k3lib.cli import main
     from k3lib.engines import estimate_for_engine
 
-    est = estimate_for_engine("llama.cpp", model="llama-3.1-8b", gpu="h100", gpus=1, context=8192, weights="bf16",
-                              n_gpu_layers=10)
+    est = estimate_for_engine(
+        "llama.cpp", model="llama-3.1-8b", gpu="h100", gpus=1, context=8192, weights="bf16", n_gpu_layers=10
+    )
     # worked above: 9 layers + head + final norm on the GPU; 9 of 32 layers' KV
     assert est.weights_bytes == 9 * 218_112_000 * 2 + 128_256 * 4096 * 2 + 4096 * 2
     assert est.kv_needed_bytes == 9 * 8192 * 2 * 1024 * 2
-    rc = main(["estimate", "--model", "llama-3.1-8b", "--engine", "llama.cpp", "--gpu", "h100", "--gpus", "1",
-               "--context", "8192", "--weights", "bf16", "--n-gpu-layers", "10", "--json"])
+    rc = main(
+        [
+            "estimate",
+            "--model",
+            "llama-3.1-8b",
+            "--engine",
+            "llama.cpp",
+            "--gpu",
+            "h100",
+            "--gpus",
+            "1",
+            "--context",
+            "8192",
+            "--weights",
+            "bf16",
+            "--n-gpu-layers",
+            "10",
+            "--json",
+        ]
+    )
     assert rc == 0 and json.loads(capsys.readouterr().out)["weights_bytes"] == est.weights_bytes
-    for argv, field in ((["--engine", "vllm", "--n-gpu-layers", "3"], "n-gpu-layers"),
-                        (["--engine", "llama.cpp", "--n-gpu-layers", "-2"], "n-gpu-layers"),
-                        (["--engine", "llama.cpp", "--override-tensor", "("], "override-tensor")):
+    for argv, field in (
+        (["--engine", "vllm", "--n-gpu-layers", "3"], "n-gpu-layers"),
+        (["--engine", "llama.cpp", "--n-gpu-layers", "-2"], "n-gpu-layers"),
+        (["--engine", "llama.cpp", "--override-tensor", "("], "override-tensor"),
+    ):
         rc = main(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", *argv])
         assert rc == 2 and field in capsys.readouterr().err
 
@@ -154,8 +185,9 @@ def test_gemma_counts_its_sandwich_norms():
     # Gemma 2/3 normalise before and after attention and the MLP: 4 RMS norms of width D per layer, not 2
     # (the real llama.cpp's n_params for the tier's gemma3 model agrees, tests/llamacpp); Gemma 3 27B:
     # 62 layers × 2 extra norms × 5,376 = 666,624 parameters more than a llama-style count
-    from k3lib.core.models import get_model
     import dataclasses
+
+    from k3lib.core.models import get_model
 
     g = get_model("gemma-3-27b")
     assert g.norms_per_layer == 4 and get_model("llama-3.1-8b").norms_per_layer == 2
@@ -170,16 +202,17 @@ def test_engine_estimate_takes_ik_mla_and_snapshots():
     from k3lib.engines import estimate_for_engine
 
     # ik_llama.cpp -mla 2, q8_0 latent, 32K on one GPU: PR 259's 1,166.62 MiB c^KV (see above), no kv^T
-    est = estimate_for_engine("llama.cpp", model="deepseek-r1", gpu="h200", gpus=1, context=32768, kv_dtype="q8_0",
-                              flash_attn=False, ik_mla=2)
+    est = estimate_for_engine(
+        "llama.cpp", model="deepseek-r1", gpu="h200", gpus=1, context=32768, kv_dtype="q8_0", flash_attn=False, ik_mla=2
+    )
     assert est.kv_needed_bytes == 61 * 32768 * 612
     # Kimi K3 with 3 rollback snapshots per sequence: the KDA state rows quadruple, the MLA cache does not
     base = estimate_for_engine("llama.cpp", model="kimi-k3", gpu="h200", gpus=8, context=8192)
     snap = estimate_for_engine("llama.cpp", model="kimi-k3", gpu="h200", gpus=8, context=8192, n_rs_seq=3)
     from k3lib.engines.llamacpp import llamacpp_memory
+
     m = llamacpp_memory("kimi-k3", n_ctx=8192)
     assert (snap.kv_needed_bytes - base.kv_needed_bytes) * 8 == 3 * (m["r"] + m["s"])
-
 
 
 def test_offload_split_of_a_model_with_four_norms_per_layer():

@@ -1,5 +1,6 @@
 """Facts the generated notebooks state, checked against their sources and the functions they call
 (issue 21 "Notebooks", issue 24 §6): each test failed on the notebooks as found at 2894de6."""
+
 from __future__ import annotations
 
 import json
@@ -28,6 +29,7 @@ def _parameters(stem: str) -> str:
 
 
 # ---- 05: opens on the real K3; no command for a layout that does not load; nodes refused
+
 
 def test_05_opens_on_the_real_k3():
     assert 'model: str = "kimi-k3"  #' in _parameters("05-decision-checklist")
@@ -64,13 +66,16 @@ def test_model_path_is_the_model_planned():
 
     path = str(fixture_configs()["llama-3.1-8b"])
     assert model_source("kimi-k3", path).id == "llama-3.1-8b"
-    assert validate(config="kimi-k3", engine="vllm", gpu="h100", gpus=1, context="8K",
-                    model_path=path).model.id == "llama-3.1-8b"
+    assert (
+        validate(config="kimi-k3", engine="vllm", gpu="h100", gpus=1, context="8K", model_path=path).model.id
+        == "llama-3.1-8b"
+    )
     with pytest.raises(ParameterError, match="parameter model_path"):
         model_source("kimi-k3", "/no/such/config.json")
 
 
 # ---- 06: the explorer has a nodes control wired to the layout rule
+
 
 def test_06_k3_on_16_h200_fits_as_in_03_and_05():
     from k3lib.views.any_model import explorer_update
@@ -83,6 +88,7 @@ def test_06_k3_on_16_h200_fits_as_in_03_and_05():
 
 
 # ---- 03: communicator buffers are flat, as the tables show
+
 
 def test_03_communicator_buffers_flat_in_formula_heading_and_exercise():
     from k3lib.core.memory import NCCL_BYTES_PER_GPU
@@ -98,8 +104,14 @@ def test_03_communicator_buffers_flat_in_formula_heading_and_exercise():
     from k3lib.core.layout import Layout
     from k3lib.studies.parallel import compare_layouts
 
-    tp = compare_layouts([(f"TP={t}", Layout(tp=t, nodes=1)) for t in (1, 2, 8)], model="llama-3.1-70b",
-                         gpu="h200", weights="bf16", kv_dtype="bf16", context="128K")
+    tp = compare_layouts(
+        [(f"TP={t}", Layout(tp=t, nodes=1)) for t in (1, 2, 8)],
+        model="llama-3.1-70b",
+        gpu="h200",
+        weights="bf16",
+        kv_dtype="bf16",
+        context="128K",
+    )
     nccl = dict(zip(tp["layout"], tp["NCCL buffers (GiB)"]))
     assert nccl == {"TP=1": 0.0, "TP=2": 2.15, "TP=8": 2.15}
     assert 'llama_tp[["layout", "NCCL buffers (GiB)"]]' in _sources("03-tensor-parallel", "code")
@@ -109,6 +121,7 @@ def test_03_communicator_buffers_flat_in_formula_heading_and_exercise():
 
 
 # ---- 01: the 1,508.7 GB file is unsloth's UD-Q4_K_XL
+
 
 def test_01_names_the_4bit_file_correctly():
     from k3lib.core.checkpoints import checkpoints_for
@@ -126,9 +139,10 @@ def test_01_names_the_4bit_file_correctly():
 
 # ---- 07: the Mac Studio's speed is 04's, not 0
 
+
 def test_07_mac_studio_speed_is_04s():
-    from k3lib.views.guide_audit import biggest_contradictions
     from k3lib.studies.offload import unified_memory_estimate
+    from k3lib.views.guide_audit import biggest_contradictions
 
     df = biggest_contradictions().set_index("claim_id")
     real = df.loc["g004-offload-tps-mac-studio-m3-ultra-512gb", "real_value"]
@@ -138,14 +152,15 @@ def test_07_mac_studio_speed_is_04s():
 
 # ---- 03/04: verdicts as a coloured line above the chart; no time bar for a plan that cannot load
 
+
 def test_04_offload_explorer_draws_no_bar_for_a_plan_that_cannot_load():
     from k3lib.views.widgets_parallel import offload_view
 
     # K3 at Q4_K_M needs ≈ 37 GB of VRAM and ≈ 1,546 GB of RAM: a 24 GB card with 256 GiB cannot load it
     parts = offload_view(gpu="rtx-4090", ram="256GiB")
     assert len(parts) == 1 and repr(parts[0]).startswith("DOES NOT FIT") and "no tokens/s" in repr(parts[0])
-    assert "#cf222e" in parts[0]._repr_html_()                                    # red
-    line, chart = offload_view()                                                   # the 48 GB board loads it
+    assert "#cf222e" in parts[0]._repr_html_()  # red
+    line, chart = offload_view()  # the 48 GB board loads it
     assert repr(line).startswith("FITS") and "tokens/s (bandwidth ceiling)" in repr(line)
     assert "#1a7f37" in line._repr_html_()
 

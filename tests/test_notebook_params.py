@@ -5,6 +5,7 @@ Expected figures are worked by hand from guide 000's inputs (Q4 325 GiB, FP8 KV
 131,072 B/token, activation 10 GiB, overhead 8 GiB per GPU) and the GPUs' marketed
 memory (H100 80 GiB, H200 141 GiB).
 """
+
 from __future__ import annotations
 
 import re
@@ -12,12 +13,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbrun import run_notebook, cell_output
+from nbrun import cell_output, run_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 SERIES = ["00-vram-anatomy", "01-weights", "02-kv-cache"]
-CHECK_TAG = "nbval-check-output"   # nbval checks these cells; no marker or assert in the lesson
+CHECK_TAG = "nbval-check-output"  # nbval checks these cells; no marker or assert in the lesson
 
 papermill = pytest.importorskip("papermill")
 
@@ -32,7 +33,7 @@ def _row(table_text: str, name: str) -> list[float]:
     """The numbers on the row of a printed DataFrame whose label is ``name``."""
     for line in table_text.splitlines():
         if line.strip().startswith(name + " "):
-            rest = line.strip()[len(name):].replace(",", "")
+            rest = line.strip()[len(name) :].replace(",", "")
             return [float(x) for x in rest.split() if x not in ("True", "False")]
     raise AssertionError(f"no row {name!r} in\n{table_text}")
 
@@ -45,7 +46,7 @@ def test_papermill_h200_x4_changes_the_figures(tmp_path):
     assert _row(table, "overhead") == [4 * 8.0, 8.0]
     assert _row(table, "total") == [325 + 32 + 10 + 32.0, (325 + 32 + 10 + 32) / 4]  # 399, 99.75
     assert _row(table, "headroom") == [564 - 399.0, 141 - 99.75]
-    reason = _plain_output(nb, "plan = notebook.validate(", "text/html")   # the verdict line
+    reason = _plain_output(nb, "plan = notebook.validate(", "text/html")  # the verdict line
     assert "of 141.0 GiB" in reason and "over 4 GPUs" in reason
 
 
@@ -62,7 +63,7 @@ def test_papermill_bad_gpu_stops_at_validate_with_one_line(tmp_path):
     assert errors[0].traceback == ["ParameterError: " + err.evalue]  # one line, no traceback
     # the first cell after the parameters is where it stopped: nothing later ran
     idx = next(i for i, c in enumerate(nb.cells) if "notebook.validate(" in c.source)
-    assert all(c.get("execution_count") is None for c in nb.cells[idx + 1:] if c.cell_type == "code")
+    assert all(c.get("execution_count") is None for c in nb.cells[idx + 1 :] if c.cell_type == "code")
 
 
 # ---------------------------------------------------------------- the committed notebooks
@@ -103,7 +104,7 @@ def test_parameters_cell_then_validate(committed):
         assert m, f"{stem}: parameter line {line!r} is not `name: type = literal  # help`"
         names.append(m.group(1))
     assert names == ["model", "weights", "kv_dtype", "context", "batch", "gpu", "gpus"]
-    assert 'model: str = "kimi-k3"' in params[0]                 # the lessons teach on the real K3
+    assert 'model: str = "kimi-k3"' in params[0]  # the lessons teach on the real K3
     nxt = code[tagged[0] + 1].source
     assert "plan = notebook.validate(" in nxt
     # papermill --help-notebook reads every parameter, with its type and help
@@ -160,7 +161,7 @@ def test_start_page_links_every_notebook_and_each_reader():
         assert f"({stem}.ipynb)" in page, stem
     for reader in ("Infrastructure engineer", "Report team", "Teacher"):
         assert f"**{reader}**" in page
-    assert "GiB" in page and "2^30" in page          # the one default unit, stated once
+    assert "GiB" in page and "2^30" in page  # the one default unit, stated once
 
 
 def test_the_working_copy_the_workbook_opens_is_git_ignored():
@@ -168,8 +169,9 @@ def test_the_working_copy_the_workbook_opens_is_git_ignored():
 
     script = (NOTEBOOKS.parent / "scripts" / "open-workbook.sh").read_text(encoding="utf-8")
     assert "jupyter lab workbook/" in script and "jupyter lab notebooks/" not in script
-    probe = subprocess.run(["git", "check-ignore", "-q", "workbook/03-tensor-parallel.ipynb"],
-                           cwd=NOTEBOOKS.parent, check=False)
+    probe = subprocess.run(
+        ["git", "check-ignore", "-q", "workbook/03-tensor-parallel.ipynb"], cwd=NOTEBOOKS.parent, check=False
+    )
     if probe.returncode == 128:
         pytest.skip("not a git checkout (an sdist or a copy): nothing to keep clean")
     assert probe.returncode == 0, "workbook/ is not git-ignored: a JupyterLab session would dirty git status"

@@ -2,6 +2,7 @@
 order, with the same source, cell ids and tags (outputs aside: nbval checks those). A notebook
 edited by hand, or a script changed without regenerating its notebook, turns this red.
 Regenerate with ``.venv/bin/python scripts/notebooks/NN_name.py``."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -20,7 +21,7 @@ def _cells_of(script: Path):
     try:
         spec = importlib.util.spec_from_file_location(f"nbsource_{script.stem}", script)
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)          # the script builds only under __main__
+        spec.loader.exec_module(module)  # the script builds only under __main__
     finally:
         sys.path.remove(str(ROOT / "scripts"))
     return module.STEM, module.cells
@@ -46,4 +47,5 @@ def test_notebook_equals_what_its_source_generates(script):
     stem, cells = _cells_of(script)
     committed = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
     assert _shape(committed.cells, stem) == _shape(cells, stem, generated=True), (
-        f"notebooks/{stem}.ipynb differs from {script.name}: run `.venv/bin/python {script.relative_to(ROOT)}`")
+        f"notebooks/{stem}.ipynb differs from {script.name}: run `.venv/bin/python {script.relative_to(ROOT)}`"
+    )

@@ -5,38 +5,57 @@ layers of 896 routed experts, 16 active, each expert 3·3584·3072 weights; Q4_K
 4.5 bits per weight (144 B per 256); guide 004's RAM runs at 70 GB/s; an RTX 4090 48GB
 reads 1,008 GB/s and sits on PCIe 4.0 x16 (32 GB/s).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import json
-
-import pytest
-
-from k3lib.core.memory import weights_bytes_by_group
-from k3lib.core.errors import K3InputError
-from k3lib.core.models import get_model
-from k3lib.views.notebook import ParameterError
-from k3lib.studies.offload import (GUIDE004_RAM_BW_BYTES_PER_S, HostAssumptions, Tier, all_gpu_decode_tokens_per_s,
-                           ddr_bandwidth_bytes_per_s, decode_seconds_per_step, fit_two_tier_bytes,
-                           guide004_device_table, guide004_memory_table, guide004_rows, layers_for_vram,
-                           mac_studio_table, moe_bytes, offload_curve, parse_bandwidth,
-                           partial_offload_table, plan_offload, prefill_table, ram_platform_table,
-                           roofline_efficiency_for, slowdown_table, unified_memory_estimate)
-from k3lib.views.explorers import offload_figure
-from k3lib.views.explorers import offload_validate as validate
-from nbrun import run_notebook
 from pathlib import Path
 
+import pytest
+from nbrun import run_notebook
+
+from k3lib.core.errors import K3InputError
+from k3lib.core.memory import weights_bytes_by_group
+from k3lib.core.models import get_model
+from k3lib.studies.offload import (
+    GUIDE004_RAM_BW_BYTES_PER_S,
+    HostAssumptions,
+    Tier,
+    all_gpu_decode_tokens_per_s,
+    ddr_bandwidth_bytes_per_s,
+    decode_seconds_per_step,
+    fit_two_tier_bytes,
+    guide004_device_table,
+    guide004_memory_table,
+    guide004_rows,
+    layers_for_vram,
+    mac_studio_table,
+    moe_bytes,
+    offload_curve,
+    parse_bandwidth,
+    partial_offload_table,
+    plan_offload,
+    prefill_table,
+    ram_platform_table,
+    roofline_efficiency_for,
+    slowdown_table,
+    unified_memory_estimate,
+)
+from k3lib.views.explorers import offload_figure
+from k3lib.views.explorers import offload_validate as validate
+from k3lib.views.notebook import ParameterError
+
 GB = 10**9
-EXPERT_PARAMS = 3 * 3584 * 3072                     # 33,030,144
-EXPERT_BYTES = EXPERT_PARAMS * 144 / 256            # Q4_K_M: 18,579,456 B
-ACTIVE_EXPERT_BYTES = 92 * 16 * EXPERT_BYTES        # read from RAM per token: 27.35 GB
-ROUTED_BYTES = 92 * 896 * EXPERT_BYTES              # 1,531,541,716,992 B
-EMBED_ROW = 7168 * 4.5 / 8                          # one embedding row, read per token
+EXPERT_PARAMS = 3 * 3584 * 3072  # 33,030,144
+EXPERT_BYTES = EXPERT_PARAMS * 144 / 256  # Q4_K_M: 18,579,456 B
+ACTIVE_EXPERT_BYTES = 92 * 16 * EXPERT_BYTES  # read from RAM per token: 27.35 GB
+ROUTED_BYTES = 92 * 896 * EXPERT_BYTES  # 1,531,541,716,992 B
+EMBED_ROW = 7168 * 4.5 / 8  # one embedding row, read per token
 GiB = 2**30
 # the core's activation rule for K3 at batch 1: one 8,192-token chunk through the widest layer
 # (16 routed + 2 shared experts of 3,072 = 55,296) in BF16, plus FP32 logits over 163,840 tokens
-K3_ACTIVATION = 8192 * 2 * (4 * 7168 + 2 * 55296) + 163840 * 4   # 2,282,356,736 B
+K3_ACTIVATION = 8192 * 2 * (4 * 7168 + 2 * 55296) + 163840 * 4  # 2,282,356,736 B
 
 
 def core_overhead(payload):
@@ -81,14 +100,20 @@ def test_decode_seconds_sum_over_devices():
 def test_guide004_memory_figures():
     from k3lib.studies.offload import GUIDE004_GPU_ASSUMPTIONS
 
-    p = plan_offload(model="kimi-k3", weights="q4_k_m", gpu="rtx-4090-48gb", context=8192, kv_dtype="bf16",
-                     assumptions=GUIDE004_GPU_ASSUMPTIONS)
+    p = plan_offload(
+        model="kimi-k3",
+        weights="q4_k_m",
+        gpu="rtx-4090-48gb",
+        context=8192,
+        kv_dtype="bf16",
+        assumptions=GUIDE004_GPU_ASSUMPTIONS,
+    )
     # VRAM: dense weights + KV at 8K (27,648 B/token latent + KDA state in FP32) + 1 GB
     kv = 27648 * 8192 + 69 * (96 * 128 * 128 + (96 * 128 * 2 + 96 * 128) * 3) * 4
     assert p.vram_kv_bytes == kv
     assert p.vram_needed_bytes == p.parts.dense_bytes + kv + GB
-    assert round(p.vram_needed_bytes / GB) == 33                       # guide: 33 GB
-    assert round(ROUTED_BYTES / GB, 1) == 1531.5                       # guide: 1,531 GB
+    assert round(p.vram_needed_bytes / GB) == 33  # guide: 33 GB
+    assert round(ROUTED_BYTES / GB, 1) == 1531.5  # guide: 1,531 GB
     assert p.ram_weights_bytes == pytest.approx(ROUTED_BYTES + p.parts.embedding_bytes, abs=1)
     assert p.ram_needed_bytes == p.ram_weights_bytes + (8 + 4 + 2) * GB
     t = guide004_memory_table()
@@ -149,7 +174,7 @@ def test_unified_memory_machine_is_noted_and_streams_from_disk():
     assert u.usable_bytes == int(512 * 2**30 * 0.75)
     assert u.tokens_per_s == pytest.approx(1 / (u.memory_read_bytes / (819 * GB) + u.disk_read_bytes / (6 * GB)))
     assert u.disk_read_bytes == pytest.approx((1 - u.resident_expert_share) * ACTIVE_EXPERT_BYTES)
-    assert u.tokens_per_s < 1                                       # guide 000: "well under 1 tok/s"
+    assert u.tokens_per_s < 1  # guide 000: "well under 1 tok/s"
     mac = mac_studio_table()
     assert mac["decode tokens/s"].iloc[-1] == round(819 * GB / (104e9 * 4.5 / 8), 2)
 
@@ -161,8 +186,10 @@ def test_guide004_device_table_has_all_17_devices():
     assert t["guide tokens/s"].tolist() == [float(r["value"]) for r in rows]
     assert t["model ÷ guide"].between(1.4, 1.65).all()
     a100 = t.query("device == 'A100 40GB PCIe'")
-    expected = 1 / ((ACTIVE_EXPERT_BYTES + EMBED_ROW) / (70 * GB)
-                    + plan_offload(gpu="a100-pcie-40gb").tiers[0].read_bytes_per_step / (1555 * GB))
+    expected = 1 / (
+        (ACTIVE_EXPERT_BYTES + EMBED_ROW) / (70 * GB)
+        + plan_offload(gpu="a100-pcie-40gb").tiers[0].read_bytes_per_step / (1555 * GB)
+    )
     assert a100["model tokens/s"].item() == round(expected, 2)
 
 
@@ -187,7 +214,10 @@ def test_slowdown_and_roofline():
     assert all_gpu_decode_tokens_per_s(pl) == pytest.approx(4800 * GB / (active / 8 + kv), rel=1e-6)
     off = plan_offload()
     t = slowdown_table(off, all_gpu_tokens_per_s=600.0, efficiencies=(1.0, 0.1))
-    assert t["slowdown (×)"].tolist() == [round(600 / off.decode_tokens_per_s, 1), round(60 / off.decode_tokens_per_s, 1)]
+    assert t["slowdown (×)"].tolist() == [
+        round(600 / off.decode_tokens_per_s, 1),
+        round(60 / off.decode_tokens_per_s, 1),
+    ]
     assert roofline_efficiency_for(250.0) == (0.04, 0.4)
 
 
@@ -230,7 +260,7 @@ def test_notebook_validate_gives_one_line():
 
 def test_ram_fit_counts_host_needs():
     p = plan_offload(ram="1536GB")
-    assert p.fits_ram is False                      # 1,546 GB needed with the OS and engine
+    assert p.fits_ram is False  # 1,546 GB needed with the OS and engine
     assert plan_offload(ram="1536GiB").fits_ram is True
     assert plan_offload().fits_ram is None
 
@@ -243,6 +273,7 @@ def test_to_dict_is_json():
 
 def test_charts_validate_and_callback_gives_new_figures():
     from k3lib.views import charts_parallel as charts
+
     charts.tokens_per_s_curve(offload_curve(gpus=["rtx-4090-48gb"]), marks=[51.5]).to_dict()
     charts.device_comparison(guide004_device_table()).to_dict()
     a = offload_figure().to_dict()

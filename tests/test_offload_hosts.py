@@ -1,4 +1,5 @@
 """Schema of ``data/hosts.csv`` (the host catalogue offload reads its RAM bandwidth from)."""
+
 from __future__ import annotations
 
 import csv
@@ -24,9 +25,9 @@ def test_columns_and_ids():
 def test_row(row):
     for col in ("memory_channels", "mt_per_s", "bytes_per_transfer", "sockets", "max_memory_gb"):
         assert re.fullmatch(r"[1-9][0-9]*", row[col]), col
-    assert row["bytes_per_transfer"] == "8"                     # a 64-bit DDR/LPDDR channel
+    assert row["bytes_per_transfer"] == "8"  # a 64-bit DDR/LPDDR channel
     peak = int(row["memory_channels"]) * int(row["sockets"]) * int(row["mt_per_s"]) * 8 / 1000
-    assert float(row["peak_gb_s"]) == pytest.approx(peak, abs=0.05)   # the column restates the formula
+    assert float(row["peak_gb_s"]) == pytest.approx(peak, abs=0.05)  # the column restates the formula
     assert get_host(row["id"]).memory_bw_bytes_per_s == round(peak * 10**9)
     assert row["platform"] in HOST_PLATFORMS
     assert row["verification"] in ("retrieved", "partially retrieved", "recalled - verify")

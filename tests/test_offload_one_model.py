@@ -7,6 +7,7 @@ rules written out below), not read back from the function under test:
   through the widest MLP in BF16 plus FP32 logits, $A = 8192·2·(4D + 2I_{max}) + 4V$;
 * core overhead on one GPU at TP 1: $1\\,GiB + \\lfloor 0.05·P \\rfloor$ of the GPU's payload $P$.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,10 +20,10 @@ from k3lib.core.errors import K3InputError
 
 GB, GiB = 10**9, 2**30
 # Kimi K3: D 7,168, V 163,840, widest MLP 16 routed + 2 shared experts of 3,072 = 55,296
-K3_ACTIVATION = 8192 * 2 * (4 * 7168 + 2 * 55296) + 163840 * 4            # 2,282,356,736 B
+K3_ACTIVATION = 8192 * 2 * (4 * 7168 + 2 * 55296) + 163840 * 4  # 2,282,356,736 B
 # gpt-oss-120b: D 2,880, V 201,088, widest MLP 4 routed experts of 2,880 = 11,520
-GPT_OSS_ACTIVATION = 8192 * 2 * (4 * 2880 + 2 * 11520) + 201088 * 4       # 567,035,392 B
-K3_EXPERT_BYTES = 3 * 3584 * 3072 * 144 / 256                             # Q4_K_M, one expert
+GPT_OSS_ACTIVATION = 8192 * 2 * (4 * 2880 + 2 * 11520) + 201088 * 4  # 567,035,392 B
+K3_EXPERT_BYTES = 3 * 3584 * 3072 * 144 / 256  # Q4_K_M, one expert
 K3_LAYER_BYTES = 896 * K3_EXPERT_BYTES
 
 
@@ -67,8 +68,9 @@ def test_best_offload_plan_keeps_the_most_expert_layers_that_fit():
     W_dense + N·X + KV + A + 1 GiB + ⌊5 %⌋ ≤ 24 GiB."""
     from k3lib.serving.offload_model import best_offload_plan
 
-    p = best_offload_plan(model="gpt-oss-120b", gpu="rtx-4090", weights="q4_k_m", kv_dtype="bf16",
-                          context=8192, batch=1)
+    p = best_offload_plan(
+        model="gpt-oss-120b", gpu="rtx-4090", weights="q4_k_m", kv_dtype="bf16", context=8192, batch=1
+    )
     x, cap = p.parts.layer_experts_bytes, 24 * GiB
 
     def needed(n):
@@ -142,8 +144,11 @@ def test_unified_machine_reads_both_tiers_at_the_pools_bandwidth():
 def test_unified_machine_refuses_a_separate_ram_or_bandwidth():
     from k3lib.serving.offload_model import plan_offload
 
-    for kwargs, field in (({"ram": "1TB"}, "ram"), ({"ram_bandwidth": "70GB/s"}, "ram_bandwidth"),
-                          ({"host": "epyc-9005"}, "host")):
+    for kwargs, field in (
+        ({"ram": "1TB"}, "ram"),
+        ({"ram_bandwidth": "70GB/s"}, "ram_bandwidth"),
+        ({"host": "epyc-9005"}, "host"),
+    ):
         with pytest.raises(K3InputError) as err:
             plan_offload(gpu="dgx-spark", **kwargs)
         assert err.value.field == field
@@ -175,7 +180,7 @@ def test_without_a_host_the_70_gb_s_is_stated_as_an_assumption(capsys):
 def test_ram_beyond_the_hosts_maximum_is_refused():
     from k3lib.serving.offload_model import plan_offload
 
-    with pytest.raises(K3InputError) as err:                  # a desktop board takes 192 GB
+    with pytest.raises(K3InputError) as err:  # a desktop board takes 192 GB
         plan_offload(host="desktop-ddr5-5600", ram="1TB")
     assert err.value.field == "ram"
 
@@ -214,22 +219,32 @@ def test_offload_plans_the_users_gguf(capsys, tmp_path):
 
     path = write_demo_gguf(tmp_path)
     n = 256 * 256 * 8
-    routed = 2 * (2 * n * 144 // 256 + n * 210 // 256)            # 2,039,808 B
-    embedding = 256 * 512 * 34 // 32                              # 139,264 B
+    routed = 2 * (2 * n * 144 // 256 + n * 210 // 256)  # 2,039,808 B
+    embedding = 256 * 512 * 34 // 32  # 139,264 B
     rc, out, _ = run(capsys, "offload", "--gguf", str(path), "--gpu", "rtx-4090", "--json")
     doc = json.loads(out)
     assert rc == 0 and doc["model"] == "tiny-moe" and doc["weights"] == "native"
     assert doc["ram_weights_bytes"] == routed + embedding
-    rc, out, _ = run(capsys, "offload", "--gguf", str(path), "--gpu", "rtx-4090", "--expert-layers-on-gpu", "auto",
-                     "--json")
+    rc, out, _ = run(
+        capsys, "offload", "--gguf", str(path), "--gpu", "rtx-4090", "--expert-layers-on-gpu", "auto", "--json"
+    )
     assert json.loads(out)["expert_layers_on_gpu"] == 2
 
 
 def test_offload_plans_the_users_config(capsys):
     from k3lib.core.data import DATA_DIR
 
-    rc, out, _ = run(capsys, "offload", "--config", str(DATA_DIR / "configs" / "qwen3-30b-a3b.json"),
-                     "--weights", "q4_k_m", "--gpu", "rtx-4090", "--json")
+    rc, out, _ = run(
+        capsys,
+        "offload",
+        "--config",
+        str(DATA_DIR / "configs" / "qwen3-30b-a3b.json"),
+        "--weights",
+        "q4_k_m",
+        "--gpu",
+        "rtx-4090",
+        "--json",
+    )
     doc = json.loads(out)
     assert rc == 0 and doc["model"] == "qwen3-30b-a3b" and doc["moe_layers"] == 48
 

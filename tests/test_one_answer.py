@@ -4,6 +4,7 @@ the sweep behind the cheat sheet, and the search behind the GPU counts (issue 12
 
 The expected figure for the flagship question is worked out by hand from K3's shapes below, so a
 surface that drifts (or a rule that changes) turns this red."""
+
 from __future__ import annotations
 
 import contextlib
@@ -55,23 +56,52 @@ def test_every_surface_gives_the_same_bytes():
     from k3lib.engines.deployment import plan_for_engine
 
     p = make_plan(**Q)
-    want = p.per_gpu.total_bytes                       # k3lib's component model: the explanation
-    e = plan_for_engine(**Q)                           # the plan for vLLM: the answer every surface prints
+    want = p.per_gpu.total_bytes  # k3lib's component model: the explanation
+    e = plan_for_engine(**Q)  # the plan for vLLM: the answer every surface prints
     engine_want = e.per_gpu.total_bytes
     assert e.engine_id == "vllm" and e.core_per_gpu.total_bytes == want
-    rc, out = _cli("estimate", "--model", "kimi-k3", "--gpu", "h200", "--gpus", "16", "--weights", "native",
-                   "--kv-dtype", "fp8", "--context", "256K", "--json")
+    rc, out = _cli(
+        "estimate",
+        "--model",
+        "kimi-k3",
+        "--gpu",
+        "h200",
+        "--gpus",
+        "16",
+        "--weights",
+        "native",
+        "--kv-dtype",
+        "fp8",
+        "--context",
+        "256K",
+        "--json",
+    )
     d = json.loads(out)
     assert rc == 0 and d["per_gpu"]["total_bytes"] == engine_want and d["core_per_gpu"]["total_bytes"] == want
-    rc, out = _cli("plan", "--model", "kimi-k3", "--gpu", "h200", "--gpus", "16", "--kv-dtype", "fp8",
-                   "--context", "256K", "--json")
+    rc, out = _cli(
+        "plan",
+        "--model",
+        "kimi-k3",
+        "--gpu",
+        "h200",
+        "--gpus",
+        "16",
+        "--kv-dtype",
+        "fp8",
+        "--context",
+        "256K",
+        "--json",
+    )
     d = json.loads(out)
     assert rc == 0 and d["chosen"] == "recommended"
     assert d["plan"]["per_gpu"]["total_bytes"] == engine_want and (d["plan"]["tp"], d["plan"]["pp"]) == (8, 2)
-    assert run_checklist(model="kimi-k3", gpu="h200", gpus=16, context="256K", kv_dtype="fp8") \
-        .recommended.total_bytes_per_gpu == engine_want
-    r = sweep(models=["kimi-k3"], gpus=["h200"], counts=[16], weights=["native"], kv_dtypes=["fp8"],
-              contexts=["256K"])
+    assert (
+        run_checklist(
+            model="kimi-k3", gpu="h200", gpus=16, context="256K", kv_dtype="fp8"
+        ).recommended.total_bytes_per_gpu
+        == engine_want
+    )
+    r = sweep(models=["kimi-k3"], gpus=["h200"], counts=[16], weights=["native"], kv_dtypes=["fp8"], contexts=["256K"])
     assert int(r.total_bytes_per_gpu.ravel()[0]) == want
     m = min_gpus_plan(model="kimi-k3", gpu="h200", weights="native", kv_dtype="fp8", context="256K")
     assert m.gpus == 16 and m.per_gpu.total_bytes == want
@@ -79,8 +109,8 @@ def test_every_surface_gives_the_same_bytes():
     from k3lib.studies.parallel import per_gpu_table
 
     cfg = report.configure(model="kimi-k3", weights="native", kv_dtype="fp8", gpu="h200", gpus=16, context="256K")
-    assert report.key_figures(cfg)["per_gpu_total_bytes"] == engine_want   # the report
-    table = per_gpu_table(p)                                                 # notebook 03's per-stage table
+    assert report.key_figures(cfg)["per_gpu_total_bytes"] == engine_want  # the report
+    table = per_gpu_table(p)  # notebook 03's per-stage table
     assert table.loc[table["fullest"], "total (GiB)"].item() == round(want / G, 2)
 
 
@@ -95,14 +125,25 @@ def test_real_k3_needs_whole_nodes(gpu, n, layout):
 
 def test_context_above_the_maximum_does_not_fit_anywhere():
     """Llama 3.1 70B stops at 131,072 tokens: at 1M every surface says DOES NOT FIT (exit 3)."""
-    rc, out = _cli("estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "6",
-                   "--weights", "bf16", "--context", "1M")
+    rc, out = _cli(
+        "estimate",
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "h100-sxm",
+        "--gpus",
+        "6",
+        "--weights",
+        "bf16",
+        "--context",
+        "1M",
+    )
     assert rc == 3 and "DOES NOT FIT" in out and "exceeds the model's maximum of 131,072" in out
-    r = sweep(models=["llama-3.1-70b"], gpus=["h100-sxm"], counts=[8], weights=["bf16"], kv_dtypes=["bf16"],
-              contexts=["1M"])
+    r = sweep(
+        models=["llama-3.1-70b"], gpus=["h100-sxm"], counts=[8], weights=["bf16"], kv_dtypes=["bf16"], contexts=["1M"]
+    )
     assert not r.fits.any()
-    assert min_gpus_plan(model="llama-3.1-70b", gpu="h100-sxm", weights="bf16", kv_dtype="bf16",
-                         context="1M") is None
+    assert min_gpus_plan(model="llama-3.1-70b", gpu="h100-sxm", weights="bf16", kv_dtype="bf16", context="1M") is None
 
 
 def test_offload_that_does_not_fit_exits_3_without_tokens_per_s():

@@ -5,6 +5,7 @@ of bad output it must catch, and good ones it must let through — then run over
 outputs of every notebook in ``scripts/nbtool.py``'s SERIES. Each notebook is executed once per
 session (papermill, its default parameters).
 """
+
 from __future__ import annotations
 
 import sys
@@ -39,8 +40,12 @@ BAD = [
     ("262144 B per token", "text/plain", False, "integer without separators"),
     ("context - 262144 tokens", "text/plain", False, "integer without separators"),
     ("262144.0", "text/markdown", False, "integer without separators"),
-    ("<table><thead><tr><th></th><th>x</th></tr></thead><tbody>\n<tr>\n<th>0</th><td>1</td></tr></tbody></table>",
-     "text/html", False, "pandas index shown"),
+    (
+        "<table><thead><tr><th></th><th>x</th></tr></thead><tbody>\n<tr>\n<th>0</th><td>1</td></tr></tbody></table>",
+        "text/html",
+        False,
+        "pandas index shown",
+    ),
 ]
 
 GOOD = [
@@ -75,18 +80,23 @@ def test_scanner_passes_good_output(text, mime, result):
 
 def test_scanner_reads_what_the_reader_sees():
     # a DataFrame's HTML is what Lab shows, not its text/plain fallback with the index
-    frame = {"output_type": "execute_result",
-             "data": {"text/html": "<td>1,000,000</td>", "text/plain": "   x\n0  1000000"}}
+    frame = {
+        "output_type": "execute_result",
+        "data": {"text/html": "<td>1,000,000</td>", "text/plain": "   x\n0  1000000"},
+    }
     assert shown_output(frame) == ("text/html", "<td>1,000,000</td>")
     # a widget is shown live: its text/plain repr ("VBox(children=…)") is not seen
-    widget = {"output_type": "display_data",
-              "data": {"application/vnd.jupyter.widget-view+json": {}, "text/plain": "VBox(children=(…))"}}
+    widget = {
+        "output_type": "display_data",
+        "data": {"application/vnd.jupyter.widget-view+json": {}, "text/plain": "VBox(children=(…))"},
+    }
     assert shown_output(widget) is None
     stream = {"output_type": "stream", "name": "stdout", "text": "NaN\n"}
     assert shown_output(stream) == ("text/plain", "NaN\n")
 
 
 # ------------------------------------------------------------------ every executed notebook
+
 
 @pytest.fixture(scope="session")
 def executed(tmp_path_factory):
@@ -98,6 +108,7 @@ def executed(tmp_path_factory):
         if stem not in cache:
             cache[stem] = run_notebook(folder, stem)
         return cache[stem]
+
     return get
 
 
@@ -114,9 +125,15 @@ def test_display_layer_output_passes_the_scan():
 
     from k3lib.views.table_format import reader_table
 
-    raw = pd.DataFrame({"context_tokens": [131072, 1048576], "kv_GiB": [3.375, float("nan")],
-                        "gpus_saved": pd.array([2, None], dtype="Int64"), "tokens": [2.621e5, 1e6],
-                        "tiny": [1.2e-7, 0.5]})
+    raw = pd.DataFrame(
+        {
+            "context_tokens": [131072, 1048576],
+            "kv_GiB": [3.375, float("nan")],
+            "gpus_saved": pd.array([2, None], dtype="Int64"),
+            "tokens": [2.621e5, 1e6],
+            "tiny": [1.2e-7, 0.5],
+        }
+    )
     assert format_problems(raw._repr_html_(), "text/html")  # index, separators, NaN, <NA>, e+ …
     table = reader_table(raw)
     assert format_problems(table._repr_html_(), "text/html") == []

@@ -6,40 +6,58 @@ V=128256; Kimi K3: 24 MLA layers with r_kv=512 and d_rope=64, 69 KDA layers with
 heads of 128, 92 MoE layers of 896 experts, expert 3·3584·3072), not read back from
 the library.
 """
+
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
+import nbformat
 import pytest
+from nbrun import cell_output, run_notebook
 
 from k3lib.core.errors import DoesNotSplitError, K3InputError
 from k3lib.core.models import get_model
-from k3lib.views.explorers import layout_figure
-from k3lib.studies.parallel import (Layout, check_tp, compare_layouts, distribute, from_plan, gpu_count_table,
-                            guide000_case1_table, guide000_case2_table, guide000_implied_table, guide000_tier_check,
-                            implied_extra_per_gpu, kv_per_gpu_vs_tp, min_gpus,
-                            nccl_table, per_gpu_long, per_gpu_table, replicated_attention_params,
-                            solve_activation_overhead, stage_layer_counts, valid_tp_sizes)
 from k3lib.core.plan import Assumptions, make_plan
-from pathlib import Path
-import re
-import nbformat
-from nbrun import run_notebook, cell_output
+from k3lib.studies.parallel import (
+    Layout,
+    check_tp,
+    compare_layouts,
+    distribute,
+    from_plan,
+    gpu_count_table,
+    guide000_case1_table,
+    guide000_case2_table,
+    guide000_implied_table,
+    guide000_tier_check,
+    implied_extra_per_gpu,
+    kv_per_gpu_vs_tp,
+    min_gpus,
+    nccl_table,
+    per_gpu_long,
+    per_gpu_table,
+    replicated_attention_params,
+    solve_activation_overhead,
+    stage_layer_counts,
+    valid_tp_sizes,
+)
+from k3lib.views.explorers import layout_figure
 
 GiB = 1_073_741_824
 T = 8192
 
 # Llama 3.1 70B by hand
-L70_KV_PER_TOKEN = 2 * 80 * 8 * 128 * 2                       # 327,680 B at BF16
-L70_EMBED = 128256 * 8192                                     # 1,050,673,152
-L70_ATTN_LAYER = 2 * 8192 * 8192 + 2 * 8192 * 1024            # q, o + k, v = 150,994,944
-L70_MLP_LAYER = 3 * 8192 * 28672                              # 704,643,072
-L70_NORMS = (2 * 80 + 1) * 8192                               # 1,318,912
+L70_KV_PER_TOKEN = 2 * 80 * 8 * 128 * 2  # 327,680 B at BF16
+L70_EMBED = 128256 * 8192  # 1,050,673,152
+L70_ATTN_LAYER = 2 * 8192 * 8192 + 2 * 8192 * 1024  # q, o + k, v = 150,994,944
+L70_MLP_LAYER = 3 * 8192 * 28672  # 704,643,072
+L70_NORMS = (2 * 80 + 1) * 8192  # 1,318,912
 
 # Kimi K3 by hand
-K3_MLA_LATENT_PER_TOKEN = 24 * (512 + 64) * 2                 # 27,648 B at BF16
-K3_KDA_STATE_ELEMS = 69 * (96 * 128 * 128 + (96 * 128 * 2 + 96 * 128) * (4 - 1))   # recurrent + conv
-K3_EXPERT_PARAMS = 3 * 3584 * 3072                            # 33,030,144
+K3_MLA_LATENT_PER_TOKEN = 24 * (512 + 64) * 2  # 27,648 B at BF16
+K3_KDA_STATE_ELEMS = 69 * (96 * 128 * 128 + (96 * 128 * 2 + 96 * 128) * (4 - 1))  # recurrent + conv
+K3_EXPERT_PARAMS = 3 * 3584 * 3072  # 33,030,144
 
 
 # ------------------------------------------------------------------ KV replication rules
@@ -47,8 +65,9 @@ K3_EXPERT_PARAMS = 3 * 3584 * 3072                            # 33,030,144
 
 def test_llama70b_tp16_kv_splits_by_8_kv_heads_not_16():
     for tp in (8, 16):
-        p = distribute(model="llama-3.1-70b", gpu="h100", tp=tp, nodes=tp // 8, weights="bf16", kv_dtype="bf16",
-                       context=T)
+        p = distribute(
+            model="llama-3.1-70b", gpu="h100", tp=tp, nodes=tp // 8, weights="bf16", kv_dtype="bf16", context=T
+        )
         assert p.peak.kv_cache_bytes == L70_KV_PER_TOKEN * T // 8 == 335_544_320
     p4 = distribute(model="llama-3.1-70b", gpu="h100", tp=4, weights="bf16", kv_dtype="bf16", context=T)
     assert p4.peak.kv_cache_bytes == L70_KV_PER_TOKEN * T // 4
@@ -61,13 +80,13 @@ def test_tp_beyond_kv_heads_is_noted():
 
 def test_k3_mla_latent_is_replicated_on_every_tp_rank():
     """At TP=8 each GPU holds the whole 24·576·2 B/token latent; only the KDA state ÷ 8."""
-    state_per_gpu = K3_KDA_STATE_ELEMS * 4 // 8        # FP32 state, split by head
+    state_per_gpu = K3_KDA_STATE_ELEMS * 4 // 8  # FP32 state, split by head
     for tokens in (T, 4 * T):
         p = distribute(model="kimi-k3", gpu="h200", tp=8, weights="native", kv_dtype="bf16", context=tokens)
         assert p.peak.kv_cache_bytes == K3_MLA_LATENT_PER_TOKEN * tokens + state_per_gpu
     one = distribute(model="kimi-k3", gpu="h200", tp=1, weights="native", context=T).peak.kv_cache_bytes
     eight = distribute(model="kimi-k3", gpu="h200", tp=8, weights="native", context=T).peak.kv_cache_bytes
-    assert one - eight == K3_KDA_STATE_ELEMS * 4 * 7 // 8   # only the state shrank
+    assert one - eight == K3_KDA_STATE_ELEMS * 4 * 7 // 8  # only the state shrank
     assert any("MLA latent" in n for n in distribute(model="kimi-k3", gpu="h200", tp=8, context=T).notes)
 
 
@@ -141,8 +160,8 @@ def test_pipeline_stages_hold_whole_layers_embedding_first_head_last():
     assert (first.layers, last.layers) == (40, 40)
     per_stage = (L70_EMBED + 40 * (L70_ATTN_LAYER + L70_MLP_LAYER)) * 2 // 8
     assert first.weights_sharded_bytes == last.weights_sharded_bytes == per_stage
-    assert first.weights_replicated_bytes == 80 * 8192 * 2          # 2 norms × 40 layers
-    assert last.weights_replicated_bytes == 81 * 8192 * 2           # + the final norm
+    assert first.weights_replicated_bytes == 80 * 8192 * 2  # 2 norms × 40 layers
+    assert last.weights_replicated_bytes == 81 * 8192 * 2  # + the final norm
 
 
 def test_stage_layer_counts_follow_vllm():
@@ -162,7 +181,7 @@ def test_mla_down_projections_are_replicated():
 def test_expert_parallel_holds_whole_experts_same_bytes_as_tp():
     ep = distribute(model="kimi-k3", gpu="h200", tp=8, ep=8, weights="native", context=T).peak
     tp = distribute(model="kimi-k3", gpu="h200", tp=8, weights="native", context=T).peak
-    mxfp4 = 17 / 32                                                  # 4.25 bits = 17 B per 32 weights
+    mxfp4 = 17 / 32  # 4.25 bits = 17 B per 32 weights
     assert ep.routed_experts_bytes == pytest.approx(92 * (896 // 8) * K3_EXPERT_PARAMS * mxfp4, abs=1)
     assert tp.routed_experts_bytes == pytest.approx(92 * 896 * K3_EXPERT_PARAMS * mxfp4 / 8, abs=1)
 
@@ -230,8 +249,9 @@ def test_guide000_q8_figure_is_not_bits_per_weight():
 
 
 def test_gpu_count_table_for_the_guide_profile_with_plus_one():
-    t = gpu_count_table(model="kimi-k3@guide-000", gpu="h100", context="256K", whole_nodes=False,
-                        rows=[("q4", "fp8"), ("bf16", "bf16")])
+    t = gpu_count_table(
+        model="kimi-k3@guide-000", gpu="h100", context="256K", whole_nodes=False, rows=[("q4", "fp8"), ("bf16", "bf16")]
+    )
     # Q4 + FP8 at 256K: on 5 GPUs 325/5 + 32/5 + 10/5 + 8 = 81.4 > 80; on 6, 69.17 fits
     # BF16 at 256K: on 9, 594/9 + 64/9 + 10/9 + 8 = 82.2 > 80; on 10, 74.8 fits
     assert t["minimum GPUs"].tolist() == [6, 10]
@@ -246,8 +266,16 @@ def test_min_gpus_counts_whole_nodes_beyond_one():
 
 def test_two_node_guide_plan_908():
     a = Assumptions(activation_bytes=10 * GiB, overhead_total_bytes=48 * GiB)
-    p = make_plan(model="kimi-k3@guide-000", gpu="h100", gpus=16, nodes=2, weights="bf16", kv_dtype="bf16",
-                  context="1M", assumptions=a)
+    p = make_plan(
+        model="kimi-k3@guide-000",
+        gpu="h100",
+        gpus=16,
+        nodes=2,
+        weights="bf16",
+        kv_dtype="bf16",
+        context="1M",
+        assumptions=a,
+    )
     assert p.total.total_bytes == (594 + 256 + 10 + 48) * GiB
     t = per_gpu_table(p)
     assert t["total (GiB)"].item() == round((594 + 256 + 10 + 48) / 16, 2)
@@ -276,8 +304,15 @@ def test_per_gpu_table_columns_carry_units():
 
 
 def test_compare_layouts_ep_and_dp():
-    t = compare_layouts([("tp", Layout(tp=8, pp=2, nodes=2)), ("dp", Layout(tp=1, dp=8, pp=2, ep=8, nodes=2))],
-                        model="kimi-k3", gpu="h200", weights="native", kv_dtype="bf16", context="256K", batch=8)
+    t = compare_layouts(
+        [("tp", Layout(tp=8, pp=2, nodes=2)), ("dp", Layout(tp=1, dp=8, pp=2, ep=8, nodes=2))],
+        model="kimi-k3",
+        gpu="h200",
+        weights="native",
+        kv_dtype="bf16",
+        context="256K",
+        batch=8,
+    )
     # DP attention: each replica serves 1 of the 8 sequences, so its KV is an eighth
     assert t["KV cache (GiB)"].iloc[1] < t["KV cache (GiB)"].iloc[0] / 7
 
@@ -287,6 +322,7 @@ def test_compare_layouts_ep_and_dp():
 
 def test_charts_validate_as_specs():
     from k3lib.views import charts_parallel as charts
+
     p = distribute(model="kimi-k3", gpu="h200", tp=8, pp=2, nodes=2, context="256K")
     charts.per_gpu_stacked_bar(per_gpu_long(p), title=p.verdict()).to_dict()
     charts.kv_vs_tp_chart(kv_per_gpu_vs_tp(["kimi-k3", "llama-3.1-70b"], tps=[1, 8, 16])).to_dict()
@@ -346,7 +382,7 @@ def test_committed_notebook_is_clean_and_parameterised(stem):
         assert m, line
         names.append(m.group(1))
     papermill = pytest.importorskip("papermill")
-    inspected = papermill.inspect_notebook(str(NOTEBOOKS / f"{stem}.ipynb"))   # what --help-notebook shows
+    inspected = papermill.inspect_notebook(str(NOTEBOOKS / f"{stem}.ipynb"))  # what --help-notebook shows
     assert list(inspected) == names
     assert all(p["help"] and p["inferred_type_name"] in ("str", "int") for p in inspected.values())
     assert "plan = notebook.validate(" in code[tagged[0] + 1].source
@@ -385,11 +421,21 @@ def _columns(table_text: str) -> dict[str, list[str]]:
 
 
 def test_notebook_03_papermill_parameters_change_the_split(tmp_path):
-    nb = _papermill(tmp_path, "03-tensor-parallel", model="llama-3.1-70b", gpu="h100", gpus=16, nodes=2, tp=16,
-                    pp=1, weights="bf16", context="128K")
-    html = _plain(nb, "shown(parallel.per_gpu_table(plan))", "text/html")   # a table without its index
+    nb = _papermill(
+        tmp_path,
+        "03-tensor-parallel",
+        model="llama-3.1-70b",
+        gpu="h100",
+        gpus=16,
+        nodes=2,
+        tp=16,
+        pp=1,
+        weights="bf16",
+        context="128K",
+    )
+    html = _plain(nb, "shown(parallel.per_gpu_table(plan))", "text/html")  # a table without its index
     head, body = html.split("</thead>")
-    header = re.findall(r"<th[^>]*>([^<]*)</th>", head)[1:]                  # [0] is the blank index
+    header = re.findall(r"<th[^>]*>([^<]*)</th>", head)[1:]  # [0] is the blank index
     row = re.findall(r"<td[^>]*>([^<]*)</td>", body)
     # 327,680 B/token × 131,072 tokens ÷ 8 KV heads (not 16) = 5 GiB per GPU
     assert row[header.index("KV cache (GiB)")] == "5.00"

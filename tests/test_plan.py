@@ -1,4 +1,5 @@
 """Plans on real architectures: layout, replication and bad input."""
+
 import pytest
 
 from k3lib.core.errors import DoesNotSplitError, K3InputError, UnknownNameError
@@ -24,8 +25,9 @@ def test_k3_default_is_the_real_architecture_with_native_weights():
 
 def test_gqa_kv_replicates_beyond_kv_heads():
     """Llama 3.1 70B has 8 KV heads: at TP=16 each rank holds one head (1/8), not 1/16."""
-    p = make_plan(model="llama-3.1-70b", gpu="h100", gpus=16, kv_dtype="bf16", context="128K", weights="bf16",
-                  tp=16)          # TP over 2 nodes when asked for; 16 H100 in one node do not exist
+    p = make_plan(
+        model="llama-3.1-70b", gpu="h100", gpus=16, kv_dtype="bf16", context="128K", weights="bf16", tp=16
+    )  # TP over 2 nodes when asked for; 16 H100 in one node do not exist
     assert p.tp == 16
     assert p.per_gpu.kv_cache_bytes == 327680 * 131072 // 8
 
@@ -57,24 +59,32 @@ def test_whole_node_default_layout_for_k3():
 
 def test_overhead_larger_than_the_gpu_is_refused():
     with pytest.raises(K3InputError) as e:
-        make_plan(model="kimi-k3", gpu="h100-sxm", gpus=8, weights="native",
-                  assumptions=Assumptions(overhead_per_gpu_bytes=200 * GiB))
+        make_plan(
+            model="kimi-k3",
+            gpu="h100-sxm",
+            gpus=8,
+            weights="native",
+            assumptions=Assumptions(overhead_per_gpu_bytes=200 * GiB),
+        )
     assert str(e.value).startswith("overhead_per_gpu:")
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    (dict(model="kimi-k4"), "model"),
-    (dict(gpu="h1000"), "gpu"),
-    (dict(context="-5"), "context"),
-    (dict(context="abc"), "context"),
-    (dict(context=0), "context"),
-    (dict(gpus=0), "gpus"),
-    (dict(weights="q9"), "weights"),
-    (dict(kv_dtype="fp3"), "kv_dtype"),
-    (dict(gpus=5, tp=5), "tp"),
-    (dict(gpus=8, nodes=3), "nodes"),
-    (dict(batch=0), "batch"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(model="kimi-k4"), "model"),
+        (dict(gpu="h1000"), "gpu"),
+        (dict(context="-5"), "context"),
+        (dict(context="abc"), "context"),
+        (dict(context=0), "context"),
+        (dict(gpus=0), "gpus"),
+        (dict(weights="q9"), "weights"),
+        (dict(kv_dtype="fp3"), "kv_dtype"),
+        (dict(gpus=5, tp=5), "tp"),
+        (dict(gpus=8, nodes=3), "nodes"),
+        (dict(batch=0), "batch"),
+    ],
+)
 def test_bad_input_names_the_field(kwargs, field):
     with pytest.raises(K3InputError) as err:
         make_plan(**kwargs)

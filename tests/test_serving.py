@@ -1,8 +1,8 @@
 """The serving model (k3lib.serving): hand-derived figures, the fit's split discipline, refusals."""
+
 from __future__ import annotations
 
 import math
-import shutil
 
 import pytest
 
@@ -29,13 +29,14 @@ def _plan(**kw):
 def test_distinct_experts_hand_derived():
     assert expected_distinct_experts(n_experts=256, experts_per_token=8, tokens=1) == pytest.approx(8)
     assert expected_distinct_experts(n_experts=256, experts_per_token=8, tokens=64) == pytest.approx(
-        256 * (1 - (1 - 8 / 256) ** 64))
+        256 * (1 - (1 - 8 / 256) ** 64)
+    )
     assert expected_distinct_experts(n_experts=256, experts_per_token=8, tokens=10_000) == pytest.approx(256)
 
 
 def test_llama8b_bf16_h100_ceiling_is_weights_over_bandwidth():
     groups = weights_bytes_by_group(get_model("llama-3.1-8b"), "bf16")
-    read = sum(groups.values()) - groups["embedding"]      # the embedding is a lookup of one row
+    read = sum(groups.values()) - groups["embedding"]  # the embedding is a lookup of one row
     t = decode_terms(inputs_from_plan(_plan()), concurrency=1, context_tokens=0)
     assert t.bytes_read == pytest.approx(read, rel=1e-6)
     assert t.seconds(CEILING) == pytest.approx(read / 3.35e12, rel=1e-6)
@@ -45,8 +46,9 @@ def test_tp_allreduce_bytes_and_time():
     assert tp_allreduce_bytes_per_layer(tokens=4, hidden_size=8192) == 2 * 4 * 8192 * 2
     one = allreduce_seconds(message_bytes=8192 * 2, group=8, link_bytes_per_s=450e9, latency_s=0)
     assert one == pytest.approx(2 * 7 / 8 * 8192 * 2 / 450e9)
-    assert tp_comm_seconds(tokens=1, hidden_size=8192, layers=80, tp=8, link_bytes_per_s=450e9, latency_s=0) == \
-        pytest.approx(160 * one)
+    assert tp_comm_seconds(
+        tokens=1, hidden_size=8192, layers=80, tp=8, link_bytes_per_s=450e9, latency_s=0
+    ) == pytest.approx(160 * one)
     assert allreduce_seconds(message_bytes=1e6, group=1, link_bytes_per_s=1e9) == 0
 
 
@@ -97,7 +99,9 @@ def test_estimate_labels_every_figure():
     assert tuple(d) == FIGURES
     for k, f in d.items():
         assert set(f) == {"value", "unit", "basis", "expected_error_pct"}
-        assert f["basis"] in (("price",) if k == "usd_per_hour" else ("measured", "fitted model", "theoretical ceiling"))
+        assert f["basis"] in (
+            ("price",) if k == "usd_per_hour" else ("measured", "fitted model", "theoretical ceiling")
+        )
     assert d["usd_per_hour"]["value"] == 2.0 * e.details().get("gpus", 1) or d["usd_per_hour"]["value"] == 2.0
     ceiling = serving_estimate(_plan(), concurrency=4, mode="ceiling")
     assert ceiling.tpot_s.basis == "theoretical ceiling" and ceiling.tpot_s.expected_error_pct is None
@@ -112,14 +116,28 @@ def test_aliases_have_the_shapes_they_claim():
     a = load_config("data/measured/configs/RedHatAI--Llama-3.3-70B-Instruct-fp8-dynamic.json").architecture
     b = get_model(resolve_model("meta-llama/Llama-3.3-70B-Instruct"))
     assert (a.attention, a.mlp, a.hidden_size, a.vocab_size) == (b.attention, b.mlp, b.hidden_size, b.vocab_size)
-    m = get_model(resolve_model("MiniMaxAI/MiniMax-M2.7"))     # figures of amd/MiniMax-M2.7-BF16 config.json
-    assert (m.hidden_size, m.num_layers, m.vocab_size, m.mlp.n_routed_experts, m.mlp.experts_per_token,
-            m.mlp.moe_intermediate, m.attention[0].num_heads, m.attention[0].kv_heads) == \
-        (3072, 62, 200064, 256, 8, 1536, 48, 8)
-    q = get_model(resolve_model("Qwen/Qwen3-Coder-30B-A3B-Instruct"))   # fastllm@f8f04c33 copy of its config
-    assert (q.hidden_size, q.num_layers, q.vocab_size, q.mlp.n_routed_experts, q.mlp.experts_per_token,
-            q.mlp.moe_intermediate, q.attention[0].num_heads, q.attention[0].kv_heads) == \
-        (2048, 48, 151936, 128, 8, 768, 32, 4)
+    m = get_model(resolve_model("MiniMaxAI/MiniMax-M2.7"))  # figures of amd/MiniMax-M2.7-BF16 config.json
+    assert (
+        m.hidden_size,
+        m.num_layers,
+        m.vocab_size,
+        m.mlp.n_routed_experts,
+        m.mlp.experts_per_token,
+        m.mlp.moe_intermediate,
+        m.attention[0].num_heads,
+        m.attention[0].kv_heads,
+    ) == (3072, 62, 200064, 256, 8, 1536, 48, 8)
+    q = get_model(resolve_model("Qwen/Qwen3-Coder-30B-A3B-Instruct"))  # fastllm@f8f04c33 copy of its config
+    assert (
+        q.hidden_size,
+        q.num_layers,
+        q.vocab_size,
+        q.mlp.n_routed_experts,
+        q.mlp.experts_per_token,
+        q.mlp.moe_intermediate,
+        q.attention[0].num_heads,
+        q.attention[0].kv_heads,
+    ) == (2048, 48, 151936, 128, 8, 768, 32, 4)
     assert all(v.source for v in MODEL_ALIASES.values())
     assert resolve_model("deepseek-r1") == "deepseek-r1"
 
@@ -138,9 +156,21 @@ def test_served_concurrency_is_capped_and_rendered():
 def test_offload_estimate_has_the_same_keys_and_refuses_what_does_not_load():
     from k3lib.serving import offload_serving_estimate
 
-    kw = dict(model="qwen3-30b-a3b", engine="llama.cpp", gpu="rtx-4090", gpus=1, weights="q4_k_m", kv_dtype="bf16",
-              input_tokens=512, output_tokens=128, concurrency=1, host="desktop-ddr5-5600", ram=None,
-              ram_bandwidth=None, price_per_gpu_hour=0.5)
+    kw = dict(
+        model="qwen3-30b-a3b",
+        engine="llama.cpp",
+        gpu="rtx-4090",
+        gpus=1,
+        weights="q4_k_m",
+        kv_dtype="bf16",
+        input_tokens=512,
+        output_tokens=128,
+        concurrency=1,
+        host="desktop-ddr5-5600",
+        ram=None,
+        ram_bandwidth=None,
+        price_per_gpu_hour=0.5,
+    )
     e = offload_serving_estimate(**kw, expert_layers_on_gpu=0, speed_csv=FIXTURE)
     assert tuple(e.to_dict()) == FIGURES and e.hardware_class == "consumer GPU"
     full = offload_serving_estimate(**kw, expert_layers_on_gpu=None, speed_csv=FIXTURE)
@@ -166,15 +196,18 @@ def test_steady_state_ttft_is_one_prompt_and_burst_grows_with_concurrency():
     inp = inputs_from_plan(_plan(context=4096))
     one = prefill_terms(inp, input_tokens=2000).seconds(CEILING)
     steady = [predict(inp, "ttft_s", concurrency=c, input_tokens=2000, output_tokens=500) for c in (1, 8, 32)]
-    burst = [predict(inp, "ttft_s", concurrency=c, input_tokens=2000, output_tokens=500, arrivals="burst")
-             for c in (1, 8, 32)]
-    assert steady[0] == pytest.approx(one * 1.5, rel=0.05)      # own prefill + half a step (one step here)
-    assert steady[2] < 4 * one                                  # no (c+1)/2 queue in the steady state
+    burst = [
+        predict(inp, "ttft_s", concurrency=c, input_tokens=2000, output_tokens=500, arrivals="burst")
+        for c in (1, 8, 32)
+    ]
+    assert steady[0] == pytest.approx(one * 1.5, rel=0.05)  # own prefill + half a step (one step here)
+    assert steady[2] < 4 * one  # no (c+1)/2 queue in the steady state
     assert burst[2] > 10 * one and burst == sorted(burst)
 
 
 def test_queue_past_capacity_serves_capacity_and_adds_littles_law_wait():
     from k3lib.serving.concurrency import predict, queue_wait_s
+
     inp = inputs_from_plan(_plan())
     kw = dict(input_tokens=1024, output_tokens=256)
     served = {q: predict(inp, q, concurrency=8, **kw) for q in ("ttft_s", "tpot_s", "output_tokens_per_s_total")}
@@ -191,6 +224,7 @@ def test_trtllm_burst_packs_whole_prompts():
     import dataclasses
 
     from k3lib.serving.concurrency import _packed
+
     inp = dataclasses.replace(inputs_from_plan(_plan()), engine="trtllm")
     assert _packed(inp, 3200).prefill_chunk_tokens == (inp.prefill_chunk_tokens // 3200) * 3200
     assert _packed(inp, 20000).prefill_chunk_tokens == 20000
@@ -203,12 +237,13 @@ def test_first_burst_mixes_one_burst_wave_with_the_steady_state():
 
     from k3lib.core.errors import K3InputError
     from k3lib.serving.concurrency import predict
+
     inp = dataclasses.replace(inputs_from_plan(_plan(context=4096)), engine="trtllm")
     kw = dict(input_tokens=2000, output_tokens=500)
     burst = predict(inp, "ttft_s", concurrency=50, arrivals="burst", **kw)
     steady = predict(inp, "ttft_s", concurrency=50, arrivals="steady", **kw)
     mixed = predict(inp, "ttft_s", concurrency=50, arrivals="first_burst", prompts=500, **kw)
-    assert mixed == pytest.approx(0.1 * burst + 0.9 * steady)          # c/N = 50/500 of the requests
+    assert mixed == pytest.approx(0.1 * burst + 0.9 * steady)  # c/N = 50/500 of the requests
     assert predict(inp, "ttft_s", concurrency=50, arrivals="first_burst", prompts=50, **kw) == pytest.approx(burst)
     with pytest.raises(K3InputError, match="prompts"):
         predict(inp, "ttft_s", concurrency=50, arrivals="first_burst", **kw)
@@ -219,12 +254,38 @@ def test_which_engines_keep_waves_in_lock_step():
 
     from k3lib.serving.calibration import SpeedRow, keeps_waves, row_arrivals
 
-    assert keeps_waves("sglang", "")                    # prefill first
-    assert keeps_waves("vllm", "0.7.4.dev181")          # V0: prefills first without chunked prefill
-    assert not keeps_waves("vllm", "0.8.0")             # V1: running decodes first
-    assert not keeps_waves("TensorRT-LLM", "0.17")      # decodes first, contexts packed
-    row = SpeedRow(*(["x", "trtllm", "0.17", "deepseek-r1", "fp8-block", "bf16", "h200-sxm", 8, 8, 1, 4, "", 4, 3200,
-                      800, "ttft_s", 1.0, "s", "fit", "", "https://github.com/dstackai/benchmarks/blob/x/y.csv", ""]))
+    assert keeps_waves("sglang", "")  # prefill first
+    assert keeps_waves("vllm", "0.7.4.dev181")  # V0: prefills first without chunked prefill
+    assert not keeps_waves("vllm", "0.8.0")  # V1: running decodes first
+    assert not keeps_waves("TensorRT-LLM", "0.17")  # decodes first, contexts packed
+    row = SpeedRow(
+        *(
+            [
+                "x",
+                "trtllm",
+                "0.17",
+                "deepseek-r1",
+                "fp8-block",
+                "bf16",
+                "h200-sxm",
+                8,
+                8,
+                1,
+                4,
+                "",
+                4,
+                3200,
+                800,
+                "ttft_s",
+                1.0,
+                "s",
+                "fit",
+                "",
+                "https://github.com/dstackai/benchmarks/blob/x/y.csv",
+                "",
+            ]
+        )
+    )
     assert row_arrivals(row) == ("first_burst", 500)
     assert row_arrivals(dataclasses.replace(row, source="https://example.org")) == ("steady", None)
 
@@ -233,9 +294,10 @@ def test_huber_loss_is_squared_inside_the_band_and_linear_beyond():
     import numpy as np
 
     from k3lib.serving.calibration import huber
+
     d = math.log(1.3)
     assert float(huber(np.array(0.2))) == pytest.approx(0.04)
-    assert float(huber(np.array(-2.0))) == pytest.approx(2 * d * 2.0 - d * d)   # 2δ|x| − δ²
+    assert float(huber(np.array(-2.0))) == pytest.approx(2 * d * 2.0 - d * d)  # 2δ|x| − δ²
     # continuous at the band's edge
     assert float(huber(np.array(d + 1e-9))) == pytest.approx(d * d, rel=1e-6)
 
@@ -246,14 +308,30 @@ def test_ktransformers_gpu_prefill_leaves_out_the_cpu_experts_flops():
     import dataclasses
 
     from k3lib.serving.roofline import _host_compute_share, prefill_terms
-    base = inputs_from_plan(plan_for_engine(model="qwen3-30b-a3b", engine="llama.cpp", gpu="rtx-5090", gpus=1,
-                                            weights="bf16", context=4096, with_limits=False))
+
+    base = inputs_from_plan(
+        plan_for_engine(
+            model="qwen3-30b-a3b",
+            engine="llama.cpp",
+            gpu="rtx-5090",
+            gpus=1,
+            weights="bf16",
+            context=4096,
+            with_limits=False,
+        )
+    )
     st = base.stages[0]
     routed = st.routed_bytes
-    kt = dataclasses.replace(base, engine="ktransformers", host_routed_bytes=routed, host_bw_bytes_per_s=400e9,
-                             host_flops=5e12, stages=(dataclasses.replace(st, routed_bytes=0.0),))
+    kt = dataclasses.replace(
+        base,
+        engine="ktransformers",
+        host_routed_bytes=routed,
+        host_bw_bytes_per_s=400e9,
+        host_flops=5e12,
+        stages=(dataclasses.replace(st, routed_bytes=0.0),),
+    )
     m = base.model.mlp
-    act_routed = routed * m.experts_per_token / m.n_routed_experts            # 8 of 128 experts' bytes
+    act_routed = routed * m.experts_per_token / m.n_routed_experts  # 8 of 128 experts' bytes
     share = act_routed / (act_routed + st.dense_bytes)
     assert _host_compute_share(kt) == pytest.approx(share)
     llama = dataclasses.replace(kt, engine="llama.cpp")
@@ -267,38 +345,83 @@ def test_ktransformers_gpu_prefill_leaves_out_the_cpu_experts_flops():
 def test_decode_step_adds_each_further_sequence_at_the_decode_compute_efficiency():
     """t = max(t_mem, F1/(η_c F)) + (b − 1)·F1/(η_cd F), by hand on a made-up step."""
     from k3lib.serving.roofline import Efficiency, StepTerms
-    step = StepTerms(bytes_read=10e9, flops=8 * 2e9, comm_s=0.0, layers=10, passes=1, handoff_s=0.0,
-                     memory_bw_bytes_per_s=1e12, peak_flops=100e12, decode_batch=8)
+
+    step = StepTerms(
+        bytes_read=10e9,
+        flops=8 * 2e9,
+        comm_s=0.0,
+        layers=10,
+        passes=1,
+        handoff_s=0.0,
+        memory_bw_bytes_per_s=1e12,
+        peak_flops=100e12,
+        decode_batch=8,
+    )
     eff = Efficiency(0.5, 0.4, 1e-5, communication=False, eta_decode_compute=0.05)
-    t_mem = 10e9 / (0.5 * 1e12)                      # 20 ms
-    f1 = 2e9                                         # FLOPs of one sequence
+    t_mem = 10e9 / (0.5 * 1e12)  # 20 ms
+    f1 = 2e9  # FLOPs of one sequence
     expect = max(t_mem, f1 / (0.4 * 100e12)) + 7 * f1 / (0.05 * 100e12) + 10 * 1e-5
     assert step.seconds(eff) == pytest.approx(expect)
     one = StepTerms(10e9, 2e9, 0.0, 10, 1, 0.0, 1e12, 100e12, decode_batch=1)
     # a single stream does not depend on η_cd
-    assert one.seconds(eff) == pytest.approx(one.seconds(Efficiency(0.5, 0.4, 1e-5, communication=False,
-                                                                    eta_decode_compute=0.9)))
+    assert one.seconds(eff) == pytest.approx(
+        one.seconds(Efficiency(0.5, 0.4, 1e-5, communication=False, eta_decode_compute=0.9))
+    )
 
 
 def test_identical_sequences_touch_one_tokens_experts():
     """llama-batched-bench feeds the same token to every sequence: B sequences read k of E experts."""
     from k3lib.serving.calibration import SpeedRow, row_identical_sequences
     from k3lib.serving.experts import fraction_of_experts_touched
-    inp = inputs_from_plan(plan_for_engine(model="gpt-oss-120b", engine="llama.cpp", gpu="dgx-spark", gpus=1,
-                                           weights="mxfp4", context=2048, with_limits=False))
+
+    inp = inputs_from_plan(
+        plan_for_engine(
+            model="gpt-oss-120b",
+            engine="llama.cpp",
+            gpu="dgx-spark",
+            gpus=1,
+            weights="mxfp4",
+            context=2048,
+            with_limits=False,
+        )
+    )
     st = inp.stages[0]
     same = decode_terms(inp, concurrency=32, context_tokens=0, identical_sequences=True)
     mixed = decode_terms(inp, concurrency=32, context_tokens=0)
     m = inp.model.mlp
-    k_over_e = m.experts_per_token / m.n_routed_experts                       # 4 / 128
+    k_over_e = m.experts_per_token / m.n_routed_experts  # 4 / 128
     assert same.bytes_read - st.dense_bytes == pytest.approx(st.routed_bytes * k_over_e, rel=1e-6)
     assert mixed.bytes_read - st.dense_bytes == pytest.approx(
-        st.routed_bytes * (1 - (1 - k_over_e) ** 32), rel=1e-6)                # 1 − (1 − k/E)^B
+        st.routed_bytes * (1 - (1 - k_over_e) ** 32), rel=1e-6
+    )  # 1 − (1 − k/E)^B
     assert fraction_of_experts_touched(n_experts=128, experts_per_token=4, tokens=1) == pytest.approx(k_over_e)
-    row = SpeedRow("x", "llama.cpp", "", "gpt-oss-120b", "mxfp4", "bf16", "dgx-spark", 1, 0, 0, 1, "", 32, 512, 32,
-                   "output_tokens_per_s_total", 1.0, "tokens/s", "fit", "", "", "")
+    row = SpeedRow(
+        "x",
+        "llama.cpp",
+        "",
+        "gpt-oss-120b",
+        "mxfp4",
+        "bf16",
+        "dgx-spark",
+        1,
+        0,
+        0,
+        1,
+        "",
+        32,
+        512,
+        32,
+        "output_tokens_per_s_total",
+        1.0,
+        "tokens/s",
+        "fit",
+        "",
+        "",
+        "",
+    )
     assert row_identical_sequences(row)
     import dataclasses
+
     assert not row_identical_sequences(dataclasses.replace(row, quantity="decode_tokens_per_s_per_sequence"))
     assert not row_identical_sequences(dataclasses.replace(row, engine="vllm"))
 
@@ -308,23 +431,27 @@ def test_constants_are_fitted_per_model_kind_and_vllm_generation():
     from k3lib.serving.calibration import FittedConstants, model_kind, most_specific_constants
 
     assert model_kind(get_model("deepseek-r1")) == "MoE" and model_kind(get_model("llama-3.1-8b")) == "dense"
-    c = {key: FittedConstants(str(key), 0.5, 0.5, 0.0, 3, 0.1) for key in
-         [("vllm", "datacenter GPU", "MoE"), ("vllm", "datacenter GPU"), ("*", "*")]}
+    c = {
+        key: FittedConstants(str(key), 0.5, 0.5, 0.0, 3, 0.1)
+        for key in [("vllm", "datacenter GPU", "MoE"), ("vllm", "datacenter GPU"), ("*", "*")]
+    }
     assert most_specific_constants(c, "vllm", "datacenter GPU", "MoE").group == str(("vllm", "datacenter GPU", "MoE"))
     assert most_specific_constants(c, "vllm", "datacenter GPU", "dense").group == str(("vllm", "datacenter GPU"))
     assert most_specific_constants(c, "sglang", "CPU").group == str(("*", "*"))
     cal = calibration()
-    assert ("vllm-v0", "datacenter GPU") in cal.constants          # dstack's vLLM 0.7 rows
+    assert ("vllm-v0", "datacenter GPU") in cal.constants  # dstack's vLLM 0.7 rows
     assert all(k[0] != "vllm-v0" for k in [(h.engine,) for h in cal.holdout if h.engine == "vllm"])
 
 
 def test_expected_error_needs_three_held_aside_rows():
     """A figure's expected error is a group median over ≥ 3 held-aside rows, never one row's miss."""
     from k3lib.serving.calibration import MIN_ERROR_ROWS, HoldoutError
+
     cal = calibration()
     one = HoldoutError("vllm", "datacenter GPU", "decode_tokens_per_s_per_sequence", 1, 2.0, 0.0, 2.0, 100.0)
     pooled = HoldoutError("vllm", "datacenter GPU", "*", 9, 1.1, 0.6, 1.5, 20.0)
     import dataclasses
+
     c = dataclasses.replace(cal, holdout_by_class=(one, pooled))
     assert MIN_ERROR_ROWS == 3
     assert c.expected_error_pct("vllm", "datacenter GPU", "decode_tokens_per_s_per_sequence") == 20.0

@@ -5,6 +5,7 @@ Llama 3.1 8B in BF16 on one H100 SXM (3.35 TB/s, 989 dense BF16 TFLOP/s, data/ha
 a decode step reads P = 7,504,924,672 parameters (all but the input embedding, a lookup) = W =
 15,009,849,344 B, and 131,072 B of KV per token of context (2·32 layers·8 heads·128·2 B).
 """
+
 import re
 
 import pandas as pd
@@ -21,8 +22,9 @@ READABLE = re.compile(r"^(—|-?\d{1,3}(,\d{3})*(\.\d+)?)$")  # a number as a re
 
 @pytest.fixture(scope="module")
 def small():
-    return plan_for_engine(model="llama-3.1-8b", gpu="h100-sxm", gpus=1, weights="bf16", context=1280,
-                           with_limits=False)
+    return plan_for_engine(
+        model="llama-3.1-8b", gpu="h100-sxm", gpus=1, weights="bf16", context=1280, with_limits=False
+    )
 
 
 def _num(text: str) -> float:
@@ -70,8 +72,9 @@ def test_roofline_chart_and_crossover(small):
     b = [1, 64, 256, 512]
     frame = speed.roofline_table(small, batches=b, context_tokens=0)
     assert speed.compute_bound_batch(small) == 296  # first whole batch past F/BW = 295.2
-    spec = speed.roofline_chart(frame, with_cache=speed.roofline_table(small, batches=b, context_tokens=1152),
-                                crossover=296).to_dict()
+    spec = speed.roofline_chart(
+        frame, with_cache=speed.roofline_table(small, batches=b, context_tokens=1152), crossover=296
+    ).to_dict()
     assert spec["config"]["axis"]["labelFontSize"] >= 11
 
 
@@ -106,9 +109,18 @@ def test_explorer_offers_only_loading_layouts_and_held_concurrencies():
 
 
 def test_holdout_shown_as_percent():
-    f = pd.DataFrame({"engine": ["vllm"], "hardware_class": ["*"], "quantity": ["tpot_s"], "rows": [6],
-                      "median_ratio": [1.1446], "within_30_pct": [2 / 3], "worst_ratio": [2.0115],
-                      "median_abs_error_pct": [14.4586]})
+    f = pd.DataFrame(
+        {
+            "engine": ["vllm"],
+            "hardware_class": ["*"],
+            "quantity": ["tpot_s"],
+            "rows": [6],
+            "median_ratio": [1.1446],
+            "within_30_pct": [2 / 3],
+            "worst_ratio": [2.0115],
+            "median_abs_error_pct": [14.4586],
+        }
+    )
     row = speed.holdout_shown(f).iloc[0]
     assert row["within ±30 % (%)"] == "66.67" and row["hardware class"] == "all"
     assert row["quantity"] == "time per output token (s)"

@@ -2,6 +2,7 @@
 rule of the core, and :func:`k3lib.core.memory.loaded_parts_notes` — the vision tower, MTP
 modules and linear-attention state dtypes, each named with its size. Figures worked by hand
 from the configs."""
+
 from __future__ import annotations
 
 import pytest
@@ -49,7 +50,7 @@ def test_deepseek_v3_mtp_module_is_named_with_its_size():
     7168·1536 + 1536 + 1536·128·192 + 7168·576 + 512 + 512·128·256 + 128·128·7168 = 187,107,328;
     256 routed + 1 shared experts of 3·7168·2048; router 256·7168 + 256; norms 5·7168; eh_proj
     2·7168² → 11,610,068,224 parameters, 11.61 GB at FP8 blocks (BF16 router and norms)."""
-    attn = (7168 * 1536 + 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 + 512 * 128 * 256 + 128 * 128 * 7168)
+    attn = 7168 * 1536 + 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 + 512 * 128 * 256 + 128 * 128 * 7168
     assert attn == 187_107_328
     params = attn + 257 * 3 * 7168 * 2048 + 256 * 7168 + 256 + 5 * 7168 + 2 * 7168 * 7168
     assert params == 11_610_068_224

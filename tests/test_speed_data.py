@@ -25,8 +25,28 @@ from k3lib.core.precisions import get_kv_dtype, get_weight_format
 SPEED_CSV = Path(__file__).resolve().parents[1] / "data" / "measured" / "speed.csv"
 
 COLUMNS = [
-    "id", "engine", "engine_version", "model", "weights", "kv_dtype", "gpu", "gpus", "tp", "pp", "ep", "host",
-    "concurrency", "input_tokens", "output_tokens", "quantity", "value", "unit", "split", "evidence", "source", "date",
+    "id",
+    "engine",
+    "engine_version",
+    "model",
+    "weights",
+    "kv_dtype",
+    "gpu",
+    "gpus",
+    "tp",
+    "pp",
+    "ep",
+    "host",
+    "concurrency",
+    "input_tokens",
+    "output_tokens",
+    "quantity",
+    "value",
+    "unit",
+    "split",
+    "evidence",
+    "source",
+    "date",
     "offload",
 ]
 ENGINES = {"vllm", "sglang", "trtllm", "llama.cpp", "ik_llama.cpp", "ollama", "ktransformers"}

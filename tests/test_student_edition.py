@@ -4,6 +4,7 @@ same parameters, and it runs.
 Built into a temporary folder from the committed notebooks; two of its notebooks are executed
 with papermill to completion (the way a teacher's class runs them).
 """
+
 from __future__ import annotations
 
 import re
@@ -55,15 +56,19 @@ def test_questions_and_parameters_are_kept(edition, stem):
     kept = [c.source for c in teacher.cells if "answer" not in c.metadata.get("tags", ()) and c.cell_type == "code"]
     assert [c.source for c in student.cells if c.cell_type == "code"] == kept
     questions = re.compile(r"\*\*Exercise \d\d-\d+\.\*\*")
-    assert (sum(len(questions.findall(c.source)) for c in teacher.cells)
-            == sum(len(questions.findall(c.source)) for c in student.cells))
+    assert sum(len(questions.findall(c.source)) for c in teacher.cells) == sum(
+        len(questions.findall(c.source)) for c in student.cells
+    )
 
 
 def test_an_answer_marker_is_what_the_edition_removes():
     """A notebook with one exercise (nbtool.exercise) and an old folded block loses both answers
     and keeps both questions; a mutated marker (no tag, no id) would survive, so the check is real."""
-    cells = [nbtool.md("# t"), *nbtool.exercise("99-1", "How many?", "Two.", value=2, unit="GPUs"),
-             nbtool.md("## Exercises\n\n1. Why?\n\n<details><summary>Answers</summary>\n\n1. Because.\n\n</details>")]
+    cells = [
+        nbtool.md("# t"),
+        *nbtool.exercise("99-1", "How many?", "Two.", value=2, unit="GPUs"),
+        nbtool.md("## Exercises\n\n1. Why?\n\n<details><summary>Answers</summary>\n\n1. Because.\n\n</details>"),
+    ]
     nb = nbformat.v4.new_notebook(cells=cells)
     out = nbtool.student_notebook(nb)
     text = "\n".join(c.source for c in out.cells)
@@ -76,8 +81,15 @@ def test_student_notebooks_run(edition, stem, tmp_path):
     import papermill
 
     out = tmp_path / f"{stem}-run.ipynb"
-    papermill.execute_notebook(str(edition / f"{stem}.ipynb"), str(out), kernel_name="python3", cwd=str(edition),
-                               execution_timeout=180, progress_bar=False, log_output=False)
+    papermill.execute_notebook(
+        str(edition / f"{stem}.ipynb"),
+        str(out),
+        kernel_name="python3",
+        cwd=str(edition),
+        execution_timeout=180,
+        progress_bar=False,
+        log_output=False,
+    )
     nb = nbformat.read(out, as_version=4)
     ran = [c for c in nb.cells if c.cell_type == "code"]
     assert ran and all(c.execution_count is not None for c in ran)

@@ -1,4 +1,5 @@
 """The vectorized sweep gives the same per-GPU totals as make_plan, plan by plan."""
+
 import itertools
 
 import pytest
@@ -7,9 +8,14 @@ from k3lib.core.errors import K3InputError
 from k3lib.core.plan import Assumptions, make_plan
 from k3lib.core.sweep import sweep
 
-GRID = dict(models=["kimi-k3", "kimi-k3@guide-000", "llama-3.1-70b", "gpt-oss-120b", "qwen3-next-80b"],
-            gpus=["h100-sxm", "mi300x"], counts=[1, 5, 8], weights=["bf16", "q4", "native"],
-            kv_dtypes=["bf16", "fp8", "q4_0"], contexts=["8K", "256K", "1M"])
+GRID = dict(
+    models=["kimi-k3", "kimi-k3@guide-000", "llama-3.1-70b", "gpt-oss-120b", "qwen3-next-80b"],
+    gpus=["h100-sxm", "mi300x"],
+    counts=[1, 5, 8],
+    weights=["bf16", "q4", "native"],
+    kv_dtypes=["bf16", "fp8", "q4_0"],
+    contexts=["8K", "256K", "1M"],
+)
 
 
 def test_sweep_matches_make_plan_everywhere():
@@ -30,8 +36,15 @@ def test_sweep_matches_make_plan_everywhere():
 
 def test_sweep_worked_example_assumptions():
     a = Assumptions(activation_bytes=10 * 2**30, overhead_total_bytes=48 * 2**30)
-    r = sweep(models=["kimi-k3@guide-000"], gpus=["h100"], counts=[5, 6], weights=["q4"], kv_dtypes=["fp8"],
-              contexts=["256K"], assumptions=a)
+    r = sweep(
+        models=["kimi-k3@guide-000"],
+        gpus=["h100"],
+        counts=[5, 6],
+        weights=["q4"],
+        kv_dtypes=["fp8"],
+        contexts=["256K"],
+        assumptions=a,
+    )
     # 415 GiB spread over 6 GPUs fits 80 GiB each; over 5 it does not.
     assert r.fits.ravel().tolist() == [False, True]
     df = r.to_frame()
@@ -44,8 +57,16 @@ def test_sweep_equals_make_plan_on_a_random_grid():
     import random
 
     rng = random.Random(20261203)
-    models = ["kimi-k3", "deepseek-v3", "llama-3.1-70b", "gemma-3-27b", "qwen3-next-80b", "minimax-m2.5",
-              "llama-4-scout", "kimi-k3@guide-004"]
+    models = [
+        "kimi-k3",
+        "deepseek-v3",
+        "llama-3.1-70b",
+        "gemma-3-27b",
+        "qwen3-next-80b",
+        "minimax-m2.5",
+        "llama-4-scout",
+        "kimi-k3@guide-004",
+    ]
     for _ in range(40):
         m = rng.choice(models)
         g = rng.choice(["h100-sxm", "h200", "b200", "mi300x"])
@@ -91,11 +112,26 @@ def test_sweep_takes_a_layout_or_its_parts():
     layout does not have is not valid; a layout and its parts together are refused."""
     plan = make_plan(model="deepseek-v3", gpu="h200", gpus=8, tp=2, pp=4, context=65536)
     for kw in (dict(tp=2, pp=4), dict(layout=plan.layout)):
-        r = sweep(models=["deepseek-v3"], gpus=["h200"], counts=[8, 16], weights=["native"], kv_dtypes=["bf16"],
-                  contexts=[65536], **kw)
+        r = sweep(
+            models=["deepseek-v3"],
+            gpus=["h200"],
+            counts=[8, 16],
+            weights=["native"],
+            kv_dtypes=["bf16"],
+            contexts=[65536],
+            **kw,
+        )
         assert int(r.total_bytes_per_gpu[0, 0, 0, 0, 0, 0]) == plan.per_gpu.total_bytes
         assert bool(r.valid[0, 0, 0, 0, 0, 0])
-    assert not r.valid[0, 0, 1, 0, 0, 0]          # 16 GPUs are not the plan's layout
+    assert not r.valid[0, 0, 1, 0, 0, 0]  # 16 GPUs are not the plan's layout
     with pytest.raises(K3InputError, match="^layout"):
-        sweep(models=["deepseek-v3"], gpus=["h200"], counts=[8], weights=["native"], kv_dtypes=["bf16"],
-              contexts=[8192], layout=plan.layout, tp=2)
+        sweep(
+            models=["deepseek-v3"],
+            gpus=["h200"],
+            counts=[8],
+            weights=["native"],
+            kv_dtypes=["bf16"],
+            contexts=[8192],
+            layout=plan.layout,
+            tp=2,
+        )

@@ -5,14 +5,15 @@ Expected values are worked by hand from the formulas and the guides' own inputs
 activation, 8 GiB per GPU or 48 GiB in total of overhead, 80 GiB per H100), or from
 model shapes typed in from the published configs — never from the function under test.
 """
+
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from k3lib.views import tables
 from k3lib.core.errors import K3InputError
+from k3lib.views import tables
 
 GiB = 2**30  # typed by hand
 GB = 10**9
@@ -82,8 +83,7 @@ def test_min_gpus_by_hand():
     # Q4 + FP8 at 256K: 367 GiB must fit in G·(80 − 8): G = ceil(367 / 72) = 6
     assert tables.min_gpus(model="kimi-k3@guide-000", weights="q4", kv_dtype="fp8", context="256K") == 6
     # on H200: G·(141 − 8) ≥ 367 → 3
-    assert tables.min_gpus(model="kimi-k3@guide-000", weights="q4", kv_dtype="fp8", context="256K",
-                           gpu="h200") == 3
+    assert tables.min_gpus(model="kimi-k3@guide-000", weights="q4", kv_dtype="fp8", context="256K", gpu="h200") == 3
     # 128K: 351 ≤ 5·72 = 360 → 5
     assert tables.min_gpus(model="kimi-k3@guide-000", weights="q4", kv_dtype="fp8", context="128K") == 5
 
@@ -96,8 +96,8 @@ def test_guide_precision_ladder_matches_its_claims():
     assert list(df.index) == ["BF16", "Q8", "Q4", "Q2"]
     assert list(df["weights_GiB"]) == [594.0, 450.4, 325.0, 225.0]
     assert df.loc["Q8", "saved_vs_bf16_pct"] == round(100 * (1 - 450.4 / 594), 1) == 24.2
-    assert df.loc["Q4", "saved_vs_bf16_pct"] == round(100 * (1 - 325 / 594), 1) == 45.3   # "~45 %"
-    assert df.loc["Q2", "saved_vs_bf16_pct"] == round(100 * (1 - 225 / 594), 1) == 62.1   # "~62 %"
+    assert df.loc["Q4", "saved_vs_bf16_pct"] == round(100 * (1 - 325 / 594), 1) == 45.3  # "~45 %"
+    assert df.loc["Q2", "saved_vs_bf16_pct"] == round(100 * (1 - 225 / 594), 1) == 62.1  # "~62 %"
     assert df.loc["Q4", "saved_vs_previous_pct"] == round(100 * (1 - 325 / 450.4), 1) == 27.8
     assert df.loc["Q2", "saved_vs_previous_pct"] == round(100 * (1 - 225 / 325), 1) == 30.8
     # 594 GiB over 2.8T parameters is 1.82 bits each
@@ -153,8 +153,8 @@ def test_precision_budget_table_six_rows_by_hand():
     assert list(zip(df["weights"].str.lower(), df["kv_dtype"].str.lower())) == rows
     for i, (w, kv) in enumerate(rows):
         payload = W_GUIDE[w] + kv_gib(kv, "256K") + 10
-        pool = math.ceil(payload / (80 - 8))                   # the guide's reading: one pool of GPUs
-        g = pool if pool <= 8 else 8 * math.ceil(pool / 8)     # deployed: one node, then whole 8-GPU nodes
+        pool = math.ceil(payload / (80 - 8))  # the guide's reading: one pool of GPUs
+        g = pool if pool <= 8 else 8 * math.ceil(pool / 8)  # deployed: one node, then whole 8-GPU nodes
         assert df.loc[i, "kv_cache_GiB"] == kv_gib(kv, "256K")
         assert (df.loc[i, "gpus_one_pool"], df.loc[i, "gpus"]) == (pool, g)
         assert df.loc[i, "total_GiB"] == pytest.approx(payload + 8 * g, abs=0.01)
@@ -178,15 +178,15 @@ def test_kv_table_is_the_guides_faq():
 def test_kv_per_token_across_real_models():
     df = tables.kv_per_token_table().set_index("model")
     expected = {
-        "llama-3.1-70b": 2 * 80 * 8 * 128 * 2,      # GQA: 80 layers, 8 KV heads, head dim 128
-        "deepseek-v3": 61 * (512 + 64) * 2,         # MLA: 61 layers, latent 512 + rope 64
+        "llama-3.1-70b": 2 * 80 * 8 * 128 * 2,  # GQA: 80 layers, 8 KV heads, head dim 128
+        "deepseek-v3": 61 * (512 + 64) * 2,  # MLA: 61 layers, latent 512 + rope 64
         "kimi-k2": 61 * (512 + 64) * 2,
-        "gpt-oss-120b": 18 * 2 * 8 * 64 * 2,        # 18 full layers (18 more slide over 128 tokens)
-        "gemma-3-27b": 10 * 2 * 16 * 128 * 2,       # 10 global layers of 62
-        "qwen3-next-80b": 12 * 2 * 2 * 256 * 2,     # 12 full layers of 48, head dim 256
-        "kimi-linear-48b": 7 * (512 + 64) * 2,      # 7 MLA layers of 27
-        "kimi-k3": 24 * (512 + 64) * 2,             # 24 MLA layers of 93
-        "kimi-k3@guide-000": 262_144,               # "At BF16: 262,144 bytes per token."
+        "gpt-oss-120b": 18 * 2 * 8 * 64 * 2,  # 18 full layers (18 more slide over 128 tokens)
+        "gemma-3-27b": 10 * 2 * 16 * 128 * 2,  # 10 global layers of 62
+        "qwen3-next-80b": 12 * 2 * 2 * 256 * 2,  # 12 full layers of 48, head dim 256
+        "kimi-linear-48b": 7 * (512 + 64) * 2,  # 7 MLA layers of 27
+        "kimi-k3": 24 * (512 + 64) * 2,  # 24 MLA layers of 93
+        "kimi-k3@guide-000": 262_144,  # "At BF16: 262,144 bytes per token."
     }
     for model, b in expected.items():
         assert df.loc[model, "kv_B_per_token"] == b, model
@@ -281,7 +281,7 @@ def test_plan_table_says_when_the_kv_total_sums_tp_copies():
     one_copy_mla_gib = 24 * (512 + 64) * 2 * 2**20 / 2**30
     assert one_copy_mla_gib == 27.0
     assert df.loc["KV cache, copies summed", "total_GiB"] >= 8 * one_copy_mla_gib
-    guide = tables.plan_table(tables.guide_000_plan(gpus=6))      # a guide profile splits its KV evenly
+    guide = tables.plan_table(tables.guide_000_plan(gpus=6))  # a guide profile splits its KV evenly
     assert guide.loc["KV cache", "total_GiB"] == 32.0
 
 

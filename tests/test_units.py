@@ -1,15 +1,34 @@
 """Units and parsing: GB = 10^9, GiB = 2^30, K = 1,024 tokens."""
+
 import pytest
 
 from k3lib.core.errors import K3InputError
-from k3lib.core.units import (bytes_to_gb, bytes_to_gib, format_bytes, nonempty_text, parse_context_tokens,
-                              parse_count, parse_positive_int, parse_size_bytes)
+from k3lib.core.units import (
+    bytes_to_gb,
+    bytes_to_gib,
+    format_bytes,
+    nonempty_text,
+    parse_context_tokens,
+    parse_count,
+    parse_positive_int,
+    parse_size_bytes,
+)
 
 
-@pytest.mark.parametrize("text, tokens", [
-    ("128K", 131072), ("256k", 262144), ("1M", 1048576), ("1048576", 1048576), (8192, 8192),
-    ("512K", 524288), ("64K", 65536), ("1,048,576", 1048576), ("0.5M", 524288),
-])
+@pytest.mark.parametrize(
+    "text, tokens",
+    [
+        ("128K", 131072),
+        ("256k", 262144),
+        ("1M", 1048576),
+        ("1048576", 1048576),
+        (8192, 8192),
+        ("512K", 524288),
+        ("64K", 65536),
+        ("1,048,576", 1048576),
+        ("0.5M", 524288),
+    ],
+)
 def test_context_strings(text, tokens):
     assert parse_context_tokens(text) == tokens
 
@@ -22,10 +41,18 @@ def test_bad_context_names_the_field(bad):
     assert isinstance(err.value, ValueError)
 
 
-@pytest.mark.parametrize("text, n", [
-    ("8GB", 8_000_000_000), ("8GiB", 8 * 1024**3), ("512MiB", 512 * 1024**2), ("1.5GB", 1_500_000_000),
-    ("1024", 1024), ("2TB", 2 * 10**12), ("80 GiB", 80 * 2**30),
-])
+@pytest.mark.parametrize(
+    "text, n",
+    [
+        ("8GB", 8_000_000_000),
+        ("8GiB", 8 * 1024**3),
+        ("512MiB", 512 * 1024**2),
+        ("1.5GB", 1_500_000_000),
+        ("1024", 1024),
+        ("2TB", 2 * 10**12),
+        ("80 GiB", 80 * 2**30),
+    ],
+)
 def test_sizes(text, n):
     assert parse_size_bytes(text) == n
 
@@ -51,14 +78,16 @@ def test_positive_int(bad):
 
 # --- hostile and careless input (issue 14): ASCII digits only, physical upper bounds ---------------
 
+
 @pytest.mark.parametrize("bad", ["٨", "٨٨٨", "８", "१२", "1e6", "1E3", "0x10", "inf", "nan", "9" * 65])
 def test_counts_take_ascii_decimal_digits_only(bad):
     with pytest.raises(K3InputError, match="^batch:"):
         parse_positive_int(bad, "batch")
 
 
-@pytest.mark.parametrize("field, bound", [("gpus", 4096), ("tp", 4096), ("pp", 4096), ("nodes", 4096),
-                                          ("max_gpus", 4096), ("batch", 2**16)])
+@pytest.mark.parametrize(
+    "field, bound", [("gpus", 4096), ("tp", 4096), ("pp", 4096), ("nodes", 4096), ("max_gpus", 4096), ("batch", 2**16)]
+)
 def test_counts_have_a_physical_upper_bound(field, bound):
     assert parse_positive_int(str(bound), field) == bound
     with pytest.raises(K3InputError, match=f"^{field}: .*more than"):
@@ -92,9 +121,17 @@ def test_numpy_integers_still_parse():
 
 # --- the rest of the careless-input list (issue 21 §6) ----------------------------------------------
 
+
 @pytest.mark.parametrize("empty", ["", " ", "\t", "  \n "])
-@pytest.mark.parametrize("parse, field", [(parse_size_bytes, "ram"), (parse_context_tokens, "context"),
-                                          (parse_positive_int, "gpus"), (parse_count, "expert_layers_on_gpu")])
+@pytest.mark.parametrize(
+    "parse, field",
+    [
+        (parse_size_bytes, "ram"),
+        (parse_context_tokens, "context"),
+        (parse_positive_int, "gpus"),
+        (parse_count, "expert_layers_on_gpu"),
+    ],
+)
 def test_an_empty_value_is_a_named_error_not_a_default(parse, field, empty):
     # before: "'' is not a size" etc.; now every parser says the same thing, and says it is empty
     with pytest.raises(K3InputError) as err:
@@ -135,8 +172,8 @@ def test_parse_count_allows_zero_and_its_own_bounds():
         parse_count("62", "expert_layers_on_gpu", maximum=61)
     with pytest.raises(K3InputError, match=r"must be at least 2"):
         parse_count("1", "layers", minimum=2)
-    assert parse_count("-1", "n_gpu_layers", minimum=-1) == -1          # a field whose -1 means "all"
-    assert parse_count("4096", "gpus") == 4096                           # the field's physical bound
+    assert parse_count("-1", "n_gpu_layers", minimum=-1) == -1  # a field whose -1 means "all"
+    assert parse_count("4096", "gpus") == 4096  # the field's physical bound
     with pytest.raises(K3InputError, match="more than 4,096"):
         parse_count("4097", "gpus")
     for bad in (True, None, 2.5, "nan"):

@@ -1,6 +1,7 @@
 """Notebook 05's decision path and its explorer (issue 24 §1, §3): the path stops where the
 inventory cannot go on, the explorer offers only deployable GPU counts and supported contexts,
 and every choice it offers draws (never an error)."""
+
 import pytest
 
 from k3lib.studies.checklist import run_checklist
@@ -12,8 +13,7 @@ from k3lib.views.widgets_checklist import context_options, gpu_count_options
 def _path(model, gpu, gpus, context):
     nodes = node_layout(model=model, gpu=gpu, gpus=gpus).nodes
     c = run_checklist(model=model, gpu=gpu, gpus=gpus, nodes=nodes, context=context, kv_dtype="fp8")
-    choice = launch_choice(model=model, gpu=gpu, gpus=gpus, nodes=nodes, context=context, kv_dtype="fp8",
-                           engine="vllm")
+    choice = launch_choice(model=model, gpu=gpu, gpus=gpus, nodes=nodes, context=context, kv_dtype="fp8", engine="vllm")
     return decision_path(c, choice=choice)
 
 
@@ -38,11 +38,11 @@ def test_gpu_menu_offers_only_deployable_counts():
         counts = gpu_count_options(model=model, gpu="h100-sxm")
         assert 5 not in counts and 12 not in counts
         for n in counts:
-            node_layout(model=model, gpu="h100-sxm", gpus=n)   # raises for a count no one can build
+            node_layout(model=model, gpu="h100-sxm", gpus=n)  # raises for a count no one can build
 
 
 def test_context_menu_stops_at_the_models_limit():
-    assert context_options(model="llama-3.1-70b") == ("32K", "128K")            # Llama 3.1: 131,072 tokens
+    assert context_options(model="llama-3.1-70b") == ("32K", "128K")  # Llama 3.1: 131,072 tokens
     assert context_options(model="kimi-k3")[-1] == "1M"
 
 

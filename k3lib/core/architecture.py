@@ -41,11 +41,12 @@ speculative decoding).
 >>> get_model("llama-3.1-70b").kv_bytes_per_token(2)   # 2·80·8·128·2 B
 327680
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.kinds import KIND_NAMES, KINDS, STATE_KIND_NAMES, LayerKind, get_kind
@@ -55,8 +56,14 @@ ATTENTION_KINDS = KIND_NAMES
 #: kinds with no per-token cache, only a state per sequence (recurrent / linear attention)
 LINEAR_KINDS = STATE_KIND_NAMES
 PARAM_GROUPS = (
-    "embedding", "lm_head", "attention", "dense_mlp", "shared_experts",
-    "routed_experts", "moe_other", "norms",
+    "embedding",
+    "lm_head",
+    "attention",
+    "dense_mlp",
+    "shared_experts",
+    "routed_experts",
+    "moe_other",
+    "norms",
 )
 
 
@@ -112,7 +119,7 @@ class AttentionGroup:
         _positive("attention.num_heads", self.num_heads)
         if not isinstance(self.kv_shared, bool):
             raise K3InputError("attention.kv_shared", f"{self.kv_shared!r} is not true or false")
-        spec.validate(self)      # the fields the kind needs; kv_shared / parallel_ssm only on GQA groups
+        spec.validate(self)  # the fields the kind needs; kv_shared / parallel_ssm only on GQA groups
 
     @property
     def kind_spec(self) -> LayerKind:
@@ -248,30 +255,47 @@ class Architecture:
         _positive("mtp_layers", self.mtp_layers, allow_zero=True)
         _positive("per_layer_input_dim", self.per_layer_input_dim, allow_zero=True)
         _positive("per_layer_input_vocab", self.per_layer_input_vocab, allow_zero=True)
-        if isinstance(self.norms_per_layer, bool) or not isinstance(self.norms_per_layer, int) \
-                or not 1 <= self.norms_per_layer <= 8:
+        if (
+            isinstance(self.norms_per_layer, bool)
+            or not isinstance(self.norms_per_layer, int)
+            or not 1 <= self.norms_per_layer <= 8
+        ):
             raise K3InputError("norms_per_layer", f"{self.norms_per_layer!r}", "a whole number from 1 to 8")
         if sum(g.count for g in self.attention) != self.num_layers:
-            raise K3InputError("attention", f"layer groups cover {sum(g.count for g in self.attention)} layers, "
-                               f"the model has {self.num_layers}")
+            raise K3InputError(
+                "attention",
+                f"layer groups cover {sum(g.count for g in self.attention)} layers, the model has {self.num_layers}",
+            )
         if self.mlp.dense_layers + self.mlp.moe_layers != self.num_layers:
-            raise K3InputError("mlp", f"dense + MoE layers = {self.mlp.dense_layers + self.mlp.moe_layers}, "
-                               f"the model has {self.num_layers}")
+            raise K3InputError(
+                "mlp",
+                f"dense + MoE layers = {self.mlp.dense_layers + self.mlp.moe_layers}, the model has {self.num_layers}",
+            )
         object.__setattr__(self, "layer_attention_groups", tuple(self.layer_attention_groups or ()))
         object.__setattr__(self, "moe_layer_indices", tuple(self.moe_layer_indices or ()))
         if self.layer_attention_groups:
             order = self.layer_attention_groups
             if len(order) != self.num_layers or any(
-                    sum(1 for gi in order if gi == j) != g.count for j, g in enumerate(self.attention)):
-                raise K3InputError("layer_attention_groups", f"{len(order)} entries that do not match the attention "
-                                   f"groups' counts ({', '.join(str(g.count) for g in self.attention)})",
-                                   f"one group index per layer ({self.num_layers}), each group's count of times")
+                sum(1 for gi in order if gi == j) != g.count for j, g in enumerate(self.attention)
+            ):
+                raise K3InputError(
+                    "layer_attention_groups",
+                    f"{len(order)} entries that do not match the attention "
+                    f"groups' counts ({', '.join(str(g.count) for g in self.attention)})",
+                    f"one group index per layer ({self.num_layers}), each group's count of times",
+                )
         if self.moe_layer_indices:
             idx = self.moe_layer_indices
-            if (len(set(idx)) != len(idx) or len(idx) != self.mlp.moe_layers
-                    or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < self.num_layers for i in idx)):
-                raise K3InputError("moe_layer_indices", f"{len(idx)} indices for {self.mlp.moe_layers} MoE layers",
-                                   f"{self.mlp.moe_layers} distinct layer indices in 0…{self.num_layers - 1}")
+            if (
+                len(set(idx)) != len(idx)
+                or len(idx) != self.mlp.moe_layers
+                or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < self.num_layers for i in idx)
+            ):
+                raise K3InputError(
+                    "moe_layer_indices",
+                    f"{len(idx)} indices for {self.mlp.moe_layers} MoE layers",
+                    f"{self.mlp.moe_layers} distinct layer indices in 0…{self.num_layers - 1}",
+                )
 
     # ---- parameters ------------------------------------------------------
     def param_groups(self) -> dict[str, int]:
@@ -319,11 +343,18 @@ class Architecture:
             return {}
         d, m, n = self.hidden_size, self.mlp, self.mtp_layers
         attn = self.attention[-1]
-        for g in self.attention:      # the last layer of MLA/GQA models: a caching attention kind
+        for g in self.attention:  # the last layer of MLA/GQA models: a caching attention kind
             if g.kind_spec.mtp_template:
                 attn = g
-        out = {"attention": n * attn.params_per_layer(d), "norms": n * (self.norms_per_layer * d + 3 * d),
-               "moe_other": 0, "dense_mlp": 0, "shared_experts": 0, "routed_experts": 0, "mtp_proj": n * 2 * d * d}
+        out = {
+            "attention": n * attn.params_per_layer(d),
+            "norms": n * (self.norms_per_layer * d + 3 * d),
+            "moe_other": 0,
+            "dense_mlp": 0,
+            "shared_experts": 0,
+            "routed_experts": 0,
+            "mtp_proj": n * 2 * d * d,
+        }
         if m.moe_layers:
             router = m.n_routed_experts * d + (m.n_routed_experts if (m.router_bias or m.router_score_bias) else 0)
             latent = (2 * d * m.latent_dim + m.latent_dim) if m.latent_dim else 0
@@ -372,22 +403,31 @@ class Architecture:
         """Growing-cache bytes per token = elements per token × bytes per element."""
         return int(round(self.kv_elements_per_token() * bytes_per_element))
 
-    def kv_cache_bytes(self, *, context_tokens: int, batch: int, bytes_per_element: float,
-                       state_bytes_per_element: float = 4.0) -> int:
+    def kv_cache_bytes(
+        self, *, context_tokens: int, batch: int, bytes_per_element: float, state_bytes_per_element: float = 4.0
+    ) -> int:
         """KV cache for ``batch`` sequences of ``context_tokens``:
 
         $B·[T·e_{full} + \\min(T, W)·e_{window}]·b + B·S·b_{state}$
         """
         full = self.kv_elements_per_token() * context_tokens
-        window = sum(g.count * g.kv_elements_per_token_per_layer * min(context_tokens, g.window_tokens)
-                     for g in self.attention if g.kind_spec.windowed)
-        return int(round(batch * (full + window) * bytes_per_element
-                         + batch * self.state_elements_per_sequence() * state_bytes_per_element))
+        window = sum(
+            g.count * g.kv_elements_per_token_per_layer * min(context_tokens, g.window_tokens)
+            for g in self.attention
+            if g.kind_spec.windowed
+        )
+        return int(
+            round(
+                batch * (full + window) * bytes_per_element
+                + batch * self.state_elements_per_sequence() * state_bytes_per_element
+            )
+        )
 
     def state_elements_per_sequence(self) -> int:
         """Constant per-sequence state of linear-attention layers (recurrent + conv)."""
-        return sum(g.count * (g.recurrent_state_elements_per_layer + g.conv_state_elements_per_layer)
-                   for g in self.attention)
+        return sum(
+            g.count * (g.recurrent_state_elements_per_layer + g.conv_state_elements_per_layer) for g in self.attention
+        )
 
     # ---- weights ---------------------------------------------------------
     def weights_bytes(self, bits_for_group: Mapping[str, float], *, include_mtp: bool = False) -> int:
@@ -415,7 +455,6 @@ class Architecture:
         """Every head count that a TP size must divide."""
         return tuple(sorted({h for g in self.attention for h in g.kind_spec.head_counts(g)}))
 
-
     # ---- layer order -----------------------------------------------------
     def layer_order(self) -> tuple[tuple[int, bool], ...]:
         """(attention group index, is MoE) of each layer, in layer order: the config's
@@ -434,7 +473,7 @@ INTERLEAVED_MOE_FAMILIES = ("llama4", "qwen2_moe", "qwen3_moe", "qwen3_next", "q
 PERIODIC_KINDS = tuple(k.name for k in KINDS.values() if k.periodic)
 
 
-def interleaved_moe_indices(num_layers: int, step: int, *, skip: "tuple[int, ...]" = ()) -> tuple[int, ...]:
+def interleaved_moe_indices(num_layers: int, step: int, *, skip: tuple[int, ...] = ()) -> tuple[int, ...]:
     """MoE layers of an interleaved model: $\\{i : (i+1) \\bmod s = 0,\\ i \\notin skip\\}$ —
     Llama 4 (``interleave_moe_layer_step`` $s$) and Qwen MoE (``decoder_sparse_step`` $s$,
     ``mlp_only_layers`` = ``skip``).
@@ -464,8 +503,7 @@ def moe_layer_flags(arch: Architecture) -> tuple[bool, ...]:
     if arch.moe_layer_indices:
         moe = set(arch.moe_layer_indices)
         return tuple(i in moe for i in range(L))
-    if m.moe_layers and m.dense_layers and arch.family.startswith(INTERLEAVED_MOE_FAMILIES) \
-            and L % m.moe_layers == 0:
+    if m.moe_layers and m.dense_layers and arch.family.startswith(INTERLEAVED_MOE_FAMILIES) and L % m.moe_layers == 0:
         moe = set(interleaved_moe_indices(L, L // m.moe_layers))
         return tuple(i in moe for i in range(L))
     return tuple(i >= m.dense_layers for i in range(L))
@@ -494,7 +532,7 @@ def periodic_positions(num_layers: int, count: int) -> tuple[int, ...]:
     return tuple(sorted(at))
 
 
-def _largest_remainder_order(counts: "list[int]", n: int) -> list[int]:
+def _largest_remainder_order(counts: list[int], n: int) -> list[int]:
     assigned = [0] * len(counts)
     out = []
     for i in range(n):
@@ -531,7 +569,7 @@ def attention_group_by_layer(arch: Architecture) -> tuple[int, ...]:
                 if g.kv_shared != kv_shared:
                     continue
                 free = [i for i in range(L) if kind_of[i] == g.kind and out[i] < 0]
-                for i in (free[len(free) - g.count:] if kv_shared else free[:g.count]):
+                for i in free[len(free) - g.count :] if kv_shared else free[: g.count]:
                     out[i] = j
         if all(j >= 0 for j in out):
             return tuple(out)

@@ -12,6 +12,7 @@ A guide profile keeps its published tiers, engine-agnostic.
 >>> resolve_weights("kimi-k3", "UD-Q4_K_XL")[1]
 1508668683104
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -58,28 +59,76 @@ def _engine(engine: str) -> str:
 def _rows() -> tuple[Checkpoint, ...]:
     out = []
     for r in read_csv_rows(CHECKPOINTS_CSV):
-        out.append(Checkpoint(r["model"], r["engine"], r["id"], r["label"], r["weight_format"],
-                              int(r["file_bytes"]) if r["file_bytes"] else None, r["exact"] == "true",
-                              r["repo"], r["source"], r.get("notes", "")))
+        out.append(
+            Checkpoint(
+                r["model"],
+                r["engine"],
+                r["id"],
+                r["label"],
+                r["weight_format"],
+                int(r["file_bytes"]) if r["file_bytes"] else None,
+                r["exact"] == "true",
+                r["repo"],
+                r["source"],
+                r.get("notes", ""),
+            )
+        )
     return tuple(out)
 
 
-def checkpoints_for(model: "str | ModelSpec", engine: str = "vllm") -> tuple[Checkpoint, ...]:
+def checkpoints_for(model: str | ModelSpec, engine: str = "vllm") -> tuple[Checkpoint, ...]:
     """The checkpoints ``engine`` can load for ``model``, best quality first."""
     spec = get_model(model)
     eng = _engine(engine)
     if isinstance(spec, PublishedProfile):
-        return tuple(Checkpoint(spec.id, eng, t, f"{spec.guide} tier {t}", get_weight_format(
-            {v: k for k, v in spec.weight_aliases.items()}.get(t, t)).id if _known(spec, t) else t, None, False,
-            "", f"{spec.guide} (published tier)") for t in spec.tiers if _known(spec, t))
+        return tuple(
+            Checkpoint(
+                spec.id,
+                eng,
+                t,
+                f"{spec.guide} tier {t}",
+                get_weight_format({v: k for k, v in spec.weight_aliases.items()}.get(t, t)).id
+                if _known(spec, t)
+                else t,
+                None,
+                False,
+                "",
+                f"{spec.guide} (published tier)",
+            )
+            for t in spec.tiers
+            if _known(spec, t)
+        )
     rows = tuple(c for c in _rows() if c.model == spec.id and c.engine == eng)
     if rows:
         return rows
     if eng == "llama.cpp":
-        return tuple(Checkpoint(spec.id, eng, f, f"GGUF {f.upper()} (convert with llama.cpp)", f, None, False, "",
-                                "derived: llama.cpp convert_hf_to_gguf.py + llama-quantize") for f in CONVERTIBLE_GGUF)
-    return (Checkpoint(spec.id, eng, "native", f"{spec.name} checkpoint as published", "native", None, False,
-                       "", "the model's own config.json (quantization_config)"),)
+        return tuple(
+            Checkpoint(
+                spec.id,
+                eng,
+                f,
+                f"GGUF {f.upper()} (convert with llama.cpp)",
+                f,
+                None,
+                False,
+                "",
+                "derived: llama.cpp convert_hf_to_gguf.py + llama-quantize",
+            )
+            for f in CONVERTIBLE_GGUF
+        )
+    return (
+        Checkpoint(
+            spec.id,
+            eng,
+            "native",
+            f"{spec.name} checkpoint as published",
+            "native",
+            None,
+            False,
+            "",
+            "the model's own config.json (quantization_config)",
+        ),
+    )
 
 
 def _known(spec: PublishedProfile, tier: str) -> bool:
@@ -90,7 +139,7 @@ def _known(spec: PublishedProfile, tier: str) -> bool:
         return False
 
 
-def resolve_weights(model: "str | ModelSpec", weights: str) -> tuple[WeightFormat, int | None, Checkpoint | None]:
+def resolve_weights(model: str | ModelSpec, weights: str) -> tuple[WeightFormat, int | None, Checkpoint | None]:
     """(format for the per-layer proportions, exact bytes or None, the checkpoint or None)
     for a ``weights`` argument that is a weight-format id (``native``, ``q4``…) or a
     published checkpoint id of this model (``UD-Q4_K_XL``, ``fp8-block``…)."""

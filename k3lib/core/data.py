@@ -6,12 +6,13 @@ them and an editable install maps the package onto the checkout's folder. Files 
 through :mod:`importlib.resources` (:func:`data_file`); :data:`DATA_DIR` is the folder on
 disk for code that globs or writes it (a wheel unpacked in site-packages, or the checkout).
 """
+
 from __future__ import annotations
 
 import csv
 import io
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
@@ -48,7 +49,7 @@ def read_data_text(*parts: str) -> str:
     return data_file(*parts).read_text(encoding="utf-8")
 
 
-@lru_cache(maxsize=None)
+@cache
 def read_csv_rows(name: str) -> tuple[dict[str, str], ...]:
     """Rows of ``data/<name>`` as dicts of stripped strings (cached)."""
     with io.StringIO(read_data_text(*name.split("/")), newline="") as fh:
@@ -67,13 +68,14 @@ def read_csv_file(path_text: str, label: str, columns: Sequence[str]) -> list[di
 
 
 @overload
-def csv_number(row: dict[str, str], column: str, label: str, *, required: Literal[True],
-               positive: bool = False) -> float: ...
+def csv_number(
+    row: dict[str, str], column: str, label: str, *, required: Literal[True], positive: bool = False
+) -> float: ...
 @overload
-def csv_number(row: dict[str, str], column: str, label: str, *, required: bool,
-               positive: bool = False) -> float | None: ...
-def csv_number(row: dict[str, str], column: str, label: str, *, required: bool,
-               positive: bool = False) -> float | None:
+def csv_number(
+    row: dict[str, str], column: str, label: str, *, required: bool, positive: bool = False
+) -> float | None: ...
+def csv_number(row: dict[str, str], column: str, label: str, *, required: bool, positive: bool = False) -> float | None:
     """A plain number from one cell of a data CSV (``label`` names the file), None when empty and
     not ``required``; anything else (``~80``, ``80GB``, ``nan``, ≤ 0 when ``positive``) is one
     K3InputError naming ``file[row id].column``."""
@@ -121,7 +123,7 @@ def _data_dir() -> Path:
     return root if isinstance(root, Path) else Path(str(root))
 
 
-def __getattr__(name: str) -> Path:   # DATA_DIR is resolved on first use, not at import
+def __getattr__(name: str) -> Path:  # DATA_DIR is resolved on first use, not at import
     if name == "DATA_DIR":
         return _data_dir()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

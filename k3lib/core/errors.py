@@ -3,10 +3,11 @@
 Every error names the field that was wrong and what is allowed, so the CLI, the
 API and the widgets can show one clear line instead of a traceback.
 """
+
 from __future__ import annotations
 
 import difflib
-from typing import Iterable
+from collections.abc import Iterable
 
 
 class K3InputError(ValueError):

@@ -16,11 +16,12 @@ Units inside the library are bytes, bytes per second and FLOP/s:
 >>> round(h100.memory_bytes("usable") / 2**30, 2)
 79.19
 """
+
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Literal, overload
 
@@ -35,11 +36,32 @@ VERIFICATION_LEVELS = ("retrieved", "partially retrieved", "recalled - verify", 
 
 HARDWARE_CSV = "hardware.csv"
 CSV_COLUMNS = (
-    "id", "name", "aliases", "vendor", "device_class", "memory_type",
-    "memory_marketed_label", "memory_marketed_gib", "memory_usable_gib", "memory_usable_source",
-    "memory_bw_gb_s", "bf16_dense_tflops", "fp8_dense_tflops", "host_link_gb_s",
-    "scale_up_link_gb_s", "scale_up_interconnect", "scale_out_interconnect", "gpus_per_node", "gpus_per_node_source", "unified_memory", "price_usd", "price_source", "guide_mentions",
-    "source", "verification", "notes",
+    "id",
+    "name",
+    "aliases",
+    "vendor",
+    "device_class",
+    "memory_type",
+    "memory_marketed_label",
+    "memory_marketed_gib",
+    "memory_usable_gib",
+    "memory_usable_source",
+    "memory_bw_gb_s",
+    "bf16_dense_tflops",
+    "fp8_dense_tflops",
+    "host_link_gb_s",
+    "scale_up_link_gb_s",
+    "scale_up_interconnect",
+    "scale_out_interconnect",
+    "gpus_per_node",
+    "gpus_per_node_source",
+    "unified_memory",
+    "price_usd",
+    "price_source",
+    "guide_mentions",
+    "source",
+    "verification",
+    "notes",
 )
 
 TFLOPS = 10**12
@@ -155,7 +177,9 @@ class GPUSpec:
         _check_positive_float("price_usd", self.price_usd, optional=True)
         _check_text("source", self.source)
         if self.verification not in VERIFICATION_LEVELS:
-            raise K3InputError("verification", f"{self.verification!r} is not a known level", ", ".join(VERIFICATION_LEVELS))
+            raise K3InputError(
+                "verification", f"{self.verification!r} is not a known level", ", ".join(VERIFICATION_LEVELS)
+            )
         if not isinstance(self.notes, str):
             raise K3InputError("notes", f"{self.notes!r} must be a string")
 
@@ -207,8 +231,9 @@ def _cell_gpus_per_node(row: dict[str, str]) -> int:
     """The ``gpus_per_node`` cell as a whole number ≥ 1 (required: every row states it)."""
     value = _cell_number(row, "gpus_per_node", required=True)
     if value != int(value) or value < 1:
-        raise K3InputError(f"hardware.csv[{row['id']}].gpus_per_node", f"{value!r} is not a whole number ≥ 1",
-                           "1, 4, 8, …")
+        raise K3InputError(
+            f"hardware.csv[{row['id']}].gpus_per_node", f"{value!r} is not a whole number ≥ 1", "1, 4, 8, …"
+        )
     return int(value)
 
 
@@ -246,7 +271,7 @@ def _spec_from_row(row: dict[str, str]) -> GPUSpec:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(path_text: str) -> tuple[GPUSpec, ...]:
     rows = read_csv_file(path_text, "hardware.csv", CSV_COLUMNS)
     return unique_by_id([_spec_from_row(r) for r in rows], "hardware.csv")
@@ -268,7 +293,7 @@ def list_gpus() -> list[GPUSpec]:
     return list(load_hardware())
 
 
-@lru_cache(maxsize=None)
+@cache
 def _index(specs: tuple[GPUSpec, ...]) -> tuple[dict[str, GPUSpec], dict[str, GPUSpec], dict[str, tuple[str, ...]]]:
     """Exact (lower-case) and loose (spaces/hyphens/underscores/dots dropped) name maps.
 
@@ -310,7 +335,7 @@ def get_gpu(name: str) -> GPUSpec:
     if key in exact:
         return exact[key]
     loose_key = normalise_name(key)
-    candidates = [loose_key] + [loose_key[len(p):] for p in _VENDOR_PREFIXES if loose_key.startswith(p)]
+    candidates = [loose_key] + [loose_key[len(p) :] for p in _VENDOR_PREFIXES if loose_key.startswith(p)]
     for candidate in candidates:
         if candidate in loose:
             return loose[candidate]

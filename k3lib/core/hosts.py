@@ -14,6 +14,7 @@ column restates it in GB/s for readers; a test checks that the two agree.
 >>> get_host("desktop ddr5-4400").memory_bw_bytes_per_s / 1e9
 70.4
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,14 +25,28 @@ from k3lib.core.errors import K3InputError
 from k3lib.core.units import GB
 
 HOSTS_CSV = "hosts.csv"
-HOST_COLUMNS = ("id", "name", "aliases", "platform", "memory_type", "memory_channels", "mt_per_s",
-                "bytes_per_transfer", "sockets", "peak_gb_s", "max_memory_gb", "unified_memory", "hardware_id",
-                "source", "verification", "notes")
+HOST_COLUMNS = (
+    "id",
+    "name",
+    "aliases",
+    "platform",
+    "memory_type",
+    "memory_channels",
+    "mt_per_s",
+    "bytes_per_transfer",
+    "sockets",
+    "peak_gb_s",
+    "max_memory_gb",
+    "unified_memory",
+    "hardware_id",
+    "source",
+    "verification",
+    "notes",
+)
 HOST_PLATFORMS = ("server", "workstation", "desktop", "unified")
 
 
-def dram_bandwidth_bytes_per_s(*, channels: int, mt_per_s: int, bytes_per_transfer: int = 8,
-                               sockets: int = 1) -> int:
+def dram_bandwidth_bytes_per_s(*, channels: int, mt_per_s: int, bytes_per_transfer: int = 8, sockets: int = 1) -> int:
     """Peak DRAM bandwidth in bytes/s: $channels × sockets × MT/s·10^6 × bytes\\ per\\ transfer$.
 
     >>> dram_bandwidth_bytes_per_s(channels=12, mt_per_s=4800) / 1e9
@@ -70,28 +85,37 @@ class HostSpec:
         if self.platform not in HOST_PLATFORMS:
             raise K3InputError(f"hosts.csv[{self.id}].platform", f"{self.platform!r}", ", ".join(HOST_PLATFORMS))
         if self.unified_memory != bool(self.hardware_id):
-            raise K3InputError(f"hosts.csv[{self.id}].hardware_id",
-                               "a unified-memory host names its hardware.csv row, and only it does")
+            raise K3InputError(
+                f"hosts.csv[{self.id}].hardware_id",
+                "a unified-memory host names its hardware.csv row, and only it does",
+            )
 
     @property
     def memory_bw_bytes_per_s(self) -> int:
         """:func:`dram_bandwidth_bytes_per_s` of this platform."""
-        return dram_bandwidth_bytes_per_s(channels=self.memory_channels, mt_per_s=self.mt_per_s,
-                                          bytes_per_transfer=self.bytes_per_transfer, sockets=self.sockets)
+        return dram_bandwidth_bytes_per_s(
+            channels=self.memory_channels,
+            mt_per_s=self.mt_per_s,
+            bytes_per_transfer=self.bytes_per_transfer,
+            sockets=self.sockets,
+        )
 
     @property
     def bandwidth_basis(self) -> str:
         """The bandwidth as a sentence with its formula, for screens and JSON."""
         socket = f" × {self.sockets} sockets" if self.sockets > 1 else ""
-        return (f"host {self.id}: {self.memory_channels} channels{socket} × {self.mt_per_s:,} MT/s × "
-                f"{self.bytes_per_transfer} B = {self.memory_bw_bytes_per_s / GB:,.1f} GB/s peak ({self.source})")
+        return (
+            f"host {self.id}: {self.memory_channels} channels{socket} × {self.mt_per_s:,} MT/s × "
+            f"{self.bytes_per_transfer} B = {self.memory_bw_bytes_per_s / GB:,.1f} GB/s peak ({self.source})"
+        )
 
 
 def _int_cell(row: dict[str, str], column: str) -> int:
     text = row.get(column, "")
     if not text.isascii() or not text.isdigit():
-        raise K3InputError(f"hosts.csv[{row.get('id') or '?'}].{column}", f"{text!r} is not a whole number",
-                           "ASCII digits")
+        raise K3InputError(
+            f"hosts.csv[{row.get('id') or '?'}].{column}", f"{text!r} is not a whole number", "ASCII digits"
+        )
     return int(text)
 
 
@@ -99,14 +123,23 @@ def _spec_from_row(row: dict[str, str]) -> HostSpec:
     unified = row["unified_memory"].lower()
     if unified not in ("true", "false"):
         raise K3InputError(f"hosts.csv[{row['id']}].unified_memory", f"{row['unified_memory']!r}", "true, false")
-    return HostSpec(id=row["id"], name=row["name"],
-                    aliases=tuple(a.strip() for a in row["aliases"].split(";") if a.strip()),
-                    platform=row["platform"], memory_type=row["memory_type"],
-                    memory_channels=_int_cell(row, "memory_channels"), mt_per_s=_int_cell(row, "mt_per_s"),
-                    bytes_per_transfer=_int_cell(row, "bytes_per_transfer"), sockets=_int_cell(row, "sockets"),
-                    max_memory_bytes=_int_cell(row, "max_memory_gb") * GB, unified_memory=unified == "true",
-                    hardware_id=row["hardware_id"], source=row["source"], verification=row["verification"],
-                    notes=row["notes"])
+    return HostSpec(
+        id=row["id"],
+        name=row["name"],
+        aliases=tuple(a.strip() for a in row["aliases"].split(";") if a.strip()),
+        platform=row["platform"],
+        memory_type=row["memory_type"],
+        memory_channels=_int_cell(row, "memory_channels"),
+        mt_per_s=_int_cell(row, "mt_per_s"),
+        bytes_per_transfer=_int_cell(row, "bytes_per_transfer"),
+        sockets=_int_cell(row, "sockets"),
+        max_memory_bytes=_int_cell(row, "max_memory_gb") * GB,
+        unified_memory=unified == "true",
+        hardware_id=row["hardware_id"],
+        source=row["source"],
+        verification=row["verification"],
+        notes=row["notes"],
+    )
 
 
 @lru_cache(maxsize=1)
@@ -118,7 +151,7 @@ def load_hosts() -> tuple[HostSpec, ...]:
     return tuple(_spec_from_row(r) for r in rows)
 
 
-def get_host(name: "str | HostSpec") -> HostSpec:
+def get_host(name: str | HostSpec) -> HostSpec:
     """A host by id, name or alias (case-insensitive; spaces, hyphens, underscores and dots
     ignored). An unknown name raises :class:`~k3lib.core.errors.K3InputError` listing the ids."""
     if isinstance(name, HostSpec):

@@ -25,11 +25,12 @@ its ``scale_out_interconnect`` (node to node: InfiniBand, RoCE, Ethernet, Thunde
 >>> link_between("h100-pcie", across_nodes=False, group_gpus=4).id  # bridge joins pairs only
 'pcie5-x16'
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, overload
 
@@ -42,8 +43,20 @@ if TYPE_CHECKING:
 
 INTERCONNECTS_CSV = "interconnects.csv"
 CSV_COLUMNS = (
-    "id", "name", "aliases", "tier", "technology", "bandwidth_per_direction_gb_s", "per_peer_gb_s",
-    "latency_us", "latency_source", "domain_max_gpus", "topology", "source", "verification", "notes",
+    "id",
+    "name",
+    "aliases",
+    "tier",
+    "technology",
+    "bandwidth_per_direction_gb_s",
+    "per_peer_gb_s",
+    "latency_us",
+    "latency_source",
+    "domain_max_gpus",
+    "topology",
+    "source",
+    "verification",
+    "notes",
 )
 #: scale-up: GPU-to-GPU inside a node (or an NVL72 rack); pcie: host links and the GPU-to-GPU
 #: path of cards without a GPU link; scale-out: node to node.
@@ -94,17 +107,24 @@ class Interconnect:
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise K3InputError(name, f"{value!r} must be a whole number > 0")
         if self.per_peer_bytes_per_s is not None and self.per_peer_bytes_per_s > self.bandwidth_bytes_per_s:
-            raise K3InputError("per_peer_bytes_per_s", f"{self.per_peer_bytes_per_s} exceeds the link's total "
-                                                       f"{self.bandwidth_bytes_per_s}")
+            raise K3InputError(
+                "per_peer_bytes_per_s",
+                f"{self.per_peer_bytes_per_s} exceeds the link's total {self.bandwidth_bytes_per_s}",
+            )
         if self.latency_s is not None:
-            if isinstance(self.latency_s, bool) or not isinstance(self.latency_s, (int, float)) \
-                    or not math.isfinite(self.latency_s) or self.latency_s <= 0:
+            if (
+                isinstance(self.latency_s, bool)
+                or not isinstance(self.latency_s, (int, float))
+                or not math.isfinite(self.latency_s)
+                or self.latency_s <= 0
+            ):
                 raise K3InputError("latency_s", f"{self.latency_s!r} must be a finite number > 0")
             if not self.latency_source.strip():
                 raise K3InputError("latency_source", "a latency needs its source")
         if self.verification not in VERIFICATION_LEVELS:
-            raise K3InputError("verification", f"{self.verification!r} is not a known level",
-                               ", ".join(VERIFICATION_LEVELS))
+            raise K3InputError(
+                "verification", f"{self.verification!r} is not a known level", ", ".join(VERIFICATION_LEVELS)
+            )
 
     @property
     def pair_bandwidth_bytes_per_s(self) -> int:
@@ -130,23 +150,31 @@ def _from_row(row: dict[str, str]) -> Interconnect:
         raise K3InputError(f"interconnects.csv[{rid}].domain_max_gpus", f"{domain!r} is not a whole number")
     try:
         return Interconnect(
-            id=row["id"], name=row["name"],
+            id=row["id"],
+            name=row["name"],
             aliases=tuple(a.strip() for a in row["aliases"].split(";") if a.strip()),
-            tier=row["tier"], technology=row["technology"],
+            tier=row["tier"],
+            technology=row["technology"],
             bandwidth_bytes_per_s=int(round(bw * GB)),
             per_peer_bytes_per_s=None if peer is None else int(round(peer * GB)),
             latency_s=None if latency is None else latency * 1e-6,
             latency_source=row["latency_source"],
             domain_max_gpus=None if domain is None else int(domain),
-            topology=row["topology"], source=row["source"], verification=row["verification"], notes=row["notes"],
+            topology=row["topology"],
+            source=row["source"],
+            verification=row["verification"],
+            notes=row["notes"],
         )
-    except K3InputError as exc:   # name the row and the column
-        column = {"bandwidth_bytes_per_s": "bandwidth_per_direction_gb_s", "per_peer_bytes_per_s": "per_peer_gb_s",
-                  "latency_s": "latency_us"}.get(exc.field, exc.field)
+    except K3InputError as exc:  # name the row and the column
+        column = {
+            "bandwidth_bytes_per_s": "bandwidth_per_direction_gb_s",
+            "per_peer_bytes_per_s": "per_peer_gb_s",
+            "latency_s": "latency_us",
+        }.get(exc.field, exc.field)
         raise K3InputError(f"interconnects.csv[{rid}].{column}", str(exc).split(": ", 1)[-1]) from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(path_text: str) -> tuple[Interconnect, ...]:
     rows = read_csv_file(path_text, "interconnects.csv", CSV_COLUMNS)
     return unique_by_id([_from_row(r) for r in rows], "interconnects.csv")
@@ -179,11 +207,14 @@ def get_interconnect(name: str) -> Interconnect:
     for link in links:
         if key in {normalise_name(label) for label in (link.id, link.name, *link.aliases)}:
             return link
-    raise UnknownNameError("interconnect", name, [link.id for link in links] + [a for link in links for a in link.aliases])
+    raise UnknownNameError(
+        "interconnect", name, [link.id for link in links] + [a for link in links for a in link.aliases]
+    )
 
 
 def _gpu(gpu: GPUSpec | str) -> GPUSpec:
     from k3lib.core.hardware import GPUSpec, get_gpu
+
     return gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)
 
 
@@ -201,7 +232,11 @@ def host_pcie_link(gpu: GPUSpec | str) -> Interconnect | None:
     if spec.host_link_bytes_per_s is None:
         return None
     for link in load_interconnects():
-        if link.tier == "pcie" and link.technology == "PCIe" and link.bandwidth_bytes_per_s == spec.host_link_bytes_per_s:
+        if (
+            link.tier == "pcie"
+            and link.technology == "PCIe"
+            and link.bandwidth_bytes_per_s == spec.host_link_bytes_per_s
+        ):
             return link
     return None
 
@@ -220,8 +255,12 @@ def link_between(gpu: GPUSpec | str, *, across_nodes: bool, group_gpus: int = 2)
     spec = _gpu(gpu)
     up, out = links_for(spec)
     if across_nodes:
-        if up is not None and up.domain_max_gpus is not None and up.domain_max_gpus > spec.gpus_per_node \
-                and group_gpus <= up.domain_max_gpus:
+        if (
+            up is not None
+            and up.domain_max_gpus is not None
+            and up.domain_max_gpus > spec.gpus_per_node
+            and group_gpus <= up.domain_max_gpus
+        ):
             return up
         return out
     if up is None:

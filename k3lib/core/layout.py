@@ -22,12 +22,13 @@ TP inside a node (NVLink) and puts pipeline stages across nodes:
 >>> deployable_layout(get_model("kimi-k3"), gpus=16, gpus_per_node=8).describe()
 'TP=8 × PP=2 over 2 nodes'
 """
+
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from functools import lru_cache
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
 from k3lib.core.architecture import Architecture, AttentionGroup
@@ -64,11 +65,17 @@ class Layout:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise K3InputError(name, f"{value!r} is not a whole number ≥ 1")
         if self.ep not in (1, self.tp * self.dp):
-            raise K3InputError("ep", f"EP={self.ep} with TP={self.tp} × DP={self.dp}",
-                               f"1 (experts split by TP) or {self.tp * self.dp} (TP × DP: every GPU of a stage)")
+            raise K3InputError(
+                "ep",
+                f"EP={self.ep} with TP={self.tp} × DP={self.dp}",
+                f"1 (experts split by TP) or {self.tp * self.dp} (TP × DP: every GPU of a stage)",
+            )
         if self.gpus % self.nodes:
-            raise K3InputError("nodes", f"{self.gpus} GPUs cannot be spread evenly over {self.nodes} nodes",
-                               "a divisor of TP × DP × PP")
+            raise K3InputError(
+                "nodes",
+                f"{self.gpus} GPUs cannot be spread evenly over {self.nodes} nodes",
+                "a divisor of TP × DP × PP",
+            )
 
     @property
     def gpus(self) -> int:
@@ -107,8 +114,10 @@ class Layout:
         """What makes this layout slow or unusual on nodes of ``gpus_per_node`` GPUs."""
         out = []
         if self.tp > self.gpus_per_node:
-            out.append(f"TP={self.tp} spans nodes ({self.gpus_per_node} GPUs each): its all-reduces cross "
-                       "the network, which is far slower than NVLink")
+            out.append(
+                f"TP={self.tp} spans nodes ({self.gpus_per_node} GPUs each): its all-reduces cross "
+                "the network, which is far slower than NVLink"
+            )
         if gpus_per_node is not None and self.gpus_per_node > gpus_per_node:
             out.append(f"{self.gpus_per_node} GPUs in one node: more than this GPU's nodes hold ({gpus_per_node})")
         return tuple(out)
@@ -119,10 +128,13 @@ def head_counts(model: ModelSpec) -> tuple[int, ...]:
     return model.head_counts() if isinstance(model, Architecture) else ()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _valid_tp(counts: tuple[int, ...], kv_heads: tuple[int, ...], limit: int) -> tuple[int, ...]:
-    return tuple(t for t in range(1, limit + 1)
-                 if all(c % t == 0 for c in counts) and all(k % t == 0 or t % k == 0 for k in kv_heads))
+    return tuple(
+        t
+        for t in range(1, limit + 1)
+        if all(c % t == 0 for c in counts) and all(k % t == 0 or t % k == 0 for k in kv_heads)
+    )
 
 
 def valid_tp_sizes(model: ModelSpec, limit: int = 128) -> tuple[int, ...]:
@@ -151,8 +163,11 @@ def check_tp(model: ModelSpec, tp: int) -> int:
     allowed = valid_tp_sizes(model, max(128, tp))
     if tp not in allowed:
         heads = ", ".join(map(str, head_counts(model)))
-        raise DoesNotSplitError("tp", f"{model.name} cannot be split {tp}-way by tensor parallelism "
-                                f"(heads: {heads})", "TP = " + ", ".join(map(str, allowed[:16])))
+        raise DoesNotSplitError(
+            "tp",
+            f"{model.name} cannot be split {tp}-way by tensor parallelism (heads: {heads})",
+            "TP = " + ", ".join(map(str, allowed[:16])),
+        )
     return tp
 
 
@@ -192,9 +207,14 @@ def stage_architecture(model: Architecture, layers: Sequence[tuple[int, bool]]) 
             groups.append(dataclasses.replace(g, count=k))
     moe = sum(1 for _, is_moe in layers if is_moe)
     mlp = dataclasses.replace(model.mlp, dense_layers=len(layers) - moe, moe_layers=moe)
-    return dataclasses.replace(model, num_layers=len(layers), attention=tuple(groups), mlp=mlp,
-                               layer_attention_groups=tuple(renumber[gi] for gi, _ in layers),
-                               moe_layer_indices=tuple(i for i, (_, is_moe) in enumerate(layers) if is_moe))
+    return dataclasses.replace(
+        model,
+        num_layers=len(layers),
+        attention=tuple(groups),
+        mlp=mlp,
+        layer_attention_groups=tuple(renumber[gi] for gi, _ in layers),
+        moe_layer_indices=tuple(i for i, (_, is_moe) in enumerate(layers) if is_moe),
+    )
 
 
 def stage_layer_indices(num_layers: int, pp: int) -> tuple[range, ...]:
@@ -249,24 +269,33 @@ def deployable_layout(model: ModelSpec, *, gpus: int, gpus_per_node: int = DEFAU
         nodes, per_node = 1, gpus
     else:
         if gpus % gpus_per_node:
-            raise DoesNotSplitError("gpus", f"{gpus} GPUs are not whole nodes of {gpus_per_node}",
-                                    f"1–{gpus_per_node} in one node, or a multiple of {gpus_per_node}")
+            raise DoesNotSplitError(
+                "gpus",
+                f"{gpus} GPUs are not whole nodes of {gpus_per_node}",
+                f"1–{gpus_per_node} in one node, or a multiple of {gpus_per_node}",
+            )
         nodes, per_node = gpus // gpus_per_node, gpus_per_node
     tp = _widest_tp(model, per_node)
     pp = gpus // tp
     if tp == 1 and pp > nodes:
-        raise DoesNotSplitError("gpus", f"{model.name} cannot be split over {per_node} GPUs of a node by tensor "
-                                "parallelism (it would need TP=1 with a pipeline stage per GPU)",
-                                "TP = " + ", ".join(map(str, valid_tp_sizes(model, gpus_per_node))))
+        raise DoesNotSplitError(
+            "gpus",
+            f"{model.name} cannot be split over {per_node} GPUs of a node by tensor "
+            "parallelism (it would need TP=1 with a pipeline stage per GPU)",
+            "TP = " + ", ".join(map(str, valid_tp_sizes(model, gpus_per_node))),
+        )
     if isinstance(model, Architecture) and pp > model.num_layers:
-        raise DoesNotSplitError("gpus", f"{gpus} GPUs would need {pp} pipeline stages of whole layers; "
-                                f"{model.name} has {model.num_layers}",
-                                f"at most {model.num_layers * tp:,} GPUs for this model at TP={tp}")
+        raise DoesNotSplitError(
+            "gpus",
+            f"{gpus} GPUs would need {pp} pipeline stages of whole layers; {model.name} has {model.num_layers}",
+            f"at most {model.num_layers * tp:,} GPUs for this model at TP={tp}",
+        )
     return Layout(tp=tp, pp=pp, nodes=nodes)
 
 
-def deployable_gpu_counts(model: ModelSpec, *, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
-                          max_gpus: int = 256) -> tuple[int, ...]:
+def deployable_gpu_counts(
+    model: ModelSpec, *, gpus_per_node: int = DEFAULT_GPUS_PER_NODE, max_gpus: int = 256
+) -> tuple[int, ...]:
     """GPU counts with a :func:`deployable_layout`: 1…``gpus_per_node`` where the model
     splits, then whole nodes.
 
@@ -276,7 +305,8 @@ def deployable_gpu_counts(model: ModelSpec, *, gpus_per_node: int = DEFAULT_GPUS
     """
     out = []
     for n in list(range(1, min(gpus_per_node, max_gpus) + 1)) + list(
-            range(2 * gpus_per_node, max_gpus + 1, gpus_per_node)):
+        range(2 * gpus_per_node, max_gpus + 1, gpus_per_node)
+    ):
         try:
             deployable_layout(model, gpus=n, gpus_per_node=gpus_per_node)
         except K3InputError:
@@ -285,8 +315,17 @@ def deployable_gpu_counts(model: ModelSpec, *, gpus_per_node: int = DEFAULT_GPUS
     return tuple(out)
 
 
-def choose_layout(model: ModelSpec, *, gpus: int, nodes: int | None = None, tp: int | None = None, pp: int | None = None,
-                  dp: int = 1, ep: int = 1, gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> Layout:
+def choose_layout(
+    model: ModelSpec,
+    *,
+    gpus: int,
+    nodes: int | None = None,
+    tp: int | None = None,
+    pp: int | None = None,
+    dp: int = 1,
+    ep: int = 1,
+    gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
+) -> Layout:
     """The layout of a plan: what the user gave (``tp``/``pp``/``nodes``), completed; with
     nothing given, :func:`deployable_layout`. An explicit layout is checked (valid TP,
     TP × DP × PP = GPUs, stages ≤ layers) but not second-guessed."""
@@ -296,8 +335,9 @@ def choose_layout(model: ModelSpec, *, gpus: int, nodes: int | None = None, tp: 
     if nodes is None:
         nodes = 1 if gpus <= gpus_per_node or gpus % gpus_per_node else gpus // gpus_per_node
     if gpus % nodes:
-        raise K3InputError("nodes", f"{gpus} GPUs cannot be spread evenly over {nodes} nodes",
-                           "a divisor of the GPU count")
+        raise K3InputError(
+            "nodes", f"{gpus} GPUs cannot be spread evenly over {nodes} nodes", "a divisor of the GPU count"
+        )
     if gpus % dp:
         raise K3InputError("dp", f"DP {dp} does not divide {gpus} GPUs", "a divisor of --gpus")
     rest = gpus // dp
@@ -318,12 +358,16 @@ def choose_layout(model: ModelSpec, *, gpus: int, nodes: int | None = None, tp: 
     if tp * pp * dp != gpus:
         raise K3InputError("gpus", f"TP {tp} × PP {pp} × DP {dp} = {tp * pp * dp}, not {gpus}", "tp × pp × dp = gpus")
     if isinstance(model, Architecture) and pp > model.num_layers:
-        raise DoesNotSplitError("pp", f"{pp} pipeline stages for {model.num_layers} layers",
-                                f"at most {model.num_layers}")
+        raise DoesNotSplitError(
+            "pp", f"{pp} pipeline stages for {model.num_layers} layers", f"at most {model.num_layers}"
+        )
     if nodes_given and isinstance(model, Architecture) and gpus // nodes > gpus_per_node:
         # a real deployment: a node holds what the hardware row says (a guide profile keeps the guides'
         # one-pool arithmetic, which the audit reproduces)
-        raise K3InputError("nodes", f"{gpus} GPUs in {nodes} node{'s' if nodes > 1 else ''} is "
-                           f"{gpus // nodes} per node, but a node of this GPU holds {gpus_per_node}",
-                           f"at least {-(-gpus // gpus_per_node)} nodes")
+        raise K3InputError(
+            "nodes",
+            f"{gpus} GPUs in {nodes} node{'s' if nodes > 1 else ''} is "
+            f"{gpus // nodes} per node, but a node of this GPU holds {gpus_per_node}",
+            f"at least {-(-gpus // gpus_per_node)} nodes",
+        )
     return Layout(tp=tp, pp=pp, dp=dp, ep=ep, nodes=nodes)

@@ -8,11 +8,12 @@ where $W$ is the weights, $kv_{tok}$ the KV bytes per token (dtype-dependent),
 $T$ the context, $B$ the batch, $A$ the activation buffers and $O$ the runtime
 overhead (per GPU: CUDA context, NCCL buffers, fragmentation).
 """
+
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, overload
 
 import numpy as np
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 DEFAULT_PREFILL_CHUNK_TOKENS = 8192
 
 
-def weight_bits_by_group(model: Architecture, weight_format: "str | WeightFormat") -> dict[str, float]:
+def weight_bits_by_group(model: Architecture, weight_format: str | WeightFormat) -> dict[str, float]:
     """Bits per weight for each parameter group: one format everywhere, or the
     model's native mix (e.g. K3: MXFP4 routed experts, BF16 elsewhere)."""
     fmt = get_weight_format(weight_format)
@@ -40,13 +41,13 @@ def weight_bits_by_group(model: Architecture, weight_format: "str | WeightFormat
     return {group: get_weight_format(f).bits for group, f in model.native_formats.items()}
 
 
-def weights_bytes_by_group(model: Architecture, weight_format: "str | WeightFormat") -> dict[str, int]:
+def weights_bytes_by_group(model: Architecture, weight_format: str | WeightFormat) -> dict[str, int]:
     """Bytes per parameter group = params × bits / 8 (rounded up)."""
     bits = weight_bits_by_group(model, weight_format)
     return {g: int(math.ceil(n * bits.get(g, bits.get("*", 16)) / 8)) for g, n in model.param_groups().items()}
 
 
-def weights_bytes(model: ModelSpec, weight_format: "str | WeightFormat", *, include_mtp: bool = False) -> int:
+def weights_bytes(model: ModelSpec, weight_format: str | WeightFormat, *, include_mtp: bool = False) -> int:
     """Weight bytes: Σ params × bits/8 for an architecture; the published figure
     for a guide profile.
 
@@ -59,20 +60,33 @@ def weights_bytes(model: ModelSpec, weight_format: "str | WeightFormat", *, incl
     return model.weights_bytes(weight_bits_by_group(model, fmt), include_mtp=include_mtp)
 
 
-def kv_bytes_per_token(model: ModelSpec, kv_dtype: "str | KVDtype") -> int:
+def kv_bytes_per_token(model: ModelSpec, kv_dtype: str | KVDtype) -> int:
     """KV bytes per token of context (layers whose cache grows):
     elements per token × bytes per element."""
     return model.kv_bytes_per_token(get_kv_dtype(kv_dtype).bytes_per_element)
 
 
 @overload
-def kv_cache_bytes(model: ModelSpec, *, context_tokens: int, batch: int, kv_dtype: str | KVDtype,
-                   state_bytes_per_element: float = 4.0) -> int: ...
+def kv_cache_bytes(
+    model: ModelSpec, *, context_tokens: int, batch: int, kv_dtype: str | KVDtype, state_bytes_per_element: float = 4.0
+) -> int: ...
 @overload
-def kv_cache_bytes(model: PublishedProfile, *, context_tokens: IntArray, batch: int, kv_dtype: str | KVDtype,
-                   state_bytes_per_element: float = 4.0) -> IntArray: ...
-def kv_cache_bytes(model: ModelSpec, *, context_tokens: int | IntArray, batch: int, kv_dtype: str | KVDtype,
-                   state_bytes_per_element: float = 4.0) -> int | IntArray:
+def kv_cache_bytes(
+    model: PublishedProfile,
+    *,
+    context_tokens: IntArray,
+    batch: int,
+    kv_dtype: str | KVDtype,
+    state_bytes_per_element: float = 4.0,
+) -> IntArray: ...
+def kv_cache_bytes(
+    model: ModelSpec,
+    *,
+    context_tokens: int | IntArray,
+    batch: int,
+    kv_dtype: str | KVDtype,
+    state_bytes_per_element: float = 4.0,
+) -> int | IntArray:
     """KV cache = $B·T·kv_{tok}$ (+ window-capped layers + linear-attention state).
 
     >>> from k3lib.core.models import get_model
@@ -80,16 +94,19 @@ def kv_cache_bytes(model: ModelSpec, *, context_tokens: int | IntArray, batch: i
     32.0
     """
     dt = get_kv_dtype(kv_dtype)
-    if isinstance(model, PublishedProfile):   # array-aware: the sweep's contexts
+    if isinstance(model, PublishedProfile):  # array-aware: the sweep's contexts
         return batch * context_tokens * model.kv_bytes_per_token(dt.bytes_per_element)
     if not isinstance(context_tokens, int):
         raise TypeError("an architecture's KV cache takes one context length (an int), not an array")
-    return model.kv_cache_bytes(context_tokens=context_tokens, batch=batch, bytes_per_element=dt.bytes_per_element,
-                                state_bytes_per_element=state_bytes_per_element)
+    return model.kv_cache_bytes(
+        context_tokens=context_tokens,
+        batch=batch,
+        bytes_per_element=dt.bytes_per_element,
+        state_bytes_per_element=state_bytes_per_element,
+    )
 
 
-def activation_bytes(model: ModelSpec, *, batch: int,
-                     prefill_chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS) -> int:
+def activation_bytes(model: ModelSpec, *, batch: int, prefill_chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS) -> int:
     """Peak activation buffers.
 
     Profile: the guide's batch-1 figure × batch (it says activation scales linearly).
@@ -102,8 +119,10 @@ def activation_bytes(model: ModelSpec, *, batch: int,
     if isinstance(model, PublishedProfile):
         return model.activation_bytes_batch1 * batch
     m = model.mlp
-    widest = max(m.dense_intermediate if m.dense_layers else 0,
-                 m.experts_per_token * m.moe_intermediate + m.n_shared_experts * m.shared_intermediate)
+    widest = max(
+        m.dense_intermediate if m.dense_layers else 0,
+        m.experts_per_token * m.moe_intermediate + m.n_shared_experts * m.shared_intermediate,
+    )
     per_seq = prefill_chunk_tokens * 2 * (4 * model.hidden_size + 2 * widest) + model.vocab_size * 4
     return batch * per_seq
 
@@ -120,16 +139,31 @@ FRAGMENTATION_FRACTION = 0.05
 
 
 @overload
-def overhead_bytes_per_gpu(*, tp: int, payload_bytes_per_gpu: int, cuda_context_bytes: int = CUDA_CONTEXT_BYTES,
-                           nccl_bytes: int = NCCL_BYTES_PER_GPU,
-                           fragmentation_fraction: float = FRAGMENTATION_FRACTION) -> int: ...
+def overhead_bytes_per_gpu(
+    *,
+    tp: int,
+    payload_bytes_per_gpu: int,
+    cuda_context_bytes: int = CUDA_CONTEXT_BYTES,
+    nccl_bytes: int = NCCL_BYTES_PER_GPU,
+    fragmentation_fraction: float = FRAGMENTATION_FRACTION,
+) -> int: ...
 @overload
-def overhead_bytes_per_gpu(*, tp: int, payload_bytes_per_gpu: IntArray,
-                           cuda_context_bytes: int = CUDA_CONTEXT_BYTES, nccl_bytes: int = NCCL_BYTES_PER_GPU,
-                           fragmentation_fraction: float = FRAGMENTATION_FRACTION) -> IntArray: ...
-def overhead_bytes_per_gpu(*, tp: int, payload_bytes_per_gpu: int | IntArray,
-                           cuda_context_bytes: int = CUDA_CONTEXT_BYTES, nccl_bytes: int = NCCL_BYTES_PER_GPU,
-                           fragmentation_fraction: float = FRAGMENTATION_FRACTION) -> int | IntArray:
+def overhead_bytes_per_gpu(
+    *,
+    tp: int,
+    payload_bytes_per_gpu: IntArray,
+    cuda_context_bytes: int = CUDA_CONTEXT_BYTES,
+    nccl_bytes: int = NCCL_BYTES_PER_GPU,
+    fragmentation_fraction: float = FRAGMENTATION_FRACTION,
+) -> IntArray: ...
+def overhead_bytes_per_gpu(
+    *,
+    tp: int,
+    payload_bytes_per_gpu: int | IntArray,
+    cuda_context_bytes: int = CUDA_CONTEXT_BYTES,
+    nccl_bytes: int = NCCL_BYTES_PER_GPU,
+    fragmentation_fraction: float = FRAGMENTATION_FRACTION,
+) -> int | IntArray:
     """Runtime overhead on one GPU (array-aware in the payload):
 
     $O = C_{ctx} + [g > 1]·N_{nccl} + \\lfloor f·P \\rfloor$ — CUDA context, the communicator's
@@ -164,13 +198,34 @@ def kv_heads_per_rank(kv_heads: int, tp: int) -> int:
 
 
 @overload
-def kv_bytes_per_rank(model: Architecture, *, context_tokens: int, batch: int, bytes_per_element: float, tp: int,
-                      state_bytes_per_element: float = 4.0) -> int: ...
+def kv_bytes_per_rank(
+    model: Architecture,
+    *,
+    context_tokens: int,
+    batch: int,
+    bytes_per_element: float,
+    tp: int,
+    state_bytes_per_element: float = 4.0,
+) -> int: ...
 @overload
-def kv_bytes_per_rank(model: Architecture, *, context_tokens: IntArray, batch: int, bytes_per_element: float,
-                      tp: int, state_bytes_per_element: float = 4.0) -> IntArray: ...
-def kv_bytes_per_rank(model: Architecture, *, context_tokens: int | IntArray, batch: int, bytes_per_element: float,
-                      tp: int, state_bytes_per_element: float = 4.0) -> int | IntArray:
+def kv_bytes_per_rank(
+    model: Architecture,
+    *,
+    context_tokens: IntArray,
+    batch: int,
+    bytes_per_element: float,
+    tp: int,
+    state_bytes_per_element: float = 4.0,
+) -> IntArray: ...
+def kv_bytes_per_rank(
+    model: Architecture,
+    *,
+    context_tokens: int | IntArray,
+    batch: int,
+    bytes_per_element: float,
+    tp: int,
+    state_bytes_per_element: float = 4.0,
+) -> int | IntArray:
     """KV cache on one GPU of a TP group holding all of ``model``'s layers (pass one
     pipeline stage as ``model``), array-aware in ``context_tokens``:
 
@@ -245,7 +300,9 @@ def attention_split_params(group: AttentionGroup, hidden_size: int, tp: int) -> 
     rep = replicated_attention_params(group, hidden_size)
     if group.kind_spec.grouped_kv and tp > group.kv_heads:
         kv_all = kv_projection_params(group, hidden_size)
-        return total - rep - kv_all, rep + kv_projection_params(group, hidden_size, kv_heads_per_rank(group.kv_heads, tp))
+        return total - rep - kv_all, rep + kv_projection_params(
+            group, hidden_size, kv_heads_per_rank(group.kv_heads, tp)
+        )
     return total - rep, rep
 
 
@@ -262,8 +319,16 @@ class GroupShare:
         return self.split / tp + self.whole
 
 
-def params_per_rank_by_group(model: Architecture, stage: Architecture | None = None, *, tp: int, first: bool = True,
-                             last: bool = True, pp: int = 1, ep: int = 1) -> dict[str, GroupShare]:
+def params_per_rank_by_group(
+    model: Architecture,
+    stage: Architecture | None = None,
+    *,
+    tp: int,
+    first: bool = True,
+    last: bool = True,
+    pp: int = 1,
+    ep: int = 1,
+) -> dict[str, GroupShare]:
     """THE sharding rule: each parameter group of ``stage`` (default: all of ``model``'s layers)
     on one GPU of a TP group, as (split ÷TP, whole on every rank) — what
     :func:`stage_weight_bytes_per_rank` (the plan) and vLLM's per-rank weights both read.
@@ -300,8 +365,10 @@ def params_per_rank_by_group(model: Architecture, stage: Architecture | None = N
     return {
         "embedding": GroupShare(g["embedding"] if first else 0, 0),
         "lm_head": GroupShare(lm_head, 0),
-        "attention": GroupShare(sum(grp.count * a for grp, (a, _) in zip(st.attention, attn)),
-                                sum(grp.count * b for grp, (_, b) in zip(st.attention, attn))),
+        "attention": GroupShare(
+            sum(grp.count * a for grp, (a, _) in zip(st.attention, attn)),
+            sum(grp.count * b for grp, (_, b) in zip(st.attention, attn)),
+        ),
         "dense_mlp": GroupShare(g["dense_mlp"], 0),
         "shared_experts": GroupShare(g["shared_experts"], 0),
         "routed_experts": routed,
@@ -322,8 +389,17 @@ def replicated_moe_params(model: Architecture) -> int:
     return router + (d if m.shared_expert_gate else 0) + latent
 
 
-def stage_weight_bytes_per_rank(model: Architecture, stage: Architecture, *, bits: "dict[str, float]",
-                                first: bool, last: bool, pp: int, tp: int, ep: int = 1) -> tuple[int, int, int]:
+def stage_weight_bytes_per_rank(
+    model: Architecture,
+    stage: Architecture,
+    *,
+    bits: dict[str, float],
+    first: bool,
+    last: bool,
+    pp: int,
+    tp: int,
+    ep: int = 1,
+) -> tuple[int, int, int]:
     """(sharded, replicated, routed experts) weight bytes on one GPU of a pipeline stage, from
     :func:`params_per_rank_by_group` (the one sharding rule) priced at ``bits`` per group:
 
@@ -358,8 +434,10 @@ NOTE_ENGINES = ("vllm", "sglang", "llama.cpp", "transformers", "generic")
 #: engine and state kind: each kind's own rule (:attr:`k3lib.core.kinds.LayerKind.state_dtype_bytes`:
 #: FP32 for the planner, SGLang and llama.cpp; the model dtype for vLLM and transformers, except KDA's
 #: recurrent state under vLLM, FP32)
-STATE_DTYPE_BYTES = {eng: {k.name: k.state_dtype_bytes[eng] for k in KINDS.values() if k.holds_state}
-                     for eng in ("generic", "sglang", "llama.cpp", "vllm", "transformers")}
+STATE_DTYPE_BYTES = {
+    eng: {k.name: k.state_dtype_bytes[eng] for k in KINDS.values() if k.holds_state}
+    for eng in ("generic", "sglang", "llama.cpp", "vllm", "transformers")
+}
 
 
 def _state_kind(group: AttentionGroup) -> str:
@@ -396,7 +474,7 @@ def vision_tower_bytes(model: ModelSpec) -> int:
     return 0
 
 
-def mtp_weights_bytes(model: ModelSpec, weight_format: "str | WeightFormat" = "native") -> int:
+def mtp_weights_bytes(model: ModelSpec, weight_format: str | WeightFormat = "native") -> int:
     """Bytes of the multi-token-prediction modules at ``weight_format``: $W(\\text{with MTP}) - W$
     (0 without MTP modules). DeepSeek-V3: one module of 11.5 B parameters."""
     if not isinstance(model, Architecture) or not model.mtp_layers:
@@ -404,7 +482,7 @@ def mtp_weights_bytes(model: ModelSpec, weight_format: "str | WeightFormat" = "n
     return weights_bytes(model, weight_format, include_mtp=True) - weights_bytes(model, weight_format)
 
 
-def state_bytes_per_sequence(model: ModelSpec, dtype_bytes: "Mapping[str, tuple[float, float]]") -> int:
+def state_bytes_per_sequence(model: ModelSpec, dtype_bytes: Mapping[str, tuple[float, float]]) -> int:
     """Linear-attention state of one sequence over all layers (before any TP split):
     $\\sum_g n_g·(S^{rec}_g·b_{rec} + S^{conv}_g·b_{conv})$ with ``dtype_bytes[kind]`` =
     $(b_{rec}, b_{conv})$.
@@ -438,24 +516,37 @@ def loaded_parts_notes(spec: ModelSpec, engine: str) -> tuple[str, ...]:
     eng = _note_engine(engine)
     if not isinstance(spec, Architecture):
         return ()
-    name = {"generic": "the planner", "llama.cpp": "llama.cpp", "vllm": "vLLM", "sglang": "SGLang",
-            "transformers": "transformers"}[eng]
+    name = {
+        "generic": "the planner",
+        "llama.cpp": "llama.cpp",
+        "vllm": "vLLM",
+        "sglang": "SGLang",
+        "transformers": "transformers",
+    }[eng]
     out: list[str] = []
     vision = vision_tower_bytes(spec)
     if vision:
-        where = ("it ships as a separate mmproj GGUF, loaded only with --mmproj" if eng == "llama.cpp"
-                 else "the published checkpoint carries it and a multimodal engine loads it for image input")
-        out.append(f"vision tower not in the weights total: {vision / GB:,.2f} GB ({vision / GiB:,.2f} GiB), "
-                   f"the checkpoint's tensors less the text weights; {where}")
+        where = (
+            "it ships as a separate mmproj GGUF, loaded only with --mmproj"
+            if eng == "llama.cpp"
+            else "the published checkpoint carries it and a multimodal engine loads it for image input"
+        )
+        out.append(
+            f"vision tower not in the weights total: {vision / GB:,.2f} GB ({vision / GiB:,.2f} GiB), "
+            f"the checkpoint's tensors less the text weights; {where}"
+        )
     mtp = mtp_weights_bytes(spec)
     if mtp:
-        why = {"llama.cpp": "llama.cpp skips the MTP (nextn) layers a GGUF carries unless it loads them for MTP "
-                            "drafting (TENSOR_SKIP in src/llama-model.cpp), and some converters leave them out",
-               "generic": "engines load them only for speculative decoding (MTP drafts)"}.get(
-            eng, f"{name} loads them only for speculative decoding (MTP drafts)")
-        out.append(f"MTP left out of the weights: {spec.mtp_layers} module{'s' if spec.mtp_layers > 1 else ''}, "
-                   f"{spec.params_mtp / 1e9:,.1f} B parameters, {mtp / GB:,.2f} GB ({mtp / GiB:,.2f} GiB) at "
-                   f"native precision; {why}")
+        why = {
+            "llama.cpp": "llama.cpp skips the MTP (nextn) layers a GGUF carries unless it loads them for MTP "
+            "drafting (TENSOR_SKIP in src/llama-model.cpp), and some converters leave them out",
+            "generic": "engines load them only for speculative decoding (MTP drafts)",
+        }.get(eng, f"{name} loads them only for speculative decoding (MTP drafts)")
+        out.append(
+            f"MTP left out of the weights: {spec.mtp_layers} module{'s' if spec.mtp_layers > 1 else ''}, "
+            f"{spec.params_mtp / 1e9:,.1f} B parameters, {mtp / GB:,.2f} GB ({mtp / GiB:,.2f} GiB) at "
+            f"native precision; {why}"
+        )
     kinds = sorted({_state_kind(g) for g in spec.attention if g.has_state})
     if kinds:
         planner = state_bytes_per_sequence(spec, STATE_DTYPE_BYTES["generic"])
@@ -464,12 +555,18 @@ def loaded_parts_notes(spec: ModelSpec, engine: str) -> tuple[str, ...]:
         def dt(b: float) -> str:
             return "FP32" if b == 4 else "BF16"
 
-        how = "; ".join(f"{k.upper()} recurrent {dt(STATE_DTYPE_BYTES[eng][k][0])}, conv "
-                        f"{dt(STATE_DTYPE_BYTES[eng][k][1])}" for k in kinds)
-        text = (f"linear-attention state: {name} keeps it as {how}: {engine_b / MiB:,.1f} MiB per sequence "
-                f"over {sum(g.count for g in spec.attention if g.has_state)} layers (before the TP split)")
+        how = "; ".join(
+            f"{k.upper()} recurrent {dt(STATE_DTYPE_BYTES[eng][k][0])}, conv {dt(STATE_DTYPE_BYTES[eng][k][1])}"
+            for k in kinds
+        )
+        text = (
+            f"linear-attention state: {name} keeps it as {how}: {engine_b / MiB:,.1f} MiB per sequence "
+            f"over {sum(g.count for g in spec.attention if g.has_state)} layers (before the TP split)"
+        )
         if engine_b != planner:
-            text += (f"; the general planner keeps it all in FP32 ({planner / MiB:,.1f} MiB per sequence, "
-                     f"{(planner / engine_b - 1) * 100:+.1f} %)")
+            text += (
+                f"; the general planner keeps it all in FP32 ({planner / MiB:,.1f} MiB per sequence, "
+                f"{(planner / engine_b - 1) * 100:+.1f} %)"
+            )
         out.append(text)
     return tuple(out)

@@ -5,16 +5,17 @@ Built-in architectures live in ``data/models/*.json`` and guide profiles in
 ``data/profiles/*.json``. ``kimi-k3`` is the real architecture; the guides'
 versions are ``kimi-k3@guide-000`` and ``kimi-k3@guide-004``.
 """
+
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from functools import lru_cache
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from k3lib.core.architecture import Architecture, AttentionGroup, MLPSpec
 from k3lib.core.data import data_file, normalise_name
-from k3lib.core.architecture import AttentionGroup, Architecture, MLPSpec
 from k3lib.core.errors import K3InputError, UnknownNameError
 from k3lib.core.units import GB, GiB
 
@@ -73,8 +74,7 @@ class PublishedProfile:
             return key
         if key in self.weight_aliases:
             return self.weight_aliases[key]
-        raise K3InputError("weights", f"{self.id} publishes no figure for {weight_format_id!r}",
-                           ", ".join(self.tiers))
+        raise K3InputError("weights", f"{self.id} publishes no figure for {weight_format_id!r}", ", ".join(self.tiers))
 
     def kv_bytes_per_token(self, bytes_per_element: float) -> int:
         """Published BF16 bytes/token × (bytes per element / 2)."""
@@ -89,10 +89,25 @@ def architecture_from_dict(doc: Mapping[str, Any]) -> Architecture:
     try:
         groups = tuple(AttentionGroup(**g) for g in doc["attention"])
         mlp = MLPSpec(**doc["mlp"])
-        keys = ("id", "name", "hidden_size", "vocab_size", "num_layers", "max_context_tokens",
-                "tie_word_embeddings", "native_formats", "source", "notes", "family",
-                "official_params_total", "official_params_active", "mtp_layers", "per_layer_input_dim",
-                "per_layer_input_vocab", "norms_per_layer")
+        keys = (
+            "id",
+            "name",
+            "hidden_size",
+            "vocab_size",
+            "num_layers",
+            "max_context_tokens",
+            "tie_word_embeddings",
+            "native_formats",
+            "source",
+            "notes",
+            "family",
+            "official_params_total",
+            "official_params_active",
+            "mtp_layers",
+            "per_layer_input_dim",
+            "per_layer_input_vocab",
+            "norms_per_layer",
+        )
         return Architecture(attention=groups, mlp=mlp, **{k: doc[k] for k in keys if k in doc})
     except (KeyError, TypeError) as exc:
         raise K3InputError("model", f"malformed architecture document: {exc}") from None
@@ -102,16 +117,27 @@ def _profile_from_dict(doc: Mapping[str, Any]) -> PublishedProfile:
     unit = doc["unit"]
     scale = GiB if unit == "GiB" else GB
 
-    def to_bytes(v: float | str) -> int:   # a JSON number (or a numeric string)
+    def to_bytes(v: float | str) -> int:  # a JSON number (or a numeric string)
         return int(round(float(v) * scale))
 
     quotes = {"weights." + k: v["quote"] for k, v in doc["weights"].items()}
-    for key in ("kv_bytes_per_token_bf16", "activation_bytes_batch1", "overhead_per_gpu",
-                "overhead_total", "max_context_tokens", "params_total", "params_active"):
+    for key in (
+        "kv_bytes_per_token_bf16",
+        "activation_bytes_batch1",
+        "overhead_per_gpu",
+        "overhead_total",
+        "max_context_tokens",
+        "params_total",
+        "params_active",
+    ):
         if key in doc:
             quotes[key] = doc[key]["quote"]
     return PublishedProfile(
-        id=doc["id"], name=doc["name"], guide=doc["guide"], file=doc["file"], unit=unit,
+        id=doc["id"],
+        name=doc["name"],
+        guide=doc["guide"],
+        file=doc["file"],
+        unit=unit,
         unit_reason=doc["unit_reason"],
         weights_bytes_by_tier={k: to_bytes(v["value"]) for k, v in doc["weights"].items()},
         weight_aliases=dict(doc.get("weight_aliases", {})),
@@ -122,19 +148,20 @@ def _profile_from_dict(doc: Mapping[str, Any]) -> PublishedProfile:
         max_context_tokens=int(doc["max_context_tokens"]["value"]),
         params_total=int(doc["params_total"]["value"]),
         params_active=int(doc["params_active"]["value"]) if "params_active" in doc else None,
-        quotes=quotes, raw=doc, memory_basis=doc.get("memory_basis", "marketed"),
+        quotes=quotes,
+        raw=doc,
+        memory_basis=doc.get("memory_basis", "marketed"),
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def builtin_models() -> dict[str, ModelSpec]:
     """Every built-in model keyed by id (architectures first, then profiles)."""
     out: dict[str, ModelSpec] = {}
     for path in sorted((p for p in data_file("models").iterdir() if p.name.endswith(".json")), key=lambda p: p.name):
         arch = architecture_from_dict(json.loads(path.read_text(encoding="utf-8")))
         out[arch.id] = arch
-    for path in sorted((p for p in data_file("profiles").iterdir() if p.name.endswith(".json")),
-                       key=lambda p: p.name):
+    for path in sorted((p for p in data_file("profiles").iterdir() if p.name.endswith(".json")), key=lambda p: p.name):
         prof = _profile_from_dict(json.loads(path.read_text(encoding="utf-8")))
         out[prof.id] = prof
     return out
@@ -146,7 +173,7 @@ def list_models() -> list[ModelSpec]:
     return sorted(models.values(), key=lambda m: (not m.id.startswith(DEFAULT_MODEL), m.kind, m.id))
 
 
-def get_model(name: "str | ModelSpec") -> ModelSpec:
+def get_model(name: str | ModelSpec) -> ModelSpec:
     """Look up a built-in model by id (case-insensitive; ``-``/``_``/spaces ignored)."""
     if isinstance(name, (Architecture, PublishedProfile)):
         return name
@@ -170,11 +197,13 @@ def get_profile(name: str | ModelSpec) -> PublishedProfile:
     """:func:`get_model` for a guide profile (K3InputError naming ``model`` for an architecture)."""
     spec = get_model(name)
     if not isinstance(spec, PublishedProfile):
-        raise K3InputError("model", f"{spec.id} is an architecture, not a guide profile", "a guide profile (id@guide-…)")
+        raise K3InputError(
+            "model", f"{spec.id} is an architecture, not a guide profile", "a guide profile (id@guide-…)"
+        )
     return spec
 
 
-@lru_cache(maxsize=None)
+@cache
 def _model_index() -> dict[str, ModelSpec]:
     """Normalised id and display name → model."""
     out: dict[str, ModelSpec] = {}

@@ -14,6 +14,7 @@ communicator buffers, CUDA context and fragmentation of the payload $P_s$). The
 A guide profile publishes no layer shapes, so it gets the guides' own policy, the even
 split: $m_{gpu} = W/G + KV/(TP·PP) + A/G + O_{gpu}$.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,11 +30,20 @@ from k3lib.core.checkpoints import resolve_weights
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec, MemoryBasis, get_gpu
 from k3lib.core.kinds import kind_of
-from k3lib.core.layout import Layout, choose_layout, check_tp, pipeline_stages
-from k3lib.core.memory import (CUDA_CONTEXT_BYTES, DEFAULT_PREFILL_CHUNK_TOKENS, FRAGMENTATION_FRACTION,
-                               NCCL_BYTES_PER_GPU, activation_bytes, kv_bytes_per_rank, kv_cache_bytes,
-                               overhead_bytes_per_gpu, stage_weight_bytes_per_rank, weight_bits_by_group,
-                               weights_bytes)
+from k3lib.core.layout import Layout, check_tp, choose_layout, pipeline_stages
+from k3lib.core.memory import (
+    CUDA_CONTEXT_BYTES,
+    DEFAULT_PREFILL_CHUNK_TOKENS,
+    FRAGMENTATION_FRACTION,
+    NCCL_BYTES_PER_GPU,
+    activation_bytes,
+    kv_bytes_per_rank,
+    kv_cache_bytes,
+    overhead_bytes_per_gpu,
+    stage_weight_bytes_per_rank,
+    weight_bits_by_group,
+    weights_bytes,
+)
 from k3lib.core.models import ModelSpec, PublishedProfile, get_model
 from k3lib.core.precisions import KVDtype, WeightFormat, get_kv_dtype
 from k3lib.core.units import format_bytes, parse_context_tokens, parse_positive_int
@@ -43,8 +53,15 @@ if TYPE_CHECKING:
 
 COMPONENTS = ("weights", "kv_cache", "activation", "overhead")
 #: Per-GPU components of a stage share, in the order tables and stacked bars show them.
-SHARE_COMPONENTS = ("weights sharded", "weights replicated", "routed experts", "KV cache", "activation",
-                    "NCCL buffers", "runtime")
+SHARE_COMPONENTS = (
+    "weights sharded",
+    "weights replicated",
+    "routed experts",
+    "KV cache",
+    "activation",
+    "NCCL buffers",
+    "runtime",
+)
 
 
 @dataclass(frozen=True)
@@ -89,7 +106,7 @@ class _Headroom:
 
     @property
     def total_bytes(self) -> int:
-        raise NotImplementedError   # each result type sums its own components
+        raise NotImplementedError  # each result type sums its own components
 
     @property
     def headroom_bytes(self) -> int:
@@ -115,10 +132,16 @@ class Breakdown(_Headroom):
         return self.weights_bytes + self.kv_cache_bytes + self.activation_bytes + self.overhead_bytes
 
     def to_dict(self) -> dict[str, Any]:
-        return {"weights_bytes": self.weights_bytes, "kv_cache_bytes": self.kv_cache_bytes,
-                "activation_bytes": self.activation_bytes, "overhead_bytes": self.overhead_bytes,
-                "total_bytes": self.total_bytes, "available_bytes": self.available_bytes,
-                "headroom_bytes": self.headroom_bytes, "fits": self.fits}
+        return {
+            "weights_bytes": self.weights_bytes,
+            "kv_cache_bytes": self.kv_cache_bytes,
+            "activation_bytes": self.activation_bytes,
+            "overhead_bytes": self.overhead_bytes,
+            "total_bytes": self.total_bytes,
+            "available_bytes": self.available_bytes,
+            "headroom_bytes": self.headroom_bytes,
+            "fits": self.fits,
+        }
 
 
 @dataclass(frozen=True)
@@ -151,14 +174,26 @@ class GPUShare(_Headroom):
 
     def breakdown(self) -> Breakdown:
         """The four components of this GPU."""
-        return Breakdown(self.weights_bytes, self.kv_cache_bytes, self.activation_bytes, self.overhead_bytes,
-                         self.available_bytes)
+        return Breakdown(
+            self.weights_bytes, self.kv_cache_bytes, self.activation_bytes, self.overhead_bytes, self.available_bytes
+        )
 
     def components(self) -> dict[str, int]:
         """Bytes by :data:`SHARE_COMPONENTS`."""
-        return dict(zip(SHARE_COMPONENTS, (
-            self.weights_sharded_bytes, self.weights_replicated_bytes, self.routed_experts_bytes,
-            self.kv_cache_bytes, self.activation_bytes, self.nccl_bytes, self.runtime_bytes)))
+        return dict(
+            zip(
+                SHARE_COMPONENTS,
+                (
+                    self.weights_sharded_bytes,
+                    self.weights_replicated_bytes,
+                    self.routed_experts_bytes,
+                    self.kv_cache_bytes,
+                    self.activation_bytes,
+                    self.nccl_bytes,
+                    self.runtime_bytes,
+                ),
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -195,12 +230,22 @@ class EngineVerdict:
         return f"{self.name} {self.version} rules"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"engine": self.engine, "name": self.name, "version": self.version, "basis": self.basis,
-                "settings": dict(self.settings), "fits": self.fits, "reason": self.reason,
-                "per_gpu": self.per_gpu.to_dict(), "total": self.total.to_dict(),
-                "kv_capacity_tokens": self.kv_capacity_tokens, "max_concurrency": self.max_concurrency,
-                "max_context_tokens": self.max_context_tokens, "notes": list(self.notes),
-                "estimate": self.estimate.to_dict() if self.estimate is not None else None}
+        return {
+            "engine": self.engine,
+            "name": self.name,
+            "version": self.version,
+            "basis": self.basis,
+            "settings": dict(self.settings),
+            "fits": self.fits,
+            "reason": self.reason,
+            "per_gpu": self.per_gpu.to_dict(),
+            "total": self.total.to_dict(),
+            "kv_capacity_tokens": self.kv_capacity_tokens,
+            "max_concurrency": self.max_concurrency,
+            "max_context_tokens": self.max_context_tokens,
+            "notes": list(self.notes),
+            "estimate": self.estimate.to_dict() if self.estimate is not None else None,
+        }
 
 
 @dataclass(frozen=True)
@@ -244,7 +289,7 @@ class Plan:
         """The fullest GPU: it decides whether the plan fits."""
         return max(self.shares, key=lambda s: s.total_bytes)
 
-    def core(self) -> "Plan":
+    def core(self) -> Plan:
         """This plan by k3lib's component model alone (no engine verdict): for studies that
         compare it with other :func:`make_plan` plans, like with like."""
         if self.engine is None:
@@ -307,22 +352,33 @@ class Plan:
         if self.engine is not None:
             return self.engine.reason
         if self.fits:
-            return (f"fits: {format_bytes(pg.total_bytes, unit)} {where} of {format_bytes(pg.available_bytes, unit)}, "
-                    f"{format_bytes(pg.headroom_bytes, unit)} headroom "
-                    f"({format_bytes(self.total.headroom_bytes, unit)} over {self.gpus} GPUs)")
-        parts = {"weights": pg.weights_bytes, "KV cache": pg.kv_cache_bytes,
-                 "activation": pg.activation_bytes, "overhead": pg.overhead_bytes}
+            return (
+                f"fits: {format_bytes(pg.total_bytes, unit)} {where} of {format_bytes(pg.available_bytes, unit)}, "
+                f"{format_bytes(pg.headroom_bytes, unit)} headroom "
+                f"({format_bytes(self.total.headroom_bytes, unit)} over {self.gpus} GPUs)"
+            )
+        parts = {
+            "weights": pg.weights_bytes,
+            "KV cache": pg.kv_cache_bytes,
+            "activation": pg.activation_bytes,
+            "overhead": pg.overhead_bytes,
+        }
         biggest = max(parts, key=parts.__getitem__)
         if pg.weights_bytes > pg.available_bytes:
             why = f"the weights alone ({format_bytes(pg.weights_bytes, unit)} {where}) exceed the GPU"
         else:
             why = f"largest component: {biggest} ({format_bytes(parts[biggest], unit)} {where})"
         spare = self.total.headroom_bytes
-        overall = (f"{format_bytes(-spare, unit)} short over all {self.gpus} GPUs" if spare < 0 else
-                   f"though the {self.gpus} GPUs together have {format_bytes(spare, unit)} spare, on other stages")
-        return (f"does not fit: {format_bytes(pg.total_bytes, unit)} {where} needed, "
-                f"{format_bytes(pg.available_bytes, unit)} available — short by "
-                f"{format_bytes(-pg.headroom_bytes, unit)} {where} ({overall}); {why}")
+        overall = (
+            f"{format_bytes(-spare, unit)} short over all {self.gpus} GPUs"
+            if spare < 0
+            else f"though the {self.gpus} GPUs together have {format_bytes(spare, unit)} spare, on other stages"
+        )
+        return (
+            f"does not fit: {format_bytes(pg.total_bytes, unit)} {where} needed, "
+            f"{format_bytes(pg.available_bytes, unit)} available — short by "
+            f"{format_bytes(-pg.headroom_bytes, unit)} {where} ({overall}); {why}"
+        )
 
     def verdict(self, unit: str = "GiB") -> str:
         """``FITS``/``DOES NOT FIT`` with the layout and the reason, one line."""
@@ -332,27 +388,49 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: sizes are integers in bytes; ``per_gpu`` is the fullest GPU."""
         out = self.total.to_dict()
-        out.update({
-            "fits": self.fits,
-            "per_gpu": self.per_gpu.to_dict(),
-            "stages": [dataclasses.asdict(s) | {"total_bytes": s.total_bytes, "headroom_bytes": s.headroom_bytes}
-                       for s in self.shares],
-            "reason": self.reason, "problems": list(self.problems), "policy": self.policy,
-            "model": self.model.id, "model_kind": self.model.kind, "gpu": self.gpu.id,
-            "gpus": self.gpus, "nodes": self.nodes, "tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep,
-            "weights": self.weight_format, "kv_dtype": self.kv_dtype,
-            "context_tokens": self.context_tokens, "batch": self.batch,
-            "memory_basis": self.memory_basis,
-            "assumptions": {k: v for k, v in asdict(self.assumptions).items()},
-            "notes": list(self.notes),
-            "engine": self.engine_id, "verdict_basis": self.verdict_basis,
-            "core_per_gpu": self.core_per_gpu.to_dict(),
-        })
+        out.update(
+            {
+                "fits": self.fits,
+                "per_gpu": self.per_gpu.to_dict(),
+                "stages": [
+                    dataclasses.asdict(s) | {"total_bytes": s.total_bytes, "headroom_bytes": s.headroom_bytes}
+                    for s in self.shares
+                ],
+                "reason": self.reason,
+                "problems": list(self.problems),
+                "policy": self.policy,
+                "model": self.model.id,
+                "model_kind": self.model.kind,
+                "gpu": self.gpu.id,
+                "gpus": self.gpus,
+                "nodes": self.nodes,
+                "tp": self.tp,
+                "pp": self.pp,
+                "dp": self.dp,
+                "ep": self.ep,
+                "weights": self.weight_format,
+                "kv_dtype": self.kv_dtype,
+                "context_tokens": self.context_tokens,
+                "batch": self.batch,
+                "memory_basis": self.memory_basis,
+                "assumptions": {k: v for k, v in asdict(self.assumptions).items()},
+                "notes": list(self.notes),
+                "engine": self.engine_id,
+                "verdict_basis": self.verdict_basis,
+                "core_per_gpu": self.core_per_gpu.to_dict(),
+            }
+        )
         if self.engine is not None:
             e = self.engine
-            out.update({"engine_settings": dict(e.settings), "kv_capacity_tokens": e.kv_capacity_tokens,
-                        "max_concurrency": e.max_concurrency, "max_context_tokens": e.max_context_tokens,
-                        "engine_estimate": e.to_dict()})
+            out.update(
+                {
+                    "engine_settings": dict(e.settings),
+                    "kv_capacity_tokens": e.kv_capacity_tokens,
+                    "max_concurrency": e.max_concurrency,
+                    "max_context_tokens": e.max_context_tokens,
+                    "engine_estimate": e.to_dict(),
+                }
+            )
         return out
 
 
@@ -373,8 +451,12 @@ def fixed_overhead(model: ModelSpec, assumptions: Assumptions, *, gpus: int) -> 
     model_per_gpu = model_total = None
     if isinstance(model, PublishedProfile):
         model_per_gpu, model_total = model.overhead_per_gpu_bytes, model.overhead_total_bytes
-    for per_gpu, total in ((assumptions.overhead_per_gpu_bytes, None), (None, assumptions.overhead_total_bytes),
-                           (model_per_gpu, None), (None, model_total)):
+    for per_gpu, total in (
+        (assumptions.overhead_per_gpu_bytes, None),
+        (None, assumptions.overhead_total_bytes),
+        (model_per_gpu, None),
+        (None, model_total),
+    ):
         if per_gpu is not None:
             return per_gpu, per_gpu * gpus
         if total is not None:
@@ -397,8 +479,9 @@ class StageWeights:
     activation: int
 
 
-def stage_weights(spec: Architecture, layout: Layout, fmt: WeightFormat, *, activation_total_bytes: int,
-                  weights_scale: float = 1.0) -> tuple[StageWeights, ...]:
+def stage_weights(
+    spec: Architecture, layout: Layout, fmt: WeightFormat, *, activation_total_bytes: int, weights_scale: float = 1.0
+) -> tuple[StageWeights, ...]:
     """The weights and activation of one GPU per stage (see the module docstring); a
     ``weights_scale`` ≠ 1 rescales every weight component to exact file bytes."""
     bits = weight_bits_by_group(spec, fmt)
@@ -406,8 +489,9 @@ def stage_weights(spec: Architecture, layout: Layout, fmt: WeightFormat, *, acti
     act = -(-activation_total_bytes // layout.tp)
     out = []
     for s, st in enumerate(stages):
-        sh, rep, routed = stage_weight_bytes_per_rank(spec, st, bits=bits, first=s == 0, last=s == layout.pp - 1,
-                                                      pp=layout.pp, tp=layout.tp, ep=layout.ep)
+        sh, rep, routed = stage_weight_bytes_per_rank(
+            spec, st, bits=bits, first=s == 0, last=s == layout.pp - 1, pp=layout.pp, tp=layout.tp, ep=layout.ep
+        )
         if weights_scale != 1.0:
             whole = round((sh + rep + routed) * weights_scale)
             rep, routed = round(rep * weights_scale), round(routed * weights_scale)
@@ -417,16 +501,37 @@ def stage_weights(spec: Architecture, layout: Layout, fmt: WeightFormat, *, acti
 
 
 @overload
-def stage_totals_bytes(spec: Architecture, layout: Layout, weights: tuple[StageWeights, ...], *,
-                       context_tokens: int, batch: int, kv_bytes_per_element: float,
-                       a: Assumptions) -> list[tuple[int, int, int]]: ...
+def stage_totals_bytes(
+    spec: Architecture,
+    layout: Layout,
+    weights: tuple[StageWeights, ...],
+    *,
+    context_tokens: int,
+    batch: int,
+    kv_bytes_per_element: float,
+    a: Assumptions,
+) -> list[tuple[int, int, int]]: ...
 @overload
-def stage_totals_bytes(spec: Architecture, layout: Layout, weights: tuple[StageWeights, ...], *,
-                       context_tokens: IntArray, batch: int, kv_bytes_per_element: float,
-                       a: Assumptions) -> list[tuple[IntArray, int, IntArray]]: ...
-def stage_totals_bytes(spec: Architecture, layout: Layout, weights: tuple[StageWeights, ...], *,
-                       context_tokens: int | IntArray, batch: int, kv_bytes_per_element: float,
-                       a: Assumptions) -> Sequence[tuple[int | IntArray, int, int | IntArray]]:
+def stage_totals_bytes(
+    spec: Architecture,
+    layout: Layout,
+    weights: tuple[StageWeights, ...],
+    *,
+    context_tokens: IntArray,
+    batch: int,
+    kv_bytes_per_element: float,
+    a: Assumptions,
+) -> list[tuple[IntArray, int, IntArray]]: ...
+def stage_totals_bytes(
+    spec: Architecture,
+    layout: Layout,
+    weights: tuple[StageWeights, ...],
+    *,
+    context_tokens: int | IntArray,
+    batch: int,
+    kv_bytes_per_element: float,
+    a: Assumptions,
+) -> Sequence[tuple[int | IntArray, int, int | IntArray]]:
     """Per stage: (KV per GPU, NCCL, runtime) — arrays when ``context_tokens`` is one.
     The same code serves :func:`make_plan` (scalars) and :mod:`k3lib.core.sweep` (arrays)."""
     stages = pipeline_stages(spec, layout.pp)
@@ -434,31 +539,59 @@ def stage_totals_bytes(spec: Architecture, layout: Layout, weights: tuple[StageW
     fixed = fixed_overhead(spec, a, gpus=layout.gpus)
     out = []
     for w, st in zip(weights, stages):
-        kv = kv_bytes_per_rank(st, context_tokens=context_tokens, batch=seq_batch,
-                               bytes_per_element=kv_bytes_per_element, tp=layout.tp,
-                               state_bytes_per_element=a.state_bytes_per_element)
+        kv = kv_bytes_per_rank(
+            st,
+            context_tokens=context_tokens,
+            batch=seq_batch,
+            bytes_per_element=kv_bytes_per_element,
+            tp=layout.tp,
+            state_bytes_per_element=a.state_bytes_per_element,
+        )
         if fixed is not None:
             nccl, runtime = 0, fixed[0] + 0 * kv
         else:
             nccl = a.nccl_bytes if layout.comm_group > 1 else 0
             payload = w.sharded + w.replicated + w.routed + w.activation + kv
-            runtime = overhead_bytes_per_gpu(tp=1, payload_bytes_per_gpu=payload, nccl_bytes=0,
-                                             cuda_context_bytes=a.cuda_context_bytes,
-                                             fragmentation_fraction=a.fragmentation_fraction)
+            runtime = overhead_bytes_per_gpu(
+                tp=1,
+                payload_bytes_per_gpu=payload,
+                nccl_bytes=0,
+                cuda_context_bytes=a.cuda_context_bytes,
+                fragmentation_fraction=a.fragmentation_fraction,
+            )
         out.append((kv, nccl, runtime))
     return out
 
 
 @overload
-def profile_share_bytes(spec: PublishedProfile, layout: Layout, *, weights_total_bytes: int, kv_total_bytes: int,
-                        activation_total_bytes: int, a: Assumptions) -> tuple[int, int, int, int]: ...
+def profile_share_bytes(
+    spec: PublishedProfile,
+    layout: Layout,
+    *,
+    weights_total_bytes: int,
+    kv_total_bytes: int,
+    activation_total_bytes: int,
+    a: Assumptions,
+) -> tuple[int, int, int, int]: ...
 @overload
-def profile_share_bytes(spec: PublishedProfile, layout: Layout, *, weights_total_bytes: int,
-                        kv_total_bytes: IntArray, activation_total_bytes: int,
-                        a: Assumptions) -> tuple[int, IntArray, int, IntArray]: ...
-def profile_share_bytes(spec: PublishedProfile, layout: Layout, *, weights_total_bytes: int,
-                        kv_total_bytes: int | IntArray, activation_total_bytes: int,
-                        a: Assumptions) -> tuple[int, int | IntArray, int, int | IntArray]:
+def profile_share_bytes(
+    spec: PublishedProfile,
+    layout: Layout,
+    *,
+    weights_total_bytes: int,
+    kv_total_bytes: IntArray,
+    activation_total_bytes: int,
+    a: Assumptions,
+) -> tuple[int, IntArray, int, IntArray]: ...
+def profile_share_bytes(
+    spec: PublishedProfile,
+    layout: Layout,
+    *,
+    weights_total_bytes: int,
+    kv_total_bytes: int | IntArray,
+    activation_total_bytes: int,
+    a: Assumptions,
+) -> tuple[int, int | IntArray, int, int | IntArray]:
     """The guides' even split for a profile: (weights, KV, activation, overhead) per GPU,
     KV array-aware: $\\lceil W/G \\rceil$, $\\lceil KV/(TP·PP) \\rceil$, $\\lceil A/G \\rceil$, $O_{gpu}$."""
     g = layout.gpus
@@ -470,9 +603,13 @@ def profile_share_bytes(spec: PublishedProfile, layout: Layout, *, weights_total
     if fixed is not None:
         oh = fixed[0] + 0 * kv
     else:
-        oh = overhead_bytes_per_gpu(tp=layout.comm_group, payload_bytes_per_gpu=w + kv + act,
-                                    cuda_context_bytes=a.cuda_context_bytes, nccl_bytes=a.nccl_bytes,
-                                    fragmentation_fraction=a.fragmentation_fraction)
+        oh = overhead_bytes_per_gpu(
+            tp=layout.comm_group,
+            payload_bytes_per_gpu=w + kv + act,
+            cuda_context_bytes=a.cuda_context_bytes,
+            nccl_bytes=a.nccl_bytes,
+            fragmentation_fraction=a.fragmentation_fraction,
+        )
     return w, kv, act, oh
 
 
@@ -494,20 +631,36 @@ def _layout_notes(spec: ModelSpec, layout: Layout, hw: GPUSpec) -> list[str]:
             notes.append("MLA latent cache replicated on every TP rank: TP does not shrink it")
         for g in spec.attention:
             if kind_of(g).grouped_kv and layout.tp > g.kv_heads:
-                notes.append(f"TP={layout.tp} > {g.kv_heads} KV heads: KV heads replicated, "
-                             f"KV split only {g.kv_heads} ways")
+                notes.append(
+                    f"TP={layout.tp} > {g.kv_heads} KV heads: KV heads replicated, KV split only {g.kv_heads} ways"
+                )
                 break
     else:
-        notes.append(f"guide profile: weights, KV and activation split evenly over {layout.gpus} GPUs, "
-                     "as the guide does")
+        notes.append(
+            f"guide profile: weights, KV and activation split evenly over {layout.gpus} GPUs, as the guide does"
+        )
     return notes
 
 
-def make_plan(*, model: "str | ModelSpec" = "kimi-k3", gpu: "str | GPUSpec" = "h100-sxm", gpus: object = 8,
-              weights: str = "native", kv_dtype: str = "bf16", context: object = 262144, batch: object = 1,
-              nodes: object = None, tp: object = None, pp: object = None, dp: object = 1, ep: object = 1,
-              layout: Layout | None = None, assumptions: Assumptions | None = None,
-              weights_total_bytes: int | None = None, extra_notes: tuple[str, ...] = ()) -> Plan:
+def make_plan(
+    *,
+    model: str | ModelSpec = "kimi-k3",
+    gpu: str | GPUSpec = "h100-sxm",
+    gpus: object = 8,
+    weights: str = "native",
+    kv_dtype: str = "bf16",
+    context: object = 262144,
+    batch: object = 1,
+    nodes: object = None,
+    tp: object = None,
+    pp: object = None,
+    dp: object = 1,
+    ep: object = 1,
+    layout: Layout | None = None,
+    assumptions: Assumptions | None = None,
+    weights_total_bytes: int | None = None,
+    extra_notes: tuple[str, ...] = (),
+) -> Plan:
     """Validate inputs and compute a :class:`Plan`. Bad input raises a
     :class:`~k3lib.core.errors.K3InputError` (a ``ValueError``) naming the field.
 
@@ -527,23 +680,31 @@ def make_plan(*, model: "str | ModelSpec" = "kimi-k3", gpu: "str | GPUSpec" = "h
     if layout is None:
         n_gpus = parse_positive_int(gpus, "gpus")
         layout = choose_layout(
-            spec, gpus=n_gpus, gpus_per_node=per_node,
+            spec,
+            gpus=n_gpus,
+            gpus_per_node=per_node,
             nodes=parse_positive_int(nodes, "nodes") if nodes is not None else None,
             tp=parse_positive_int(tp, "tp") if tp is not None else None,
             pp=parse_positive_int(pp, "pp") if pp is not None else None,
-            dp=parse_positive_int(dp, "dp"), ep=parse_positive_int(ep, "ep"))
+            dp=parse_positive_int(dp, "dp"),
+            ep=parse_positive_int(ep, "ep"),
+        )
     else:
         check_tp(spec, layout.tp)
     if isinstance(spec, PublishedProfile) and fmt.is_native:
         raise K3InputError("weights", f"{spec.id} publishes per-tier figures; pick one", ", ".join(spec.tiers))
     basis = memory_basis_for(spec, a)
     cap = hw.memory_bytes(basis)
-    for name, value in (("overhead_per_gpu", a.overhead_per_gpu_bytes),
-                        ("overhead_total", None if a.overhead_total_bytes is None
-                         else -(-a.overhead_total_bytes // layout.gpus))):
+    for name, value in (
+        ("overhead_per_gpu", a.overhead_per_gpu_bytes),
+        ("overhead_total", None if a.overhead_total_bytes is None else -(-a.overhead_total_bytes // layout.gpus)),
+    ):
         if value is not None and value >= cap:
-            raise K3InputError(name, f"{format_bytes(value, 'GiB')} per GPU is more than a {hw.name} holds "
-                               f"({format_bytes(cap, 'GiB')})", f"less than {format_bytes(cap, 'GiB')} per GPU")
+            raise K3InputError(
+                name,
+                f"{format_bytes(value, 'GiB')} per GPU is more than a {hw.name} holds ({format_bytes(cap, 'GiB')})",
+                f"less than {format_bytes(cap, 'GiB')} per GPU",
+            )
     notes = _layout_notes(spec, layout, hw) + list(extra_notes)
     if ckpt is not None and weights_total_bytes is None and published_bytes is not None:
         weights_total_bytes = published_bytes
@@ -553,21 +714,38 @@ def make_plan(*, model: "str | ModelSpec" = "kimi-k3", gpu: "str | GPUSpec" = "h
     if ctx > spec.max_context_tokens:
         problems.append(f"context {ctx:,} tokens exceeds the model's maximum of {spec.max_context_tokens:,}")
     act_total = activation_total_bytes(spec, layout, n_batch, a)
-    kv_total = kv_cache_bytes(spec, context_tokens=ctx, batch=n_batch, kv_dtype=kvd,
-                              state_bytes_per_element=a.state_bytes_per_element)
+    kv_total = kv_cache_bytes(
+        spec, context_tokens=ctx, batch=n_batch, kv_dtype=kvd, state_bytes_per_element=a.state_bytes_per_element
+    )
 
     if isinstance(spec, PublishedProfile):
         if layout.dp > 1 or layout.ep > 1:
-            raise K3InputError("layout", f"{spec.id} publishes no layer shapes; DP and EP need an architecture",
-                               "TP and PP only")
+            raise K3InputError(
+                "layout", f"{spec.id} publishes no layer shapes; DP and EP need an architecture", "TP and PP only"
+            )
         w_total = weights_total_bytes or weights_bytes(spec, fmt)
-        w, kv, act, oh = profile_share_bytes(spec, layout, weights_total_bytes=w_total, kv_total_bytes=kv_total,
-                                             activation_total_bytes=act_total, a=a)
+        w, kv, act, oh = profile_share_bytes(
+            spec, layout, weights_total_bytes=w_total, kv_total_bytes=kv_total, activation_total_bytes=act_total, a=a
+        )
         shares: tuple[GPUShare, ...] = (GPUShare(0, 0, layout.gpus, w, 0, 0, kv, act, 0, oh, cap),)
         fixed = fixed_overhead(spec, a, gpus=layout.gpus)
         total = Breakdown(w_total, kv_total, act_total, fixed[1] if fixed else oh * layout.gpus, cap * layout.gpus)
-        return Plan(spec, hw, layout, weight_id, kvd.id, ctx, n_batch, a, basis, shares, total, tuple(notes),
-                    tuple(problems), policy="even split (guide profile)")
+        return Plan(
+            spec,
+            hw,
+            layout,
+            weight_id,
+            kvd.id,
+            ctx,
+            n_batch,
+            a,
+            basis,
+            shares,
+            total,
+            tuple(notes),
+            tuple(problems),
+            policy="even split (guide profile)",
+        )
 
     if layout.ep > 1 and not spec.mlp.moe_layers:
         raise K3InputError("ep", f"{spec.name} has no routed experts to spread", "1 for a dense model")
@@ -575,26 +753,63 @@ def make_plan(*, model: "str | ModelSpec" = "kimi-k3", gpu: "str | GPUSpec" = "h
     if weights_total_bytes is not None:
         scale = weights_total_bytes / weights_bytes(spec, fmt)
     sw = stage_weights(spec, layout, fmt, activation_total_bytes=act_total, weights_scale=scale)
-    per_stage = stage_totals_bytes(spec, layout, sw, context_tokens=ctx, batch=n_batch,
-                                   kv_bytes_per_element=kvd.bytes_per_element, a=a)
-    shares = tuple(GPUShare(w.stage, w.layers, layout.stage_gpus, w.sharded, w.replicated, w.routed, int(kv),
-                            w.activation, int(nccl), int(rt), cap) for w, (kv, nccl, rt) in zip(sw, per_stage))
+    per_stage = stage_totals_bytes(
+        spec, layout, sw, context_tokens=ctx, batch=n_batch, kv_bytes_per_element=kvd.bytes_per_element, a=a
+    )
+    shares = tuple(
+        GPUShare(
+            w.stage,
+            w.layers,
+            layout.stage_gpus,
+            w.sharded,
+            w.replicated,
+            w.routed,
+            int(kv),
+            w.activation,
+            int(nccl),
+            int(rt),
+            cap,
+        )
+        for w, (kv, nccl, rt) in zip(sw, per_stage)
+    )
     n = layout.stage_gpus
-    total = Breakdown(sum(s.weights_bytes for s in shares) * n, sum(s.kv_cache_bytes for s in shares) * n,
-                      sum(s.activation_bytes for s in shares) * n, sum(s.overhead_bytes for s in shares) * n,
-                      cap * layout.gpus)
-    return Plan(spec, hw, layout, weight_id, kvd.id, ctx, n_batch, a, basis, shares, total, tuple(notes),
-                tuple(problems))
+    total = Breakdown(
+        sum(s.weights_bytes for s in shares) * n,
+        sum(s.kv_cache_bytes for s in shares) * n,
+        sum(s.activation_bytes for s in shares) * n,
+        sum(s.overhead_bytes for s in shares) * n,
+        cap * layout.gpus,
+    )
+    return Plan(
+        spec, hw, layout, weight_id, kvd.id, ctx, n_batch, a, basis, shares, total, tuple(notes), tuple(problems)
+    )
 
 
-def kv_bytes_per_gpu(model: ModelSpec, *, kv_total_bytes: int, context_tokens: int, batch: int,
-                     kv_dtype: "str | KVDtype", tp: int, pp: int = 1, state_bytes_per_element: float = 4.0) -> int:
+def kv_bytes_per_gpu(
+    model: ModelSpec,
+    *,
+    kv_total_bytes: int,
+    context_tokens: int,
+    batch: int,
+    kv_dtype: str | KVDtype,
+    tp: int,
+    pp: int = 1,
+    state_bytes_per_element: float = 4.0,
+) -> int:
     """One GPU's KV share, all layers on one stage when ``pp`` = 1 (the fullest stage's
     share otherwise): a profile's even split $KV/(TP·PP)$, or
     :func:`k3lib.core.memory.kv_bytes_per_rank` per stage."""
     if isinstance(model, PublishedProfile):
         return -(-kv_total_bytes // (tp * pp))
     b = get_kv_dtype(kv_dtype).bytes_per_element
-    return max(kv_bytes_per_rank(st, context_tokens=context_tokens, batch=batch, bytes_per_element=b, tp=tp,
-                                 state_bytes_per_element=state_bytes_per_element)
-               for st in pipeline_stages(model, pp))
+    return max(
+        kv_bytes_per_rank(
+            st,
+            context_tokens=context_tokens,
+            batch=batch,
+            bytes_per_element=b,
+            tp=tp,
+            state_bytes_per_element=state_bytes_per_element,
+        )
+        for st in pipeline_stages(model, pp)
+    )

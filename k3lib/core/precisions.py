@@ -10,11 +10,12 @@ same way (q8_0: 34/32 = 1.0625 B).
 >>> get_kv_dtype("fp8").bytes_per_element
 1.0
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import TypeVar, cast
 
 from k3lib.core.data import normalise_name, read_csv_rows
@@ -72,26 +73,34 @@ class KVDtype:
             raise K3InputError("bytes_per_element", f"{self.bytes_per_element!r} must be > 0")
 
 
-@lru_cache(maxsize=None)
+@cache
 def weight_formats() -> tuple[WeightFormat, ...]:
     """All weight formats in ``data/weight_formats.csv``."""
     return tuple(
         WeightFormat(
-            id=r["id"], name=r["name"], aliases=tuple(a for a in r["aliases"].split(";") if a),
+            id=r["id"],
+            name=r["name"],
+            aliases=tuple(a for a in r["aliases"].split(";") if a),
             bits_per_weight=float(r["bits_per_weight"]) if r["bits_per_weight"] else None,
-            kind=r["kind"], source=r["source"], notes=r["notes"],
+            kind=r["kind"],
+            source=r["source"],
+            notes=r["notes"],
         )
         for r in read_csv_rows("weight_formats.csv")
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def kv_dtypes() -> tuple[KVDtype, ...]:
     """All KV-cache dtypes in ``data/kv_dtypes.csv``."""
     return tuple(
         KVDtype(
-            id=r["id"], name=r["name"], aliases=tuple(a for a in r["aliases"].split(";") if a),
-            bytes_per_element=float(r["bytes_per_element"]), source=r["source"], notes=r["notes"],
+            id=r["id"],
+            name=r["name"],
+            aliases=tuple(a for a in r["aliases"].split(";") if a),
+            bytes_per_element=float(r["bytes_per_element"]),
+            source=r["source"],
+            notes=r["notes"],
         )
         for r in read_csv_rows("kv_dtypes.csv")
     )
@@ -100,7 +109,7 @@ def kv_dtypes() -> tuple[KVDtype, ...]:
 _Named = TypeVar("_Named", WeightFormat, KVDtype)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _index(items: tuple[WeightFormat, ...] | tuple[KVDtype, ...]) -> dict[str, WeightFormat | KVDtype]:
     """Normalised id and aliases → item (first row wins)."""
     out: dict[str, WeightFormat | KVDtype] = {}
@@ -116,10 +125,10 @@ def _lookup(items: tuple[_Named, ...], name: str | _Named, field: str) -> _Named
     found = _index(items).get(normalise_name(name))
     if found is None:
         raise UnknownNameError(field, str(name), [i.id for i in items])
-    return cast(_Named, found)   # _index(items) holds only items of the kind given
+    return cast(_Named, found)  # _index(items) holds only items of the kind given
 
 
-def get_weight_format(name: "str | WeightFormat") -> WeightFormat:
+def get_weight_format(name: str | WeightFormat) -> WeightFormat:
     """Look up a weight format by id or alias (case-insensitive); parametric checkpoint
     formats (:func:`parametric_weight_format`) are built on demand."""
     if isinstance(name, str) and normalise_name(name) not in _index(weight_formats()):
@@ -164,8 +173,9 @@ def gptq_awq_bits_per_weight(bits: int, group_size: int | None) -> float:
     return b + (16 + b) / g
 
 
-def compressed_tensors_int_bits_per_weight(bits: int, group_size: int | None, *, symmetric: bool = True,
-                                           scale_bits: int = 16) -> float:
+def compressed_tensors_int_bits_per_weight(
+    bits: int, group_size: int | None, *, symmetric: bool = True, scale_bits: int = 16
+) -> float:
     """compressed-tensors ``pack-quantized`` integer weights ($b$ bits, groups of $G$):
 
     $b + s/G$ (symmetric) or $b + (s + b)/G$ (asymmetric) — ``weight_packed`` (int32 holding
@@ -247,30 +257,48 @@ def parametric_weight_format(name: str) -> WeightFormat | None:
     if m:
         inner, k, n = get_weight_format(m.group(1)), int(m.group(2)), int(m.group(3))
         if inner.bits_per_weight is None or not 0 < k <= n:
-            raise K3InputError("weights", f"{name!r}: {k} of {n} layers is not a share of a sized format",
-                               "FMT:k/n with 0 < k <= n")
+            raise K3InputError(
+                "weights", f"{name!r}: {k} of {n} layers is not a share of a sized format", "FMT:k/n with 0 < k <= n"
+            )
         bits = (k * inner.bits_per_weight + (n - k) * 16) / n
-        return WeightFormat(id=key, name=f"{inner.name}, {k} of {n} layers (rest BF16)", aliases=(),
-                            bits_per_weight=bits, kind="checkpoint method", source=inner.source,
-                            notes="layers an ignore list leaves out stay BF16")
+        return WeightFormat(
+            id=key,
+            name=f"{inner.name}, {k} of {n} layers (rest BF16)",
+            aliases=(),
+            bits_per_weight=bits,
+            kind="checkpoint method",
+            source=inner.source,
+            notes="layers an ignore list leaves out stay BF16",
+        )
     m = _GPTQ_RE.match(key)
     if m:
         method, b, g = m.group(1), int(m.group(2)), m.group(3)
         bits = gptq_awq_bits_per_weight(b, None if g == "ch" else int(g))
-        return WeightFormat(id=key, name=f"{method.upper()} INT{b} group {g}", aliases=(), bits_per_weight=bits,
-                            kind="checkpoint method", source=get_weight_format(f"int4-{method}").source,
-                            notes="b + (16 + b)/G bits (gptq_awq_bits_per_weight)")
+        return WeightFormat(
+            id=key,
+            name=f"{method.upper()} INT{b} group {g}",
+            aliases=(),
+            bits_per_weight=bits,
+            kind="checkpoint method",
+            source=get_weight_format(f"int4-{method}").source,
+            notes="b + (16 + b)/G bits (gptq_awq_bits_per_weight)",
+        )
     m = _CT_RE.match(key)
     if m:
         b, g, asym = int(m.group(1)), m.group(2), bool(m.group(3))
         bits = compressed_tensors_int_bits_per_weight(b, None if g == "ch" else int(g), symmetric=not asym)
-        return WeightFormat(id=key, name=f"compressed-tensors INT{b} group {g}{' asymmetric' if asym else ''}",
-                            aliases=(), bits_per_weight=bits, kind="checkpoint method",
-                            source=get_weight_format("ct-int4-g128").source,
-                            notes="b + (16 [+ b])/G bits (compressed_tensors_int_bits_per_weight)")
+        return WeightFormat(
+            id=key,
+            name=f"compressed-tensors INT{b} group {g}{' asymmetric' if asym else ''}",
+            aliases=(),
+            bits_per_weight=bits,
+            kind="checkpoint method",
+            source=get_weight_format("ct-int4-g128").source,
+            notes="b + (16 [+ b])/G bits (compressed_tensors_int_bits_per_weight)",
+        )
     return None
 
 
-def get_kv_dtype(name: "str | KVDtype") -> KVDtype:
+def get_kv_dtype(name: str | KVDtype) -> KVDtype:
     """Look up a KV-cache dtype by id or alias (case-insensitive)."""
     return _lookup(kv_dtypes(), name, "kv_dtype")

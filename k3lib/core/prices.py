@@ -15,13 +15,14 @@ True
 >>> price_per_gpu_hour("m4-max-128gb") is None     # nobody rents Macs by the hour in the table
 True
 """
+
 from __future__ import annotations
 
 import math
 import re
 import statistics
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -68,8 +69,9 @@ class PriceRow:
         if not self.source.startswith(("http://", "https://")):
             raise K3InputError("source", f"{self.source!r} is not a URL", "http(s)://…")
         if self.verification not in VERIFICATION_LEVELS:
-            raise K3InputError("verification", f"{self.verification!r} is not a known level",
-                               ", ".join(VERIFICATION_LEVELS))
+            raise K3InputError(
+                "verification", f"{self.verification!r} is not a known level", ", ".join(VERIFICATION_LEVELS)
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,13 +96,21 @@ def _from_row(row: dict[str, str], line: int) -> PriceRow:
     except ValueError:
         raise K3InputError(f"{label}.usd_per_gpu_hour", f"{text!r} is not a plain number", "digits only") from None
     try:
-        return PriceRow(gpu_id=row["gpu_id"], provider=row["provider"], offering=row["offering"], usd_per_gpu_hour=usd,
-                        date=row["date"], source=row["source"], verification=row["verification"], notes=row["notes"])
+        return PriceRow(
+            gpu_id=row["gpu_id"],
+            provider=row["provider"],
+            offering=row["offering"],
+            usd_per_gpu_hour=usd,
+            date=row["date"],
+            source=row["source"],
+            verification=row["verification"],
+            notes=row["notes"],
+        )
     except K3InputError as exc:
         raise K3InputError(f"{label}.{exc.field}", str(exc).split(": ", 1)[-1]) from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(path_text: str) -> tuple[PriceRow, ...]:
     rows = read_csv_file(path_text, "prices.csv", CSV_COLUMNS)
     return tuple(_from_row(r, i + 2) for i, r in enumerate(rows))
@@ -115,7 +125,9 @@ def load_prices(path: str | Path | None = None) -> tuple[PriceRow, ...]:
     return _load(str(resolved.resolve()))
 
 
-def prices_for(gpu: GPUSpec | str, provider: str | None = None, *, offerings: tuple[str, ...] = DEFAULT_OFFERINGS) -> list[PriceRow]:
+def prices_for(
+    gpu: GPUSpec | str, provider: str | None = None, *, offerings: tuple[str, ...] = DEFAULT_OFFERINGS
+) -> list[PriceRow]:
     """The rows for a GPU (a :class:`~k3lib.core.hardware.GPUSpec`, id or alias), optionally one provider's."""
     from k3lib.core.hardware import GPUSpec, get_gpu
 
@@ -124,12 +136,20 @@ def prices_for(gpu: GPUSpec | str, provider: str | None = None, *, offerings: tu
     if bad:
         raise K3InputError("offerings", f"{bad} are not known offerings", ", ".join(OFFERINGS))
     wanted = None if provider is None else provider.strip().lower()
-    return [r for r in load_prices() if r.gpu_id == gpu_id and r.offering in offerings
-            and (wanted is None or r.provider.lower() == wanted)]
+    return [
+        r
+        for r in load_prices()
+        if r.gpu_id == gpu_id and r.offering in offerings and (wanted is None or r.provider.lower() == wanted)
+    ]
 
 
-def price_per_gpu_hour(gpu: GPUSpec | str, provider: str | None = None, *, user_price: float | None = None,
-                       offerings: tuple[str, ...] = DEFAULT_OFFERINGS) -> PriceQuote | None:
+def price_per_gpu_hour(
+    gpu: GPUSpec | str,
+    provider: str | None = None,
+    *,
+    user_price: float | None = None,
+    offerings: tuple[str, ...] = DEFAULT_OFFERINGS,
+) -> PriceQuote | None:
     """A rental price per GPU-hour for ``gpu``, with its basis.
 
     ``user_price`` (dollars per GPU-hour) wins when given. Otherwise the median of the
@@ -139,9 +159,15 @@ def price_per_gpu_hour(gpu: GPUSpec | str, provider: str | None = None, *, user_
     caller reports "no price" rather than a guess.
     """
     if user_price is not None:
-        if isinstance(user_price, bool) or not isinstance(user_price, (int, float)) \
-                or not math.isfinite(user_price) or user_price <= 0:
-            raise K3InputError("price_per_gpu_hour", f"{user_price!r} must be a finite number > 0", "dollars per GPU-hour")
+        if (
+            isinstance(user_price, bool)
+            or not isinstance(user_price, (int, float))
+            or not math.isfinite(user_price)
+            or user_price <= 0
+        ):
+            raise K3InputError(
+                "price_per_gpu_hour", f"{user_price!r} must be a finite number > 0", "dollars per GPU-hour"
+            )
         return PriceQuote(usd_per_gpu_hour=float(user_price), basis="user-supplied price")
     rows = prices_for(gpu, provider, offerings=offerings)
     if not rows:
@@ -152,6 +178,8 @@ def price_per_gpu_hour(gpu: GPUSpec | str, provider: str | None = None, *, user_
     providers = ", ".join(sorted({r.provider for r in rows}))
     what = "/".join(o for o in offerings if any(r.offering == o for r in rows))
     noun = "price" if len(rows) == 1 else "prices"
-    basis = (f"median of {len(rows)} dated {what} {noun} per GPU-hour, {span} ({providers}); "
-             f"data/prices.csv — prices move, give your own with --price-per-gpu-hour")
+    basis = (
+        f"median of {len(rows)} dated {what} {noun} per GPU-hour, {span} ({providers}); "
+        f"data/prices.csv — prices move, give your own with --price-per-gpu-hour"
+    )
     return PriceQuote(usd_per_gpu_hour=float(median), basis=basis, rows=tuple(rows))

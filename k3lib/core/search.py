@@ -3,9 +3,10 @@ deployment holds. Every answer is a :class:`~k3lib.core.plan.Plan` (or read from
 vectorized sweep, which computes the same bytes), so the search never has its own
 arithmetic.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -21,13 +22,14 @@ from k3lib.core.units import parse_context_tokens, parse_positive_int
 CONTEXT_STEP_TOKENS = 1024
 
 
-def gpus_per_node_of(gpu: "str | GPUSpec") -> int:
+def gpus_per_node_of(gpu: str | GPUSpec) -> int:
     """GPUs per node of a hardware row (``GPUSpec.gpus_per_node``; 8 for a spec built by hand)."""
     return (gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)).gpus_per_node
 
 
-def candidate_gpu_counts(model: ModelSpec, gpu: "str | GPUSpec", *, max_gpus: int = 256,
-                         whole_nodes: bool = True) -> tuple[int, ...]:
+def candidate_gpu_counts(
+    model: ModelSpec, gpu: str | GPUSpec, *, max_gpus: int = 256, whole_nodes: bool = True
+) -> tuple[int, ...]:
     """Counts a search tries: those with a deployable layout (one node, then whole nodes);
     with ``whole_nodes=False`` every count 1…``max_gpus`` (the guides' "one pool" reading,
     for auditing a guide's own arithmetic only)."""
@@ -36,7 +38,7 @@ def candidate_gpu_counts(model: ModelSpec, gpu: "str | GPUSpec", *, max_gpus: in
     return deployable_gpu_counts(model, gpus_per_node=gpus_per_node_of(gpu), max_gpus=max_gpus)
 
 
-def next_gpu_count(model: ModelSpec, gpu: "str | GPUSpec", *, at_least: int, whole_nodes: bool = True) -> int:
+def next_gpu_count(model: ModelSpec, gpu: str | GPUSpec, *, at_least: int, whole_nodes: bool = True) -> int:
     """The first count of :func:`candidate_gpu_counts` that is ≥ ``at_least`` — the guide's
     "add one more GPU" read as the next count one can deploy (past one node: the next node).
 
@@ -48,9 +50,18 @@ def next_gpu_count(model: ModelSpec, gpu: "str | GPUSpec", *, at_least: int, who
     return next(n for n in counts if n >= at_least)
 
 
-def min_gpus_plan(*, model: "str | ModelSpec", gpu: "str | GPUSpec", weights: str, kv_dtype: str, context: object,
-                  batch: object = 1, max_gpus: int = 256, whole_nodes: bool = True,
-                  assumptions: Assumptions | None = None) -> Plan | None:
+def min_gpus_plan(
+    *,
+    model: str | ModelSpec,
+    gpu: str | GPUSpec,
+    weights: str,
+    kv_dtype: str,
+    context: object,
+    batch: object = 1,
+    max_gpus: int = 256,
+    whole_nodes: bool = True,
+    assumptions: Assumptions | None = None,
+) -> Plan | None:
     """The plan with the fewest GPUs that fits (deployable layouts only, unless
     ``whole_nodes=False``); None when nothing up to ``max_gpus`` does. One sweep finds the
     count; one :func:`~k3lib.core.plan.make_plan` call builds the answer.
@@ -67,14 +78,32 @@ def min_gpus_plan(*, model: "str | ModelSpec", gpu: "str | GPUSpec", weights: st
     n_batch = parse_positive_int(batch, "batch")
     if target > spec.max_context_tokens:
         return None
-    res = sweep(models=[spec], gpus=[hw.id], counts=counts, weights=[weights], kv_dtypes=[kv_dtype],
-                contexts=[target], batch=n_batch, nodes=None if whole_nodes else 1, assumptions=assumptions)
+    res = sweep(
+        models=[spec],
+        gpus=[hw.id],
+        counts=counts,
+        weights=[weights],
+        kv_dtypes=[kv_dtype],
+        contexts=[target],
+        batch=n_batch,
+        nodes=None if whole_nodes else 1,
+        assumptions=assumptions,
+    )
     ok = np.flatnonzero(res.fits[0, 0, :, 0, 0, 0])
     if not len(ok):
         return None
     n = int(res.counts[ok[0]])
-    return make_plan(model=spec, gpu=hw, gpus=n, nodes=None if whole_nodes else 1, weights=weights,
-                     kv_dtype=kv_dtype, context=target, batch=n_batch, assumptions=assumptions)
+    return make_plan(
+        model=spec,
+        gpu=hw,
+        gpus=n,
+        nodes=None if whole_nodes else 1,
+        weights=weights,
+        kv_dtype=kv_dtype,
+        context=target,
+        batch=n_batch,
+        assumptions=assumptions,
+    )
 
 
 def context_grid_tokens(model: ModelSpec, step_tokens: int = CONTEXT_STEP_TOKENS) -> np.ndarray:
@@ -93,23 +122,46 @@ def max_context_tokens(plan: Plan, *, step_tokens: int = CONTEXT_STEP_TOKENS) ->
     163840
     """
     grid = context_grid_tokens(plan.model, step_tokens)
-    res = sweep(models=[plan.model], gpus=[plan.gpu], counts=[plan.gpus], weights=[plan.weight_format],
-                kv_dtypes=[plan.kv_dtype], contexts=grid.tolist(), batch=plan.batch,
-                layout=plan.layout, assumptions=plan.assumptions)
+    res = sweep(
+        models=[plan.model],
+        gpus=[plan.gpu],
+        counts=[plan.gpus],
+        weights=[plan.weight_format],
+        kv_dtypes=[plan.kv_dtype],
+        contexts=grid.tolist(),
+        batch=plan.batch,
+        layout=plan.layout,
+        assumptions=plan.assumptions,
+    )
     fits = res.fits[0, 0, 0, 0, 0]
     return int(grid[np.flatnonzero(fits)[-1]]) if fits.any() else 0
 
 
-def fewest_gpus_table(*, model: "str | ModelSpec", gpus: Sequence[str], rows: Sequence[tuple[str, str]],
-                      context: object, batch: object = 1, whole_nodes: bool = True,
-                      assumptions: Assumptions | None = None) -> list[tuple[str, str, str, Plan | None]]:
+def fewest_gpus_table(
+    *,
+    model: str | ModelSpec,
+    gpus: Sequence[str],
+    rows: Sequence[tuple[str, str]],
+    context: object,
+    batch: object = 1,
+    whole_nodes: bool = True,
+    assumptions: Assumptions | None = None,
+) -> list[tuple[str, str, str, Plan | None]]:
     """(GPU, weights, KV dtype, plan or None) for each GPU and (weights, KV dtype) row."""
     out = []
     for g in gpus:
         for w, kv in rows:
             try:
-                p = min_gpus_plan(model=model, gpu=g, weights=w, kv_dtype=kv, context=context, batch=batch,
-                                  whole_nodes=whole_nodes, assumptions=assumptions)
+                p = min_gpus_plan(
+                    model=model,
+                    gpu=g,
+                    weights=w,
+                    kv_dtype=kv,
+                    context=context,
+                    batch=batch,
+                    whole_nodes=whole_nodes,
+                    assumptions=assumptions,
+                )
             except K3InputError:
                 p = None
             out.append((g, w, kv, p))

@@ -9,10 +9,11 @@ Loops run only over the small axes (model × GPU count × KV dtype); the product
 with GPUs, precisions and contexts is broadcast. Used by the cheat sheets and
 ``benchmarks/bench_sweep.py``.
 """
+
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,8 +25,14 @@ from k3lib.core.hardware import GPUSpec, get_gpu
 from k3lib.core.layout import Layout, choose_layout
 from k3lib.core.memory import kv_cache_bytes, weights_bytes
 from k3lib.core.models import ModelSpec, PublishedProfile, get_model
-from k3lib.core.plan import (Assumptions, activation_total_bytes, memory_basis_for, profile_share_bytes,
-                             stage_totals_bytes, stage_weights)
+from k3lib.core.plan import (
+    Assumptions,
+    activation_total_bytes,
+    memory_basis_for,
+    profile_share_bytes,
+    stage_totals_bytes,
+    stage_weights,
+)
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
 from k3lib.core.units import parse_context_tokens, parse_positive_int
 
@@ -72,12 +79,19 @@ class SweepResult:
         """Long-format DataFrame, one row per plan."""
         import pandas as pd
 
-        idx = pd.MultiIndex.from_product([self.models, self.gpus, self.counts, self.weights, self.kv_dtypes,
-                                          self.contexts],
-                                         names=["model", "gpu", "gpus", "weights", "kv_dtype", "context_tokens"])
-        return pd.DataFrame({"total_bytes_per_gpu": self.total_bytes_per_gpu.ravel(),
-                             "available_bytes_per_gpu": self.available_bytes_per_gpu.ravel(),
-                             "fits": self.fits.ravel(), "valid": self.valid.ravel()}, index=idx).reset_index()
+        idx = pd.MultiIndex.from_product(
+            [self.models, self.gpus, self.counts, self.weights, self.kv_dtypes, self.contexts],
+            names=["model", "gpu", "gpus", "weights", "kv_dtype", "context_tokens"],
+        )
+        return pd.DataFrame(
+            {
+                "total_bytes_per_gpu": self.total_bytes_per_gpu.ravel(),
+                "available_bytes_per_gpu": self.available_bytes_per_gpu.ravel(),
+                "fits": self.fits.ravel(),
+                "valid": self.valid.ravel(),
+            },
+            index=idx,
+        ).reset_index()
 
 
 def _weights_id(weights: str) -> str:
@@ -88,8 +102,17 @@ def _weights_id(weights: str) -> str:
         return str(weights).lower()
 
 
-def _per_gpu_bytes(spec: ModelSpec, hw: GPUSpec, layout: Layout, fmts: Sequence[str], kvs: Sequence[KVDtype],
-                   ctx: IntArray, *, batch: int, a: Assumptions) -> tuple[IntArray, npt.NDArray[np.bool_]]:
+def _per_gpu_bytes(
+    spec: ModelSpec,
+    hw: GPUSpec,
+    layout: Layout,
+    fmts: Sequence[str],
+    kvs: Sequence[KVDtype],
+    ctx: IntArray,
+    *,
+    batch: int,
+    a: Assumptions,
+) -> tuple[IntArray, npt.NDArray[np.bool_]]:
     """[P, K, C] fullest-GPU bytes and [P] validity for one layout: the same stage
     arithmetic as :func:`k3lib.core.plan.make_plan`, with the contexts as an array."""
     P, K, C = len(fmts), len(kvs), len(ctx)
@@ -106,17 +129,23 @@ def _per_gpu_bytes(spec: ModelSpec, hw: GPUSpec, layout: Layout, fmts: Sequence[
         if isinstance(spec, PublishedProfile):
             for ki, kv in enumerate(kvs):
                 kv_total = kv_cache_bytes(spec, context_tokens=ctx, batch=batch, kv_dtype=kv)
-                w, kv_gpu, act, oh = profile_share_bytes(spec, layout, weights_total_bytes=w_total,
-                                                         kv_total_bytes=kv_total, activation_total_bytes=act_total,
-                                                         a=a)
+                w, kv_gpu, act, oh = profile_share_bytes(
+                    spec,
+                    layout,
+                    weights_total_bytes=w_total,
+                    kv_total_bytes=kv_total,
+                    activation_total_bytes=act_total,
+                    a=a,
+                )
                 out[pi, ki] = w + kv_gpu + act + oh
             continue
         scale = published / weights_bytes(spec, f) if published else 1.0
         sw = stage_weights(spec, layout, f, activation_total_bytes=act_total, weights_scale=scale)
         for ki, kv in enumerate(kvs):
-            stages = stage_totals_bytes(spec, layout, sw, context_tokens=ctx, batch=batch,
-                                        kv_bytes_per_element=kv.bytes_per_element, a=a)
-            best = np.zeros(len(ctx), dtype=np.int64)     # every stage's total is ≥ 0
+            stages = stage_totals_bytes(
+                spec, layout, sw, context_tokens=ctx, batch=batch, kv_bytes_per_element=kv.bytes_per_element, a=a
+            )
+            best = np.zeros(len(ctx), dtype=np.int64)  # every stage's total is ≥ 0
             for st_w, (kv_gpu, nccl, rt) in zip(sw, stages):
                 tot = st_w.sharded + st_w.replicated + st_w.routed + st_w.activation + kv_gpu + nccl + rt
                 best = np.maximum(best, tot)
@@ -124,10 +153,23 @@ def _per_gpu_bytes(spec: ModelSpec, hw: GPUSpec, layout: Layout, fmts: Sequence[
     return out, valid
 
 
-def sweep(*, models: Sequence[str | ModelSpec], gpus: Sequence[str | GPUSpec], counts: Sequence[int], weights: Sequence[str],
-          kv_dtypes: Sequence[str], contexts: Sequence[object], batch: int = 1, nodes: int | None = None,
-          assumptions: Assumptions | None = None, tp: int | None = None, pp: int | None = None, dp: int = 1,
-          ep: int = 1, layout: Layout | None = None) -> SweepResult:
+def sweep(
+    *,
+    models: Sequence[str | ModelSpec],
+    gpus: Sequence[str | GPUSpec],
+    counts: Sequence[int],
+    weights: Sequence[str],
+    kv_dtypes: Sequence[str],
+    contexts: Sequence[object],
+    batch: int = 1,
+    nodes: int | None = None,
+    assumptions: Assumptions | None = None,
+    tp: int | None = None,
+    pp: int | None = None,
+    dp: int = 1,
+    ep: int = 1,
+    layout: Layout | None = None,
+) -> SweepResult:
     """Evaluate every combination; see :class:`SweepResult`. Each GPU count gets the layout
     :func:`k3lib.core.plan.make_plan` would give it with the same ``nodes``/``tp``/``pp``/``dp``/``ep``
     (:func:`k3lib.core.layout.choose_layout`: with none given, the deployable one on the GPU's
@@ -160,13 +202,14 @@ def sweep(*, models: Sequence[str | ModelSpec], gpus: Sequence[str | GPUSpec], c
                             continue
                         chosen = layout
                     else:
-                        chosen = choose_layout(spec, gpus=n, nodes=nodes, tp=tp, pp=pp, dp=dp, ep=ep,
-                                               gpus_per_node=per_node)
+                        chosen = choose_layout(
+                            spec, gpus=n, nodes=nodes, tp=tp, pp=pp, dp=dp, ep=ep, gpus_per_node=per_node
+                        )
                     if chosen.ep > 1 and isinstance(spec, Architecture) and not spec.mlp.moe_layers:
-                        continue                     # make_plan refuses EP for a dense model
+                        continue  # make_plan refuses EP for a dense model
                     if chosen.dp > 1 or chosen.ep > 1:
                         if isinstance(spec, PublishedProfile):
-                            continue                 # make_plan: a profile has TP and PP only
+                            continue  # make_plan: a profile has TP and PP only
                 except K3InputError:
                     continue
                 key = (mi, chosen)
@@ -175,7 +218,15 @@ def sweep(*, models: Sequence[str | ModelSpec], gpus: Sequence[str | GPUSpec], c
                 t, v = cache[key]
                 total[mi, gi, ni] = t
                 valid[mi, gi, ni, :, 0, 0] = v
-    return SweepResult(tuple(s.id for s in specs), tuple(h.id for h in hws), tuple(counts),
-                       tuple(fmts), tuple(k.id for k in kvs), tuple(int(c) for c in ctx),
-                       total, np.broadcast_to(avail, total.shape), np.broadcast_to(valid, total.shape),
-                       np.broadcast_to(within, total.shape))
+    return SweepResult(
+        tuple(s.id for s in specs),
+        tuple(h.id for h in hws),
+        tuple(counts),
+        tuple(fmts),
+        tuple(k.id for k in kvs),
+        tuple(int(c) for c in ctx),
+        total,
+        np.broadcast_to(avail, total.shape),
+        np.broadcast_to(valid, total.shape),
+        np.broadcast_to(within, total.shape),
+    )

@@ -15,6 +15,7 @@ whitespace ignored, ``""`` or whitespace only is ``K3InputError(field, "is empty
 — an empty option never stands for the default. Counts (:func:`parse_count`,
 :func:`parse_positive_int`) take ASCII digits only: no sign, exponent or hex.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from k3lib.core.errors import K3InputError
 
-if TYPE_CHECKING:   # numpy is not imported at run time here
+if TYPE_CHECKING:  # numpy is not imported at run time here
     from typing import TypeAlias
 
     import numpy as np
@@ -44,8 +45,14 @@ KiB = 2**10
 _CONTEXT_SUFFIX = {"": 1, "K": 1024, "M": 1024**2}
 _SIZE_SUFFIX = {
     "B": 1,
-    "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-    "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
 }
 
 
@@ -89,8 +96,16 @@ MAX_CONTEXT_TOKENS = 2**24
 MAX_BATCH = 2**16
 MAX_SIZE_BYTES = 10**16
 MAX_COUNT = 2**31 - 1
-_COUNT_BOUNDS = {"gpus": MAX_GPUS, "max_gpus": MAX_GPUS, "tp": MAX_GPUS, "pp": MAX_GPUS, "dp": MAX_GPUS,
-                 "ep": MAX_GPUS, "nodes": MAX_GPUS, "batch": MAX_BATCH}
+_COUNT_BOUNDS = {
+    "gpus": MAX_GPUS,
+    "max_gpus": MAX_GPUS,
+    "tp": MAX_GPUS,
+    "pp": MAX_GPUS,
+    "dp": MAX_GPUS,
+    "ep": MAX_GPUS,
+    "nodes": MAX_GPUS,
+    "batch": MAX_BATCH,
+}
 _MAX_TEXT = 64  # characters: no legitimate number is longer, so nothing longer is converted
 
 _DECIMAL = re.compile(r"([+-]?[0-9]+(?:\.[0-9]+)?)", re.ASCII)
@@ -208,8 +223,9 @@ def parse_size_bytes(value: object, field: str = "size") -> int:
 _COUNT = re.compile(r"(-?[0-9]+)(?:\.0+)?", re.ASCII)
 
 
-def parse_count(value: object, field: str, *, minimum: int = 0, maximum: int | None = None,
-                allowed: str | None = None) -> int:
+def parse_count(
+    value: object, field: str, *, minimum: int = 0, maximum: int | None = None, allowed: str | None = None
+) -> int:
     """Parse a count that may be 0 (layers kept on the GPU, ``-ngl``): a whole number in
     ``minimum`` … ``maximum`` (default :func:`count_bound` of ``field``).
 
@@ -232,7 +248,7 @@ def parse_count(value: object, field: str, *, minimum: int = 0, maximum: int | N
         if m is None and text[:1] == "+":
             raise K3InputError(field, f"{value!r} is not a whole number: a sign is not a digit", allowed)
         number = Fraction(int(m.group(1))) if m else None
-        if m and m.group(1)[0] == "-" and minimum >= 0:      # "-0" too
+        if m and m.group(1)[0] == "-" and minimum >= 0:  # "-0" too
             raise K3InputError(field, f"{value!r} must be at least {minimum:,} (a count has no sign)", allowed)
     else:
         number = _exact_number(value)

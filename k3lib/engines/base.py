@@ -1,11 +1,13 @@
 """Engine profiles (the documented rules of each engine, with their sources), the
 registry :func:`get_engine`, the per-GPU :class:`EngineEstimate`, and helpers the
 engine modules share."""
+
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from k3lib.core.errors import K3InputError, UnknownNameError
 from k3lib.core.units import GiB
@@ -32,11 +34,17 @@ class EngineProfile:
 
 ENGINES: dict[str, EngineProfile] = {
     "vllm": EngineProfile(
-        id="vllm", name="vLLM", version="0.19.0 (V1 engine)", printed_unit="GiB",
+        id="vllm",
+        name="vLLM",
+        version="0.19.0 (V1 engine)",
+        printed_unit="GiB",
         unit_note="vLLM divides by 2^30 and prints 'GiB' ('Model loading took 14.99 GiB'); no conversion needed.",
-        sources=("vllm v1/worker/gpu_worker.py (determine_available_memory)", "vllm v1/core/kv_cache_utils.py",
-                 "vllm model_executor/layers/quantization/mxfp4.py",
-                 "vLLM 0.19.0 logs, llm-d-incubation/llm-d-planner PR #205 (data/measured/)"),
+        sources=(
+            "vllm v1/worker/gpu_worker.py (determine_available_memory)",
+            "vllm v1/core/kv_cache_utils.py",
+            "vllm model_executor/layers/quantization/mxfp4.py",
+            "vLLM 0.19.0 logs, llm-d-incubation/llm-d-planner PR #205 (data/measured/)",
+        ),
         rules=(
             "budget = gpu_memory_utilization × total GPU memory (total as the driver reports it: 79.19 GiB on H100 80GB)",
             "weights per rank: vocab padded to a multiple of 64 and split over TP; attention heads, MLPs and experts "
@@ -66,14 +74,23 @@ ENGINES: dict[str, EngineProfile] = {
             "count over the stages (v1/core/kv_cache_utils.py get_kv_cache_configs)",
         ),
         calibration="87 figures from vLLM 0.19.0 on H100 80GB (data/measured/vllm-0.19-h100-sweep.csv); "
-                    "see vllm_calibration()"),
+        "see vllm_calibration()",
+    ),
     "llama.cpp": EngineProfile(
-        id="llama.cpp", name="llama.cpp", version="ggml-org/llama.cpp@0c1e57098 (Oct 2026, vendored by llama-cpp-python 0.3.36)",
+        id="llama.cpp",
+        name="llama.cpp",
+        version="ggml-org/llama.cpp@0c1e57098 (Oct 2026, vendored by llama-cpp-python 0.3.36)",
         printed_unit="MiB",
         unit_note="llama.cpp prints binary MiB and labels them MiB ('llama_kv_cache: size = 4096.00 MiB').",
-        sources=("ggml-org/llama.cpp@0c1e57098 src/llama-kv-cache.cpp", "src/llama-kv-cache-iswa.cpp",
-                 "src/llama-memory-recurrent.cpp", "src/llama-context.cpp", "src/llama-model.cpp (load_tensors)",
-                 "src/llama-quant.cpp", "ggml/src/ggml-common.h (block sizes)"),
+        sources=(
+            "ggml-org/llama.cpp@0c1e57098 src/llama-kv-cache.cpp",
+            "src/llama-kv-cache-iswa.cpp",
+            "src/llama-memory-recurrent.cpp",
+            "src/llama-context.cpp",
+            "src/llama-model.cpp (load_tensors)",
+            "src/llama-quant.cpp",
+            "ggml/src/ggml-common.h (block sizes)",
+        ),
         rules=(
             "weights: the GGUF's exact tensor bytes; the token embedding stays in host memory; -ngl N puts the last "
             "N−1 layers and the output head on the GPUs (layer i when i ≥ L + 1 − N); -ot PATTERN=CPU keeps matching "
@@ -99,12 +116,19 @@ ENGINES: dict[str, EngineProfile] = {
             "3·hidden + heads·kv_lora for MLA); measured −1 … +3 % for GQA, −18 … +3 % elsewhere",
         ),
         calibration="data/measured/llamacpp-0c1e570-cpu.csv: 2,298 figures of a real llama.cpp build (tests/llamacpp), "
-                    "all reproduced; compute buffers within the stated bands; public logs in data/measured/engine_logs.csv"),
+        "all reproduced; compute buffers within the stated bands; public logs in data/measured/engine_logs.csv",
+    ),
     "sglang": EngineProfile(
-        id="sglang", name="SGLang", version="0.5.x source (2025)", printed_unit="GB (meaning GiB)",
+        id="sglang",
+        name="SGLang",
+        version="0.5.x source (2025)",
+        printed_unit="GB (meaning GiB)",
         unit_note="SGLang divides by 2^30 but prints 'GB' ('KV Cache is allocated. K size: 10.00 GB'): read its GB as GiB.",
-        sources=("sgl-project/sglang python/sglang/srt/server_args.py", "srt/model_executor/model_runner.py",
-                 "srt/mem_cache/memory_pool.py"),
+        sources=(
+            "sgl-project/sglang python/sglang/srt/server_args.py",
+            "srt/model_executor/model_runner.py",
+            "srt/mem_cache/memory_pool.py",
+        ),
         rules=(
             "mem_fraction_static, when not given: (GPU MiB − reserved) ÷ GPU MiB, reserved MiB = 512 + "
             "1.5 × max(chunked_prefill_size, 2048) + 2 × cuda_graph_max_bs + 1024 × TP × PP / 8",
@@ -116,12 +140,18 @@ ENGINES: dict[str, EngineProfile] = {
             "sliding-window layers are counted at the full context (the separate SWA pool SGLang uses for some "
             "models is not modeled); linear-attention state is added per sequence in fp32",
         ),
-        calibration="not calibrated against measurements"),
+        calibration="not calibrated against measurements",
+    ),
     "transformers": EngineProfile(
-        id="transformers", name="Hugging Face transformers", version="4.5x (DynamicCache)", printed_unit="—",
+        id="transformers",
+        name="Hugging Face transformers",
+        version="4.5x (DynamicCache)",
+        printed_unit="—",
         unit_note="transformers prints no memory figures; torch.cuda reports bytes.",
-        sources=("huggingface/transformers src/transformers/cache_utils.py (DynamicCache)",
-                 "models/deepseek_v3/modeling_deepseek_v3.py"),
+        sources=(
+            "huggingface/transformers src/transformers/cache_utils.py (DynamicCache)",
+            "models/deepseek_v3/modeling_deepseek_v3.py",
+        ),
         rules=(
             "weights: every parameter at the model dtype (a quantization_config's format when the checkpoint ships one)",
             "DynamicCache: per layer K and V of [batch, KV heads, tokens, head dim] at the model dtype, grown by "
@@ -131,26 +161,54 @@ ENGINES: dict[str, EngineProfile] = {
             "model dtype and the recurrent state in fp32",
             "activation: one forward pass over the prompt with SDPA attention (no T² score matrix)",
         ),
-        calibration="not calibrated against measurements"),
+        calibration="not calibrated against measurements",
+    ),
     "generic": EngineProfile(
-        id="generic", name="k3lib generic", version="k3lib 0.1 make_plan rules", printed_unit="GiB",
+        id="generic",
+        name="k3lib generic",
+        version="k3lib 0.1 make_plan rules",
+        printed_unit="GiB",
         unit_note="k3lib prints GiB (2^30) or GB (10^9), always named.",
         sources=("k3lib.core.plan", "k3lib.core.memory"),
         rules=("weights + KV cache + activation + overhead, as k3lib.core.plan.make_plan computes them",),
-        calibration="the guides' worked examples", aliases=("k3lib", "default")),
+        calibration="the guides' worked examples",
+        aliases=("k3lib", "default"),
+    ),
 }
-_ENGINE_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp", "hf": "transformers",
-                   "huggingface": "transformers", "sgl": "sglang", "k3lib": "generic", "default": "generic"}
+_ENGINE_ALIASES = {
+    "llamacpp": "llama.cpp",
+    "llama-cpp": "llama.cpp",
+    "llama_cpp": "llama.cpp",
+    "hf": "transformers",
+    "huggingface": "transformers",
+    "sgl": "sglang",
+    "k3lib": "generic",
+    "default": "generic",
+}
 
 #: engines people serve with that have no memory profile of their own here, and the profile that
 #: plans their memory: TensorRT-LLM pages its KV cache in blocks out of a fraction of free memory as
 #: vLLM does; ik_llama.cpp, Ollama and KTransformers run llama.cpp's ggml buffers (KTransformers: its
 #: CPU experts + GPU attention split is llama.cpp's -ot exps=CPU)
-SERVING_ENGINES: Mapping[str, str] = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp",
-                                      "trtllm": "vllm", "ik_llama.cpp": "llama.cpp", "ollama": "llama.cpp",
-                                      "ktransformers": "llama.cpp", "transformers": "transformers"}
-_SERVING_ALIASES = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm", "ik-llama.cpp": "ik_llama.cpp",
-                    "ik_llamacpp": "ik_llama.cpp", "ik-llama": "ik_llama.cpp", "kt": "ktransformers"}
+SERVING_ENGINES: Mapping[str, str] = {
+    "vllm": "vllm",
+    "sglang": "sglang",
+    "llama.cpp": "llama.cpp",
+    "trtllm": "vllm",
+    "ik_llama.cpp": "llama.cpp",
+    "ollama": "llama.cpp",
+    "ktransformers": "llama.cpp",
+    "transformers": "transformers",
+}
+_SERVING_ALIASES = {
+    "tensorrt-llm": "trtllm",
+    "tensorrt_llm": "trtllm",
+    "trt-llm": "trtllm",
+    "ik-llama.cpp": "ik_llama.cpp",
+    "ik_llamacpp": "ik_llama.cpp",
+    "ik-llama": "ik_llama.cpp",
+    "kt": "ktransformers",
+}
 
 
 def serving_engine(name: str) -> tuple[str, str]:
@@ -167,7 +225,7 @@ def serving_engine(name: str) -> tuple[str, str]:
     return key, SERVING_ENGINES[key]
 
 
-def get_engine(name: "str | EngineProfile") -> EngineProfile:
+def get_engine(name: str | EngineProfile) -> EngineProfile:
     """An engine profile by id or alias (``vllm``, ``llama.cpp``/``llamacpp``, ``sglang``, ``transformers``, ``generic``)."""
     if isinstance(name, EngineProfile):
         return name
@@ -182,21 +240,25 @@ def get_engine(name: "str | EngineProfile") -> EngineProfile:
 # shared helpers
 # ---------------------------------------------------------------------------
 
+
 def _resolve_model(model: Any):
     """(architecture, loaded model or None) for a name, an Architecture or a LoadedModel."""
-    from k3lib.loaders import LoadedModel
     from k3lib.core.models import PublishedProfile, get_model
+    from k3lib.loaders import LoadedModel
 
     if isinstance(model, LoadedModel):
         return model.require_architecture(), model
     spec = get_model(model)
     if isinstance(spec, PublishedProfile):
-        raise K3InputError("model", f"{spec.id} is a guide's published profile; engine profiles need an "
-                           "architecture", "an architecture id (k3plan models), --config, --gguf or --safetensors")
+        raise K3InputError(
+            "model",
+            f"{spec.id} is a guide's published profile; engine profiles need an architecture",
+            "an architecture id (k3plan models), --config, --gguf or --safetensors",
+        )
     return spec, None
 
 
-def _kv_bytes_per_element(kv_dtype: "str | float", dtype_bytes: int) -> float:
+def _kv_bytes_per_element(kv_dtype: str | float, dtype_bytes: int) -> float:
     if isinstance(kv_dtype, (int, float)) and not isinstance(kv_dtype, bool):
         return float(kv_dtype)
     key = str(kv_dtype).strip().lower()
@@ -207,6 +269,7 @@ def _kv_bytes_per_element(kv_dtype: "str | float", dtype_bytes: int) -> float:
     if key == "fp8_ds_mla":
         return 1.0
     from k3lib.core.precisions import get_kv_dtype
+
     return get_kv_dtype(key).bytes_per_element
 
 
@@ -216,7 +279,6 @@ def _round_up(x: int, m: int) -> int:
 
 def _gib(n: float) -> str:
     return f"{n / GiB:,.2f} GiB"
-
 
 
 @dataclass(frozen=True)
@@ -258,9 +320,13 @@ class EngineEstimate:
 
     def components(self) -> dict[str, int]:
         """Per-GPU rows in order: what the engine holds besides the KV cache, then the cache."""
-        return {"weights": self.weights_bytes, "activation": self.activation_bytes,
-                "runtime (non-torch, context)": self.runtime_bytes, "CUDA graphs": self.cuda_graph_bytes,
-                "KV cache needed": self.kv_needed_bytes}
+        return {
+            "weights": self.weights_bytes,
+            "activation": self.activation_bytes,
+            "runtime (non-torch, context)": self.runtime_bytes,
+            "CUDA graphs": self.cuda_graph_bytes,
+            "KV cache needed": self.kv_needed_bytes,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -310,5 +376,5 @@ class EstimateInputs:
 
 def _hardware(gpu: Any):
     from k3lib.core.hardware import GPUSpec, get_gpu
-    return gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)
 
+    return gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)

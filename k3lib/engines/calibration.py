@@ -1,18 +1,25 @@
 """The vLLM profile against what vLLM 0.19 printed on H100 (data/measured/vllm-0.19-h100-sweep.csv)."""
+
 from __future__ import annotations
 
 import csv
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Mapping
+from functools import cache
+from typing import Any
 
 from k3lib.core.data import DATA_DIR
 from k3lib.core.errors import K3InputError
 from k3lib.core.kinds import kind_of, kinds_in
 from k3lib.core.units import GiB
-from k3lib.engines.vllm import (vllm_activation_peak_bytes, vllm_kv_layout,
-                                vllm_kv_tokens_interval, vllm_non_torch_bytes, vllm_weights_bytes_per_rank)
+from k3lib.engines.vllm import (
+    vllm_activation_peak_bytes,
+    vllm_kv_layout,
+    vllm_kv_tokens_interval,
+    vllm_non_torch_bytes,
+    vllm_weights_bytes_per_rank,
+)
 
 # ---------------------------------------------------------------------------
 # calibration against data/measured
@@ -45,7 +52,7 @@ class CalibrationRow:
         return dataclasses.asdict(self)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _calibration_models() -> dict[str, dict[str, str]]:
     with open(CALIBRATION_MODELS_CSV, newline="", encoding="utf-8") as fh:
         return {r["model"]: {k: (v or "").strip() for k, v in r.items()} for r in csv.DictReader(fh)}
@@ -57,7 +64,7 @@ def read_vllm_sweep() -> list[dict[str, str]]:
         return [{k: (v or "").strip() for k, v in r.items()} for r in csv.DictReader(fh)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def calibration_model(hf_repo: str):
     """The :class:`~k3lib.loaders.LoadedModel` of a sweep model (its config in data/measured/configs)."""
     import warnings
@@ -83,7 +90,7 @@ def _row_dtypes(row: Mapping[str, str]) -> tuple[int | None, float, str]:
 def _utilization(row: Mapping[str, str]) -> float:
     text = row["gpu"]
     i = text.find("gpu_memory_utilization=")
-    return float(text[i + len("gpu_memory_utilization="):].rstrip(")").split(";")[0]) if i >= 0 else 0.9
+    return float(text[i + len("gpu_memory_utilization=") :].rstrip(")").split(";")[0]) if i >= 0 else 0.9
 
 
 def vllm_calibration(*, total_memory_bytes: int | None = None) -> tuple[CalibrationRow, ...]:
@@ -115,8 +122,9 @@ def vllm_calibration(*, total_memory_bytes: int | None = None) -> tuple[Calibrat
         dtype, kv_b, kv_label = _row_dtypes(r)
         base_b = dtype or model.dtype_bytes
         measured = float(r["value"])
-        kind = ("hybrid" if len(kinds_in(arch.attention)) > 1 else
-                "mla" if kind_of(arch.attention[0]).latent else "dense")
+        kind = (
+            "hybrid" if len(kinds_in(arch.attention)) > 1 else "mla" if kind_of(arch.attention[0]).latent else "dense"
+        )
         if r["quantity"] == "kv_cache_tokens":
             printed = float(run["kv_cache_memory_per_gpu"]["value"])
             layout = vllm_kv_layout(model, tp=tp, kv_dtype=kv_b, dtype_bytes=base_b)
@@ -126,32 +134,78 @@ def vllm_calibration(*, total_memory_bytes: int | None = None) -> tuple[Calibrat
             err = measured - pred
             tol = max(pred - lo, hi - pred)
             within = lo <= measured <= hi
-            out.append(CalibrationRow(r["id"], r["model"], tp, r["quantity"], measured, pred, "tokens", err,
-                                      100 * err / measured, tol, within, kind,
-                                      "" if within else reasons.get(r["model"], "")))
+            out.append(
+                CalibrationRow(
+                    r["id"],
+                    r["model"],
+                    tp,
+                    r["quantity"],
+                    measured,
+                    pred,
+                    "tokens",
+                    err,
+                    100 * err / measured,
+                    tol,
+                    within,
+                    kind,
+                    "" if within else reasons.get(r["model"], ""),
+                )
+            )
         elif r["quantity"] == "weights_memory_per_gpu":
             pred = vllm_weights_bytes_per_rank(model, tp=tp, dtype_bytes=dtype)["total"] / GiB
             err = pred - measured
             pct = 100 * err / measured
             within = abs(pct) <= 3.0
-            out.append(CalibrationRow(r["id"], r["model"], tp, r["quantity"], measured, round(pred, 4), "GiB",
-                                      round(err, 4), round(pct, 3), 3.0, within, kind,
-                                      "" if within else reasons.get(r["model"], "")))
+            out.append(
+                CalibrationRow(
+                    r["id"],
+                    r["model"],
+                    tp,
+                    r["quantity"],
+                    measured,
+                    round(pred, 4),
+                    "GiB",
+                    round(err, 4),
+                    round(pct, 3),
+                    3.0,
+                    within,
+                    kind,
+                    "" if within else reasons.get(r["model"], ""),
+                )
+            )
         else:
             util = _utilization(r)
             act = vllm_activation_peak_bytes(model, tp=tp, dtype_bytes=base_b)
-            pred_b = util * total - vllm_weights_bytes_per_rank(model, tp=tp, dtype_bytes=dtype)["total"] \
-                - act - vllm_non_torch_bytes(tp=tp)
+            pred_b = (
+                util * total
+                - vllm_weights_bytes_per_rank(model, tp=tp, dtype_bytes=dtype)["total"]
+                - act
+                - vllm_non_torch_bytes(tp=tp)
+            )
             pred = pred_b / GiB
             err = pred - measured
             within = abs(err) <= 0.5
-            out.append(CalibrationRow(r["id"], r["model"], tp, r["quantity"], measured, round(pred, 4), "GiB",
-                                      round(err, 4), round(100 * err / measured, 3), 0.5, within, kind,
-                                      "" if within else reasons.get(r["model"], "")))
+            out.append(
+                CalibrationRow(
+                    r["id"],
+                    r["model"],
+                    tp,
+                    r["quantity"],
+                    measured,
+                    round(pred, 4),
+                    "GiB",
+                    round(err, 4),
+                    round(100 * err / measured, 3),
+                    0.5,
+                    within,
+                    kind,
+                    "" if within else reasons.get(r["model"], ""),
+                )
+            )
     return tuple(out)
 
 
-def calibration_summary(rows: "tuple[CalibrationRow, ...] | None" = None) -> dict[str, dict[str, int]]:
+def calibration_summary(rows: tuple[CalibrationRow, ...] | None = None) -> dict[str, dict[str, int]]:
     """{quantity: {"rows": n, "within": n}} over :func:`vllm_calibration`."""
     rows = rows if rows is not None else vllm_calibration()
     out: dict[str, dict[str, int]] = {}
@@ -160,4 +214,3 @@ def calibration_summary(rows: "tuple[CalibrationRow, ...] | None" = None) -> dic
         s["rows"] += 1
         s["within"] += int(r.within)
     return out
-

@@ -19,13 +19,15 @@ vLLM ``gpu_memory_utilization`` (0.9) and ``max_num_seqs`` (1,024); SGLang
 >>> p.engine_id, p.fits, p.engine.kv_capacity_tokens
 ('vllm', False, 9088)
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.models import PublishedProfile, get_model
@@ -78,33 +80,49 @@ class EngineSettings:
         object.__setattr__(self, "engine", eid)
         allowed = ENGINE_OPTIONS[eid]
         owner = {o: e for e, opts in ENGINE_OPTIONS.items() for o in opts}
-        for name in ("gpu_memory_utilization", "max_num_seqs", "mem_fraction_static", "n_gpu_layers",
-                     "override_tensor", "flash_attn", "n_ubatch", "cpu_offload_gb"):
+        for name in (
+            "gpu_memory_utilization",
+            "max_num_seqs",
+            "mem_fraction_static",
+            "n_gpu_layers",
+            "override_tensor",
+            "flash_attn",
+            "n_ubatch",
+            "cpu_offload_gb",
+        ):
             value = getattr(self, name)
             if value in (None, ()) or name in allowed:
                 continue
             who = get_engine(owner[name]).name
-            raise K3InputError(name, f"is a {who} option; {_engine_name(eid)} has no such setting",
-                               ", ".join(allowed) or "no engine options")
+            raise K3InputError(
+                name,
+                f"is a {who} option; {_engine_name(eid)} has no such setting",
+                ", ".join(allowed) or "no engine options",
+            )
         for name in ("gpu_memory_utilization", "mem_fraction_static"):
             v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1
-                                  or not math.isfinite(v)):
+            if v is not None and (
+                isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1 or not math.isfinite(v)
+            ):
                 raise K3InputError(name, f"{v!r} is outside (0, 1]", "0 < F ≤ 1, e.g. 0.9")
         for name, lo in (("max_num_seqs", 1), ("n_ubatch", 1), ("n_gpu_layers", -1)):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
                 raise K3InputError(name, f"{v!r}", f"a whole number ≥ {lo}")
         v = self.cpu_offload_gb
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
-                              or not 0 <= v <= 16384):
+        if v is not None and (
+            isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= 16384
+        ):
             raise K3InputError("cpu_offload_gb", f"{v!r}", "GiB per GPU, 0 … 16,384")
         for pat in self.override_tensor:
             try:
                 re.compile(pat)
             except re.error as exc:
-                raise K3InputError("override_tensor", f"{pat!r} is not a regular expression ({exc})",
-                                   "a pattern of tensor names such as exps") from None
+                raise K3InputError(
+                    "override_tensor",
+                    f"{pat!r} is not a regular expression ({exc})",
+                    "a pattern of tensor names such as exps",
+                ) from None
 
     def options(self) -> dict[str, Any]:
         """The options a user set (engine defaults left out)."""
@@ -115,7 +133,7 @@ def _engine_name(eid: str) -> str:
     return {"guide": "a guide profile's policy", "generic": "k3lib's generic model"}.get(eid) or get_engine(eid).name
 
 
-def normalize_engine(engine: "str | None") -> str:
+def normalize_engine(engine: str | None) -> str:
     """An engine id (``vllm``, ``sglang``, ``llama.cpp``, ``transformers``, ``generic``, ``guide``)
     from an id or alias; a named error for anything else."""
     if engine is None:
@@ -150,18 +168,28 @@ def _core_plan(model: Any, **kwargs) -> Plan:
     return make_plan(model=model, **kwargs)
 
 
-def _estimate(model: Any, plan: Plan, settings: EngineSettings, *, context_tokens: int, weights: str,
-              kv_dtype: str) -> EngineEstimate:
+def _estimate(
+    model: Any, plan: Plan, settings: EngineSettings, *, context_tokens: int, weights: str, kv_dtype: str
+) -> EngineEstimate:
     """The engine's estimate on the plan's layout (vLLM/SGLang: its TP × PP; llama.cpp and
     transformers spread layers over every GPU themselves)."""
     eid = settings.engine
     opts = settings.options()
     util = opts.pop("gpu_memory_utilization", None)
     layout = {"tp": plan.tp, "pp": plan.pp} if eid in ("vllm", "sglang") else {}
-    return estimate_for_engine(eid, model=model, gpu=plan.gpu, gpus=plan.gpus,
-                               context=context_tokens, batch=plan.batch, kv_dtype=engine_kv_dtype(eid, kv_dtype),
-                               weights=weights,
-                               gpu_memory_utilization=util, **layout, **opts)
+    return estimate_for_engine(
+        eid,
+        model=model,
+        gpu=plan.gpu,
+        gpus=plan.gpus,
+        context=context_tokens,
+        batch=plan.batch,
+        kv_dtype=engine_kv_dtype(eid, kv_dtype),
+        weights=weights,
+        gpu_memory_utilization=util,
+        **layout,
+        **opts,
+    )
 
 
 def effective_settings(settings: EngineSettings, est: EngineEstimate) -> tuple[tuple[str, Any], ...]:
@@ -169,18 +197,25 @@ def effective_settings(settings: EngineSettings, est: EngineEstimate) -> tuple[t
     eid, s = settings.engine, settings
     if eid == "vllm":
         util = s.gpu_memory_utilization if s.gpu_memory_utilization is not None else VLLM_DEFAULT_UTILIZATION
-        out = (("gpu_memory_utilization", util),
-               ("max_num_seqs", s.max_num_seqs if s.max_num_seqs is not None else VLLM_MAX_NUM_SEQS))
+        out = (
+            ("gpu_memory_utilization", util),
+            ("max_num_seqs", s.max_num_seqs if s.max_num_seqs is not None else VLLM_MAX_NUM_SEQS),
+        )
         return out + ((("cpu_offload_gb", s.cpu_offload_gb),) if s.cpu_offload_gb else ())
     if eid == "sglang":
-        frac = s.mem_fraction_static if s.mem_fraction_static is not None else round(
-            est.budget_bytes / est.memory_bytes, 3)
+        frac = (
+            s.mem_fraction_static
+            if s.mem_fraction_static is not None
+            else round(est.budget_bytes / est.memory_bytes, 3)
+        )
         return (("mem_fraction_static", frac),)
     if eid == "llama.cpp":
-        return (("n_gpu_layers", -1 if s.n_gpu_layers is None else s.n_gpu_layers),
-                ("override_tensor", tuple(s.override_tensor)),
-                ("flash_attn", True if s.flash_attn is None else s.flash_attn),
-                ("n_ubatch", 512 if s.n_ubatch is None else s.n_ubatch))
+        return (
+            ("n_gpu_layers", -1 if s.n_gpu_layers is None else s.n_gpu_layers),
+            ("override_tensor", tuple(s.override_tensor)),
+            ("flash_attn", True if s.flash_attn is None else s.flash_attn),
+            ("n_ubatch", 512 if s.n_ubatch is None else s.n_ubatch),
+        )
     return ()
 
 
@@ -188,8 +223,9 @@ def _stage_gpus(plan: Plan, est: EngineEstimate) -> int:
     return plan.gpus // max(1, len(est.stages)) if est.stages else plan.gpus
 
 
-def verdict_from_estimate(plan: Plan, settings: EngineSettings, est: EngineEstimate,
-                          max_context: int | None = None) -> EngineVerdict:
+def verdict_from_estimate(
+    plan: Plan, settings: EngineSettings, est: EngineEstimate, max_context: int | None = None
+) -> EngineVerdict:
     """The :class:`EngineVerdict` of one estimate: the binding GPU's four components
     (weights, KV needed, activation, runtime + CUDA graphs) against the engine's budget,
     and the totals over every GPU (per stage × the stage's GPUs)."""
@@ -200,23 +236,56 @@ def verdict_from_estimate(plan: Plan, settings: EngineSettings, est: EngineEstim
         rows = est.stages
         # the binding GPU: the stage with the least KV headroom (available − needed)
         r = min(rows, key=lambda r: r["kv_available_bytes"] - r["kv_needed_bytes"])
-        per = Breakdown(r["weights_bytes"], r["kv_needed_bytes"], r["activation_bytes"],
-                        r["runtime_bytes"] + est.cuda_graph_bytes, est.budget_bytes)
-        total = Breakdown(sum(r["weights_bytes"] for r in rows) * n, sum(r["kv_needed_bytes"] for r in rows) * n,
-                          sum(r["activation_bytes"] for r in rows) * n,
-                          sum(r["runtime_bytes"] + est.cuda_graph_bytes for r in rows) * n,
-                          est.budget_bytes * plan.gpus)
+        per = Breakdown(
+            r["weights_bytes"],
+            r["kv_needed_bytes"],
+            r["activation_bytes"],
+            r["runtime_bytes"] + est.cuda_graph_bytes,
+            est.budget_bytes,
+        )
+        total = Breakdown(
+            sum(r["weights_bytes"] for r in rows) * n,
+            sum(r["kv_needed_bytes"] for r in rows) * n,
+            sum(r["activation_bytes"] for r in rows) * n,
+            sum(r["runtime_bytes"] + est.cuda_graph_bytes for r in rows) * n,
+            est.budget_bytes * plan.gpus,
+        )
     else:
         g = plan.gpus
-        total = Breakdown(per.weights_bytes * g, per.kv_cache_bytes * g, per.activation_bytes * g,
-                          per.overhead_bytes * g, per.available_bytes * g)
+        total = Breakdown(
+            per.weights_bytes * g,
+            per.kv_cache_bytes * g,
+            per.activation_bytes * g,
+            per.overhead_bytes * g,
+            per.available_bytes * g,
+        )
     prof = get_engine(settings.engine)
-    return EngineVerdict(prof.id, prof.name, prof.version, effective_settings(settings, est), est.fits, est.reason,
-                         per, total, est.kv_capacity_tokens, est.max_concurrency, max_context, est.notes, est)
+    return EngineVerdict(
+        prof.id,
+        prof.name,
+        prof.version,
+        effective_settings(settings, est),
+        est.fits,
+        est.reason,
+        per,
+        total,
+        est.kv_capacity_tokens,
+        est.max_concurrency,
+        max_context,
+        est.notes,
+        est,
+    )
 
 
-def engine_max_context_tokens(model: Any, plan: Plan, settings: EngineSettings, *, weights: str, kv_dtype: str,
-                              step_tokens: int = CONTEXT_STEP_TOKENS) -> int:
+def engine_max_context_tokens(
+    model: Any,
+    plan: Plan,
+    settings: EngineSettings,
+    *,
+    weights: str,
+    kv_dtype: str,
+    step_tokens: int = CONTEXT_STEP_TOKENS,
+) -> int:
     """The longest context on a ``step_tokens`` grid, up to the model's maximum, that the
     plan's ``batch`` sequences hold under the engine's rules (its verdict is monotonic in the
     context: a bisection over the grid); 0 when even ``step_tokens`` does not fit."""
@@ -225,8 +294,9 @@ def engine_max_context_tokens(model: Any, plan: Plan, settings: EngineSettings, 
 
     def est(k: int) -> EngineEstimate:
         if k not in seen:
-            seen[k] = _estimate(model, plan, settings, context_tokens=k * step_tokens, weights=weights,
-                                kv_dtype=kv_dtype)
+            seen[k] = _estimate(
+                model, plan, settings, context_tokens=k * step_tokens, weights=weights, kv_dtype=kv_dtype
+            )
         return seen[k]
 
     def ok(k: int) -> bool:
@@ -252,11 +322,23 @@ def engine_max_context_tokens(model: Any, plan: Plan, settings: EngineSettings, 
     return lo * step_tokens
 
 
-def plan_for_engine(*, model: Any = "kimi-k3", engine: "str | EngineSettings | None" = None,
-                    gpu: Any = "h100-sxm", gpus: object = 8, weights: str | None = None, kv_dtype: str = "bf16",
-                    context: object = 262144, batch: object = 1, nodes: object = None, tp: object = None,
-                    pp: object = None, ep: object = 1, assumptions: Assumptions | None = None,
-                    with_limits: bool = True) -> Plan:
+def plan_for_engine(
+    *,
+    model: Any = "kimi-k3",
+    engine: str | EngineSettings | None = None,
+    gpu: Any = "h100-sxm",
+    gpus: object = 8,
+    weights: str | None = None,
+    kv_dtype: str = "bf16",
+    context: object = 262144,
+    batch: object = 1,
+    nodes: object = None,
+    tp: object = None,
+    pp: object = None,
+    ep: object = 1,
+    assumptions: Assumptions | None = None,
+    with_limits: bool = True,
+) -> Plan:
     """The plan every surface reads: :func:`~k3lib.core.plan.make_plan` (or
     :func:`~k3lib.loaders.plan_for_loaded` for a user's file) with the engine's verdict
     attached. ``engine``: an id, an :class:`EngineSettings` (with options), or None for
@@ -269,34 +351,58 @@ def plan_for_engine(*, model: Any = "kimi-k3", engine: "str | EngineSettings | N
     for name, value in (("weights", weights), ("kv_dtype", kv_dtype), ("gpu", gpu), ("model", model)):
         if isinstance(value, str) and not value.strip():
             raise K3InputError(name.replace("_", "-"), "is empty", "leave the option out for its default")
-    settings = engine if isinstance(engine, EngineSettings) else EngineSettings(
-        default_engine_for(model) if engine is None else engine)
+    settings = (
+        engine
+        if isinstance(engine, EngineSettings)
+        else EngineSettings(default_engine_for(model) if engine is None else engine)
+    )
     eid = settings.engine
     spec = model.require_architecture() if hasattr(model, "require_architecture") else get_model(model)
     if isinstance(spec, PublishedProfile) and eid not in ("guide", "generic"):
-        raise K3InputError("engine", f"{spec.id} is a guide's published profile (no layer shapes); it is planned "
-                           "by its guide's own policy", "guide (the default) or generic; or the real architecture "
-                           f"{spec.id.split('@')[0]}")
+        raise K3InputError(
+            "engine",
+            f"{spec.id} is a guide's published profile (no layer shapes); it is planned by its guide's own policy",
+            f"guide (the default) or generic; or the real architecture {spec.id.split('@')[0]}",
+        )
     if eid == "guide" and not isinstance(spec, PublishedProfile):
-        raise K3InputError("engine", "guide applies to a guide profile only", "vllm, sglang, llama.cpp, transformers, "
-                           "generic")
+        raise K3InputError(
+            "engine", "guide applies to a guide profile only", "vllm, sglang, llama.cpp, transformers, generic"
+        )
     a = assumptions or Assumptions()
     if eid not in ("guide", "generic"):
-        given = [n for n in ("activation_bytes", "overhead_per_gpu_bytes", "overhead_total_bytes", "memory_basis")
-                 if getattr(a, n) is not None]
+        given = [
+            n
+            for n in ("activation_bytes", "overhead_per_gpu_bytes", "overhead_total_bytes", "memory_basis")
+            if getattr(a, n) is not None
+        ]
         if given:
-            raise K3InputError(given[0].replace("_bytes", "").replace("_", "-"),
-                               f"is an assumption of k3lib's generic model; {_engine_name(eid)} computes its own",
-                               "leave it out, or add --engine generic")
+            raise K3InputError(
+                given[0].replace("_bytes", "").replace("_", "-"),
+                f"is an assumption of k3lib's generic model; {_engine_name(eid)} computes its own",
+                "leave it out, or add --engine generic",
+            )
     w = weights or ("native" if not isinstance(spec, PublishedProfile) else "q4")
     ctx = parse_context_tokens(context, "context")
-    plan = _core_plan(model, gpu=gpu, gpus=gpus, weights=w, kv_dtype=_core_kv(kv_dtype), context=ctx, batch=batch,
-                      nodes=nodes, tp=tp, pp=pp, ep=ep, assumptions=assumptions)
+    plan = _core_plan(
+        model,
+        gpu=gpu,
+        gpus=gpus,
+        weights=w,
+        kv_dtype=_core_kv(kv_dtype),
+        context=ctx,
+        batch=batch,
+        nodes=nodes,
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        assumptions=assumptions,
+    )
     from k3lib.core.memory import loaded_parts_notes
 
-    parts = tuple(n for n in loaded_parts_notes(plan.model, "generic" if eid == "guide" else eid)
-                  if n not in plan.notes)
-    if parts:   # what the total leaves out or assumes (vision tower, MTP layers, state dtypes), on screen
+    parts = tuple(
+        n for n in loaded_parts_notes(plan.model, "generic" if eid == "guide" else eid) if n not in plan.notes
+    )
+    if parts:  # what the total leaves out or assumes (vision tower, MTP layers, state dtypes), on screen
         plan = dataclasses.replace(plan, notes=plan.notes + parts)
     if eid in ("guide", "generic"):
         return plan
@@ -306,8 +412,13 @@ def plan_for_engine(*, model: Any = "kimi-k3", engine: "str | EngineSettings | N
     est = _estimate(model, plan, settings, context_tokens=ctx, weights=w, kv_dtype=kv_dtype)
     mx = engine_max_context_tokens(model, plan, settings, weights=w, kv_dtype=kv_dtype) if with_limits else None
     verdict = verdict_from_estimate(plan, settings, est, mx)
-    return dataclasses.replace(plan, engine=verdict, total=verdict.total, core_total=plan.total,
-                               notes=plan.notes + tuple(n for n in est.notes if n not in plan.notes))
+    return dataclasses.replace(
+        plan,
+        engine=verdict,
+        total=verdict.total,
+        core_total=plan.total,
+        notes=plan.notes + tuple(n for n in est.notes if n not in plan.notes),
+    )
 
 
 #: a KV dtype as each engine spells it (llama.cpp has no FP8 cache: q8_0 is the nearest, 1.0625 B)
@@ -322,8 +433,21 @@ ENGINE_KV_DTYPES: Mapping[str, Mapping[str, str]] = {
 ENGINE_KV_CHOICES: Mapping[str, tuple[str, ...]] = {
     "vllm": ("auto", "bf16", "f16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla"),
     "sglang": ("auto", "bf16", "f16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2"),
-    "llama.cpp": ("auto", "bf16", "f16", "fp16", "fp8", "int4", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1",
-                  "iq4_nl"),
+    "llama.cpp": (
+        "auto",
+        "bf16",
+        "f16",
+        "fp16",
+        "fp8",
+        "int4",
+        "f32",
+        "q8_0",
+        "q4_0",
+        "q4_1",
+        "q5_0",
+        "q5_1",
+        "iq4_nl",
+    ),
     "transformers": ("auto", "bf16", "f16", "fp16"),
 }
 
@@ -354,5 +478,13 @@ def engine_kv_dtype(engine: str, kv_dtype: str) -> str:
 def _core_kv(kv_dtype: str) -> str:
     """The KV dtype k3lib's component model prices (an engine's own spellings mapped onto it)."""
     key = str(kv_dtype).strip().lower()
-    return {"auto": "bf16", "f16": "bf16", "fp16": "bf16", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8",
-            "fp8_ds_mla": "fp8", "q8_0": "q8_0", "q4_0": "q4_0"}.get(key, key)
+    return {
+        "auto": "bf16",
+        "f16": "bf16",
+        "fp16": "bf16",
+        "fp8_e4m3": "fp8",
+        "fp8_e5m2": "fp8",
+        "fp8_ds_mla": "fp8",
+        "q8_0": "q8_0",
+        "q4_0": "q4_0",
+    }.get(key, key)

@@ -1,37 +1,71 @@
 """The estimate for PP > 1 (vLLM, SGLang): every stage costed with :mod:`k3lib.engines.pipeline`,
 the binding stage reported, all stages kept in :attr:`EngineEstimate.stages`."""
+
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GiB
 from k3lib.engines.base import EngineEstimate, EngineProfile, EstimateInputs, _gib, _resolve_model
-from k3lib.engines.pipeline import (sglang_stage_architectures, stage_activation_peak_bytes,
-                                    stage_weights_bytes_per_rank, vllm_pipeline_kv)
+from k3lib.engines.pipeline import (
+    sglang_stage_architectures,
+    stage_activation_peak_bytes,
+    stage_weights_bytes_per_rank,
+    vllm_pipeline_kv,
+)
 from k3lib.engines.sglang import sglang_cell_bytes, sglang_mem_fraction_static, sglang_state_bytes
-from k3lib.engines.vllm import (VLLM_CUDA_GRAPH_ESTIMATE_BYTES, VLLM_MAX_NUM_BATCHED_TOKENS, VLLM_MAX_NUM_SEQS,
-                                vllm_non_torch_bytes)
+from k3lib.engines.vllm import (
+    VLLM_CUDA_GRAPH_ESTIMATE_BYTES,
+    VLLM_MAX_NUM_BATCHED_TOKENS,
+    VLLM_MAX_NUM_SEQS,
+    vllm_non_torch_bytes,
+)
 
 
 def _stage_row(s: int, layers: int, w: int, act: int, rt: int, avail: int, need: int) -> dict[str, int]:
-    return {"stage": s, "layers": layers, "weights_bytes": w, "activation_bytes": act, "runtime_bytes": rt,
-            "kv_available_bytes": max(avail, 0), "kv_needed_bytes": need}
+    return {
+        "stage": s,
+        "layers": layers,
+        "weights_bytes": w,
+        "activation_bytes": act,
+        "runtime_bytes": rt,
+        "kv_available_bytes": max(avail, 0),
+        "kv_needed_bytes": need,
+    }
 
 
-def pipeline_estimate(prof: EngineProfile, model: Any, hw, *, n_gpus: int, tp: int, pp: int, ctx: int, batch: int,
-                      kv_dtype: str, weights: str, util: float | None, dtype_bytes: int | None,
-                      options: Mapping[str, Any]) -> EngineEstimate:
+def pipeline_estimate(
+    prof: EngineProfile,
+    model: Any,
+    hw,
+    *,
+    n_gpus: int,
+    tp: int,
+    pp: int,
+    ctx: int,
+    batch: int,
+    kv_dtype: str,
+    weights: str,
+    util: float | None,
+    dtype_bytes: int | None,
+    options: Mapping[str, Any],
+) -> EngineEstimate:
     """One estimate per stage; the reported GPU is the binding stage (fewest KV blocks for
     vLLM, smallest pool for SGLang). Runtime memory: vLLM's non-torch rule for a world of
     TP × PP ranks (NCCL buffers as soon as there are two)."""
     arch, loaded = _resolve_model(model)
     base_b = dtype_bytes or (loaded.dtype_bytes if loaded is not None else 2)
     total = hw.memory_bytes("usable")
-    notes = [f"PP={pp}: whole layers per stage ({', '.join(map(str, _layers(arch, pp)))}), embedding on the first "
-             "stage, LM head on the last (vLLM get_pp_indices)"]
-    ws = [stage_weights_bytes_per_rank(model, tp=tp, pp=pp, stage=s, weights=weights, dtype_bytes=dtype_bytes)["total"]
-          for s in range(pp)]
+    notes = [
+        f"PP={pp}: whole layers per stage ({', '.join(map(str, _layers(arch, pp)))}), embedding on the first "
+        "stage, LM head on the last (vLLM get_pp_indices)"
+    ]
+    ws = [
+        stage_weights_bytes_per_rank(model, tp=tp, pp=pp, stage=s, weights=weights, dtype_bytes=dtype_bytes)["total"]
+        for s in range(pp)
+    ]
     layers = _layers(arch, pp)
     if prof.id == "vllm":
         util_f = 0.9 if util is None else float(util)
@@ -39,16 +73,27 @@ def pipeline_estimate(prof: EngineProfile, model: Any, hw, *, n_gpus: int, tp: i
             raise K3InputError("gpu_memory_utilization", f"{util_f!r} must be in (0, 1]")
         budget = int(util_f * total)
         rt = vllm_non_torch_bytes(tp=tp * pp)
-        cg = int(options.get("cuda_graph_bytes", VLLM_CUDA_GRAPH_ESTIMATE_BYTES)) \
-            if options.get("estimate_cuda_graphs") else 0
-        acts = [stage_activation_peak_bytes(model, tp=tp, pp=pp, stage=s, dtype_bytes=base_b,
-                                            max_num_batched_tokens=options.get("max_num_batched_tokens",
-                                                                               VLLM_MAX_NUM_BATCHED_TOKENS),
-                                            max_num_seqs=options.get("max_num_seqs", VLLM_MAX_NUM_SEQS))
-                for s in range(pp)]
+        cg = (
+            int(options.get("cuda_graph_bytes", VLLM_CUDA_GRAPH_ESTIMATE_BYTES))
+            if options.get("estimate_cuda_graphs")
+            else 0
+        )
+        acts = [
+            stage_activation_peak_bytes(
+                model,
+                tp=tp,
+                pp=pp,
+                stage=s,
+                dtype_bytes=base_b,
+                max_num_batched_tokens=options.get("max_num_batched_tokens", VLLM_MAX_NUM_BATCHED_TOKENS),
+                max_num_seqs=options.get("max_num_seqs", VLLM_MAX_NUM_SEQS),
+            )
+            for s in range(pp)
+        ]
         avails = [budget - w - a - rt - cg for w, a in zip(ws, acts)]
-        kv = vllm_pipeline_kv(model, tp=tp, pp=pp, kv_dtype=kv_dtype, dtype_bytes=base_b,
-                              mla_fp8_ds=str(kv_dtype) == "fp8_ds_mla")
+        kv = vllm_pipeline_kv(
+            model, tp=tp, pp=pp, kv_dtype=kv_dtype, dtype_bytes=base_b, mla_fp8_ds=str(kv_dtype) == "fp8_ds_mla"
+        )
         blocks = kv.blocks(avails)
         cap = blocks // kv.layout.num_groups * kv.layout.block_tokens
         needs = [kv.stage_bytes_for(s, context_tokens=ctx, batch=batch) for s in range(pp)]
@@ -63,11 +108,37 @@ def pipeline_estimate(prof: EngineProfile, model: Any, hw, *, n_gpus: int, tp: i
         printed["GPU KV cache size"] = f"{cap:,} tokens"
         printed[f"Maximum concurrency for {ctx:,} tokens per request"] = f"{conc:.2f}x"
         notes.append(f"every worker gets the smallest block count ({blocks:,}); stage {b} binds")
-        reason = (f"{'fits' if fits else 'does not fit'}: {batch} × {ctx:,} tokens need {_gib(needs[b])} on stage "
-                  f"{b}, vLLM has {_gib(max(avails[b], 0))} for its KV cache ({cap:,} tokens)")
-        return EngineEstimate(prof.id, prof.version, arch.id, hw.id, n_gpus, tp, ctx, batch, str(kv_dtype), total,
-                              budget, ws[b], acts[b], rt, cg, max(avails[b], 0), needs[b], cap, conc, fits, reason,
-                              printed, tuple(notes), pp, stages)
+        reason = (
+            f"{'fits' if fits else 'does not fit'}: {batch} × {ctx:,} tokens need {_gib(needs[b])} on stage "
+            f"{b}, vLLM has {_gib(max(avails[b], 0))} for its KV cache ({cap:,} tokens)"
+        )
+        return EngineEstimate(
+            prof.id,
+            prof.version,
+            arch.id,
+            hw.id,
+            n_gpus,
+            tp,
+            ctx,
+            batch,
+            str(kv_dtype),
+            total,
+            budget,
+            ws[b],
+            acts[b],
+            rt,
+            cg,
+            max(avails[b], 0),
+            needs[b],
+            cap,
+            conc,
+            fits,
+            reason,
+            printed,
+            tuple(notes),
+            pp,
+            stages,
+        )
     # SGLang
     frac = options.get("mem_fraction_static")
     frac = sglang_mem_fraction_static(gpu_memory_bytes=total, tp=tp, pp=pp) if frac is None else float(frac)
@@ -88,15 +159,42 @@ def pipeline_estimate(prof: EngineProfile, model: Any, hw, *, n_gpus: int, tp: i
     printed.update({f"Load weight end (stage {s}). mem usage": f"{ws[s] / GiB:.2f} GB" for s in range(pp)})
     printed["KV Cache is allocated. #tokens"] = f"{cap:,}"
     notes.append(f"the smallest stage pool is taken (stage {b}: {cap:,} tokens)")
-    reason = (f"{'fits' if fits else 'does not fit'}: {batch} × {ctx:,} tokens need {_gib(needs[b])} on stage {b}; "
-              f"the pool holds {cap:,} tokens")
-    return EngineEstimate(prof.id, prof.version, arch.id, hw.id, n_gpus, tp, ctx, batch, str(kv_dtype), total, budget,
-                          ws[b], 0, rt, 0, max(avails[b], 0), needs[b], int(cap), (cap / ctx) if ctx else 0.0, fits,
-                          reason, printed, tuple(notes), pp, stages)
+    reason = (
+        f"{'fits' if fits else 'does not fit'}: {batch} × {ctx:,} tokens need {_gib(needs[b])} on stage {b}; "
+        f"the pool holds {cap:,} tokens"
+    )
+    return EngineEstimate(
+        prof.id,
+        prof.version,
+        arch.id,
+        hw.id,
+        n_gpus,
+        tp,
+        ctx,
+        batch,
+        str(kv_dtype),
+        total,
+        budget,
+        ws[b],
+        0,
+        rt,
+        0,
+        max(avails[b], 0),
+        needs[b],
+        int(cap),
+        (cap / ctx) if ctx else 0.0,
+        fits,
+        reason,
+        printed,
+        tuple(notes),
+        pp,
+        stages,
+    )
 
 
 def _layers(arch, pp: int) -> tuple[int, ...]:
     from k3lib.core.layout import stage_layer_counts
+
     return stage_layer_counts(arch.num_layers, pp)
 
 
@@ -105,6 +203,18 @@ def staged_estimate(x: EstimateInputs) -> EngineEstimate | None:
     engine's own rule), else None: the single-stage engines' shared first step."""
     if x.pp <= 1:
         return None
-    return pipeline_estimate(x.profile, x.model, x.gpu, n_gpus=x.gpus, tp=x.tp, pp=x.pp, ctx=x.context_tokens,
-                             batch=x.batch, kv_dtype=x.kv_dtype, weights=x.weights, util=x.gpu_memory_utilization,
-                             dtype_bytes=x.dtype_bytes, options=x.options)
+    return pipeline_estimate(
+        x.profile,
+        x.model,
+        x.gpu,
+        n_gpus=x.gpus,
+        tp=x.tp,
+        pp=x.pp,
+        ctx=x.context_tokens,
+        batch=x.batch,
+        kv_dtype=x.kv_dtype,
+        weights=x.weights,
+        util=x.gpu_memory_utilization,
+        dtype_bytes=x.dtype_bytes,
+        options=x.options,
+    )

@@ -30,6 +30,7 @@ Q2_K 84 B/256, Q3_K 110, Q4_K 144, Q5_K 176, Q6_K 210.
 >>> r["types"]["output.weight"], r["types"]["blk.0.attn_v.weight"], r["types"]["blk.4.attn_v.weight"]
 ('q6_K', 'q6_K', 'q4_K')
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -39,13 +40,39 @@ from k3lib.core.kinds import kind_of
 from k3lib.engines.base import _resolve_model
 
 #: (elements per block, bytes per block) of ggml types (ggml/src/ggml-common.h)
-GGML_TYPES = {"f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22),
-              "q5_1": (32, 24), "q8_0": (32, 34), "q2_K": (256, 84), "q3_K": (256, 110), "q4_K": (256, 144),
-              "q5_K": (256, 176), "q6_K": (256, 210), "iq4_nl": (32, 18)}
+GGML_TYPES = {
+    "f32": (1, 4),
+    "f16": (1, 2),
+    "bf16": (1, 2),
+    "q4_0": (32, 18),
+    "q4_1": (32, 20),
+    "q5_0": (32, 22),
+    "q5_1": (32, 24),
+    "q8_0": (32, 34),
+    "q2_K": (256, 84),
+    "q3_K": (256, 110),
+    "q4_K": (256, 144),
+    "q5_K": (256, 176),
+    "q6_K": (256, 210),
+    "iq4_nl": (32, 18),
+}
 #: the default tensor type of each file type (llama_model_quantize_impl's switch)
-FILE_TYPES = {"Q4_0": "q4_0", "Q4_1": "q4_1", "Q5_0": "q5_0", "Q5_1": "q5_1", "Q8_0": "q8_0", "Q2_K": "q2_K",
-              "Q3_K_M": "q3_K", "Q4_K_S": "q4_K", "Q4_K_M": "q4_K", "Q5_K_S": "q5_K", "Q5_K_M": "q5_K",
-              "Q6_K": "q6_K", "F16": "f16", "BF16": "bf16"}
+FILE_TYPES = {
+    "Q4_0": "q4_0",
+    "Q4_1": "q4_1",
+    "Q5_0": "q5_0",
+    "Q5_1": "q5_1",
+    "Q8_0": "q8_0",
+    "Q2_K": "q2_K",
+    "Q3_K_M": "q3_K",
+    "Q4_K_S": "q4_K",
+    "Q4_K_M": "q4_K",
+    "Q5_K_S": "q5_K",
+    "Q5_K_M": "q5_K",
+    "Q6_K": "q6_K",
+    "F16": "f16",
+    "BF16": "bf16",
+}
 _FALLBACK = {"q4_K": "q5_0", "q5_K": "q5_1", "q6_K": "q8_0", "q2_K": "q4_0", "q3_K": "q4_0"}
 
 
@@ -73,36 +100,66 @@ def _tensors(arch) -> list[tuple[str, tuple[int, ...], int]]:
     groups = [g for g in arch.attention for _ in range(g.count)]
     for i, g in enumerate(groups):
         if not kind_of(g).gguf_recipe_tensors(g):
-            raise K3InputError("model", f"{arch.id} has {g.kind} layers; the recipe covers GQA transformers",
-                               "a dense or MoE model with full/sliding attention, or a real GGUF (--gguf)")
+            raise K3InputError(
+                "model",
+                f"{arch.id} has {g.kind} layers; the recipe covers GQA transformers",
+                "a dense or MoE model with full/sliding attention, or a real GGUF (--gguf)",
+            )
         q, kv = g.num_heads * g.head_dim, g.kv_heads * g.head_dim
-        out += [(f"blk.{i}.attn_norm.weight", (d,), i), (f"blk.{i}.ffn_norm.weight", (d,), i),
-                (f"blk.{i}.attn_q.weight", (d, q), i), (f"blk.{i}.attn_k.weight", (d, kv), i),
-                (f"blk.{i}.attn_v.weight", (d, g.kv_heads * (g.v_head_dim or g.head_dim)), i),
-                (f"blk.{i}.attn_output.weight", (q, d), i)]
-        if g.qk_norm:                                   # Qwen3, Gemma 3: per-head RMS norms of q and k
-            out += [(f"blk.{i}.attn_q_norm.weight", (g.head_dim,), i), (f"blk.{i}.attn_k_norm.weight", (g.head_dim,), i)]
+        out += [
+            (f"blk.{i}.attn_norm.weight", (d,), i),
+            (f"blk.{i}.ffn_norm.weight", (d,), i),
+            (f"blk.{i}.attn_q.weight", (d, q), i),
+            (f"blk.{i}.attn_k.weight", (d, kv), i),
+            (f"blk.{i}.attn_v.weight", (d, g.kv_heads * (g.v_head_dim or g.head_dim)), i),
+            (f"blk.{i}.attn_output.weight", (q, d), i),
+        ]
+        if g.qk_norm:  # Qwen3, Gemma 3: per-head RMS norms of q and k
+            out += [
+                (f"blk.{i}.attn_q_norm.weight", (g.head_dim,), i),
+                (f"blk.{i}.attn_k_norm.weight", (g.head_dim,), i),
+            ]
         if i < m.dense_layers:
-            out += [(f"blk.{i}.ffn_gate.weight", (d, m.dense_intermediate), i),
-                    (f"blk.{i}.ffn_up.weight", (d, m.dense_intermediate), i),
-                    (f"blk.{i}.ffn_down.weight", (m.dense_intermediate, d), i)]
+            out += [
+                (f"blk.{i}.ffn_gate.weight", (d, m.dense_intermediate), i),
+                (f"blk.{i}.ffn_up.weight", (d, m.dense_intermediate), i),
+                (f"blk.{i}.ffn_down.weight", (m.dense_intermediate, d), i),
+            ]
         else:
             e, w = m.n_routed_experts, m.moe_intermediate
-            out += [(f"blk.{i}.ffn_gate_inp.weight", (d, e), i),
-                    (f"blk.{i}.ffn_gate_exps.weight", (d, w, e), i), (f"blk.{i}.ffn_up_exps.weight", (d, w, e), i),
-                    (f"blk.{i}.ffn_down_exps.weight", (w, d, e), i)]
+            out += [
+                (f"blk.{i}.ffn_gate_inp.weight", (d, e), i),
+                (f"blk.{i}.ffn_gate_exps.weight", (d, w, e), i),
+                (f"blk.{i}.ffn_up_exps.weight", (d, w, e), i),
+                (f"blk.{i}.ffn_down_exps.weight", (w, d, e), i),
+            ]
             if m.n_shared_experts:
                 s = m.shared_intermediate * m.n_shared_experts
-                out += [(f"blk.{i}.ffn_gate_shexp.weight", (d, s), i), (f"blk.{i}.ffn_up_shexp.weight", (d, s), i),
-                        (f"blk.{i}.ffn_down_shexp.weight", (s, d), i)]
+                out += [
+                    (f"blk.{i}.ffn_gate_shexp.weight", (d, s), i),
+                    (f"blk.{i}.ffn_up_shexp.weight", (d, s), i),
+                    (f"blk.{i}.ffn_down_shexp.weight", (s, d), i),
+                ]
         layer = i
     del layer
     return out
 
 
-def tensor_type(name: str, shape: tuple[int, ...], layer: int, *, ftype: str, n_layers: int, n_ffn_down: int,
-                i_attn_v: int, i_ffn_down: int, n_expert: int, gqa: int, is_70b: bool = False,
-                tied: bool = False) -> str:
+def tensor_type(
+    name: str,
+    shape: tuple[int, ...],
+    layer: int,
+    *,
+    ftype: str,
+    n_layers: int,
+    n_ffn_down: int,
+    i_attn_v: int,
+    i_ffn_down: int,
+    n_expert: int,
+    gqa: int,
+    is_70b: bool = False,
+    tied: bool = False,
+) -> str:
     """The type llama-quantize gives one tensor (see the module's rules)."""
     base = FILE_TYPES[ftype]
     if len(shape) < 2 or "_norm" in name or "ffn_gate_inp" in name:
@@ -174,9 +231,20 @@ def gguf_recipe_bytes(model: Any, ftype: str, *, is_70b: bool | None = None) -> 
     by_type: dict[str, int] = {}
     total = 0
     for name, shape, layer in tensors:
-        t = tensor_type(name, shape, layer, ftype=key, n_layers=arch.num_layers, n_ffn_down=n_ffn_down,
-                        i_attn_v=i_v, i_ffn_down=i_down, n_expert=n_expert, gqa=gqa, is_70b=is_70b,
-                        tied=arch.tie_word_embeddings)
+        t = tensor_type(
+            name,
+            shape,
+            layer,
+            ftype=key,
+            n_layers=arch.num_layers,
+            n_ffn_down=n_ffn_down,
+            i_attn_v=i_v,
+            i_ffn_down=i_down,
+            n_expert=n_expert,
+            gqa=gqa,
+            is_70b=is_70b,
+            tied=arch.tie_word_embeddings,
+        )
         if "attn_v" in name:
             i_v += 1
         if "ffn_down" in name:

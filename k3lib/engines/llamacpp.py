@@ -1,31 +1,43 @@
 """llama.cpp: KV cells and rows per cache type, recurrent state, compute buffer and
 where the weights sit, as rules read from its source."""
+
 from __future__ import annotations
 
 from typing import Any
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.kinds import FULL, state_kind
-from k3lib.engines.base import _resolve_model, _round_up
+from k3lib.engines.base import _resolve_model
 
 # ---------------------------------------------------------------------------
 # llama.cpp
 # ---------------------------------------------------------------------------
 
 #: (elements per block, bytes per block) of llama.cpp cache types
-LLAMACPP_CACHE_TYPES = {"f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "q8_0": (32, 34), "q4_0": (32, 18),
-                        "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24), "iq4_nl": (32, 18)}
+LLAMACPP_CACHE_TYPES = {
+    "f32": (1, 4),
+    "f16": (1, 2),
+    "bf16": (1, 2),
+    "q8_0": (32, 34),
+    "q4_0": (32, 18),
+    "q4_1": (32, 20),
+    "q5_0": (32, 22),
+    "q5_1": (32, 24),
+    "iq4_nl": (32, 18),
+}
 
 
 def _llamacpp_row_bytes(cache_type: str, n: int) -> float:
     key = str(cache_type).lower()
     if key not in LLAMACPP_CACHE_TYPES:
-        raise K3InputError("cache_type", f"{cache_type!r} is not a llama.cpp cache type",
-                           ", ".join(LLAMACPP_CACHE_TYPES))
+        raise K3InputError(
+            "cache_type", f"{cache_type!r} is not a llama.cpp cache type", ", ".join(LLAMACPP_CACHE_TYPES)
+        )
     block, size = LLAMACPP_CACHE_TYPES[key]
     if n % block:
-        raise K3InputError("cache_type", f"{cache_type} needs rows that are a multiple of {block}; this model's "
-                           f"row is {n}")
+        raise K3InputError(
+            "cache_type", f"{cache_type} needs rows that are a multiple of {block}; this model's row is {n}"
+        )
     return n // block * size
 
 
@@ -39,8 +51,9 @@ def _pad(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
-def llamacpp_cells(*, n_ctx: int, n_seq: int = 1, kv_unified: bool = False, flash_attn: bool = True,
-                   rules: str = "0c1e570") -> tuple[int, int]:
+def llamacpp_cells(
+    *, n_ctx: int, n_seq: int = 1, kv_unified: bool = False, flash_attn: bool = True, rules: str = "0c1e570"
+) -> tuple[int, int]:
     """(cells per stream, streams) llama.cpp gives a context of ``n_ctx`` tokens for ``n_seq``
     sequences (``n_ctx`` is the whole context, as ``-c`` takes it).
 
@@ -72,13 +85,30 @@ def llamacpp_cells(*, n_ctx: int, n_seq: int = 1, kv_unified: bool = False, flas
 #: classes' ``model_arch``), text towers (``*_text``) included. A GGUF's family (``gguf:ARCH``) is
 #: already llama.cpp's name; a model_type not listed is taken as its own name.
 LLAMACPP_ARCH_BY_HF_MODEL_TYPE = {
-    "mistral": "llama", "mixtral": "llama", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe",
-    "qwen3_next": "qwen3next", "qwen3_5": "qwen35", "qwen3_5_text": "qwen35", "qwen3_5_moe": "qwen35moe",
-    "qwen3_5_moe_text": "qwen35moe", "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2",
-    "kimi_k2": "deepseek2", "kimi_linear": "kimi-linear", "kimi_k3": "kimi-k3", "gpt_oss": "gpt-oss",
-    "glm4_moe": "glm4moe", "minimax_m2": "minimax-m2", "gemma3_text": "gemma3", "gemma3n_text": "gemma3n",
-    "gemma4_text": "gemma4", "llama4_text": "llama4", "falcon_h1": "falcon-h1",
-    "granitemoehybrid": "granitehybrid", "nemotron_h": "nemotron_h",
+    "mistral": "llama",
+    "mixtral": "llama",
+    "qwen2_moe": "qwen2moe",
+    "qwen3_moe": "qwen3moe",
+    "qwen3_next": "qwen3next",
+    "qwen3_5": "qwen35",
+    "qwen3_5_text": "qwen35",
+    "qwen3_5_moe": "qwen35moe",
+    "qwen3_5_moe_text": "qwen35moe",
+    "deepseek_v2": "deepseek2",
+    "deepseek_v3": "deepseek2",
+    "kimi_k2": "deepseek2",
+    "kimi_linear": "kimi-linear",
+    "kimi_k3": "kimi-k3",
+    "gpt_oss": "gpt-oss",
+    "glm4_moe": "glm4moe",
+    "minimax_m2": "minimax-m2",
+    "gemma3_text": "gemma3",
+    "gemma3n_text": "gemma3n",
+    "gemma4_text": "gemma4",
+    "llama4_text": "llama4",
+    "falcon_h1": "falcon-h1",
+    "granitemoehybrid": "granitehybrid",
+    "nemotron_h": "nemotron_h",
 }
 
 
@@ -93,7 +123,7 @@ def llamacpp_arch_name(arch: Any) -> str:
     """
     fam = str(getattr(arch, "family", "") or "")
     if fam.startswith("gguf:"):
-        return fam[len("gguf:"):]
+        return fam[len("gguf:") :]
     return LLAMACPP_ARCH_BY_HF_MODEL_TYPE.get(fam, fam)
 
 
@@ -110,18 +140,35 @@ def llamacpp_view(arch: Any) -> Any:
     they are."""
     from dataclasses import replace
 
-    if (llamacpp_arch_name(arch) == "exaone4" and arch.num_layers != EXAONE4_SWA_LAYERS
-            and any(g.kind_spec.windowed for g in arch.attention)):
-        groups = tuple(replace(g, kind=FULL.name, window_tokens=0) if g.kind_spec.windowed else g
-                       for g in arch.attention)
+    if (
+        llamacpp_arch_name(arch) == "exaone4"
+        and arch.num_layers != EXAONE4_SWA_LAYERS
+        and any(g.kind_spec.windowed for g in arch.attention)
+    ):
+        groups = tuple(
+            replace(g, kind=FULL.name, window_tokens=0) if g.kind_spec.windowed else g for g in arch.attention
+        )
         return replace(arch, attention=groups)
     return arch
 
 
 #: llama.cpp architectures whose recurrent state keeps ``n_rs_seq`` snapshots per sequence for
 #: rollback (``llm_arch_supports_rs_rollback``, src/llama-arch.cpp @0c1e570), names without '-'/'_'
-RS_ROLLBACK_FAMILIES = frozenset(("kimik3", "qwen35", "qwen35moe", "qwen4exp", "deepseek4", "glm5next", "nemotronh",
-                                  "nemotronhmoe", "lfm2", "lfm2moe", "bailingmoe3"))
+RS_ROLLBACK_FAMILIES = frozenset(
+    (
+        "kimik3",
+        "qwen35",
+        "qwen35moe",
+        "qwen4exp",
+        "deepseek4",
+        "glm5next",
+        "nemotronh",
+        "nemotronhmoe",
+        "lfm2",
+        "lfm2moe",
+        "bailingmoe3",
+    )
+)
 
 
 def supports_rs_rollback(arch: Any) -> bool:
@@ -141,9 +188,21 @@ def _recurrent_rows(g) -> tuple[int, int]:
     return g.conv_state_elements_per_layer, g.recurrent_state_elements_per_layer
 
 
-def llamacpp_memory(model: Any, *, n_ctx: int, n_seq: int = 1, flash_attn: bool = True, type_k: str = "f16",
-                    type_v: str = "f16", n_ubatch: int = 512, swa_full: bool = False, kv_unified: bool = False,
-                    n_rs_seq: int = 0, rules: str = "0c1e570", ik_mla: int | None = None) -> dict[str, int]:
+def llamacpp_memory(
+    model: Any,
+    *,
+    n_ctx: int,
+    n_seq: int = 1,
+    flash_attn: bool = True,
+    type_k: str = "f16",
+    type_v: str = "f16",
+    n_ubatch: int = 512,
+    swa_full: bool = False,
+    kv_unified: bool = False,
+    n_rs_seq: int = 0,
+    rules: str = "0c1e570",
+    ik_mla: int | None = None,
+) -> dict[str, int]:
     r"""Every KV and state buffer llama.cpp allocates for ``model``, in the engine's own terms
     (``n_ctx`` = the whole context across ``n_seq`` sequences, as ``llama-server -c -np`` take it).
 
@@ -175,34 +234,75 @@ def llamacpp_memory(model: Any, *, n_ctx: int, n_seq: int = 1, flash_attn: bool 
     (8192, True, 1024)
     """
     arch, _ = _resolve_model(model)
-    return _memory(llamacpp_view(arch), n_ctx=n_ctx, n_seq=n_seq, flash_attn=flash_attn, type_k=type_k,
-                   type_v=type_v, n_ubatch=n_ubatch, swa_full=swa_full, kv_unified=kv_unified, n_rs_seq=n_rs_seq,
-                   rules=rules, ik_mla=ik_mla)
+    return _memory(
+        llamacpp_view(arch),
+        n_ctx=n_ctx,
+        n_seq=n_seq,
+        flash_attn=flash_attn,
+        type_k=type_k,
+        type_v=type_v,
+        n_ubatch=n_ubatch,
+        swa_full=swa_full,
+        kv_unified=kv_unified,
+        n_rs_seq=n_rs_seq,
+        rules=rules,
+        ik_mla=ik_mla,
+    )
 
 
-def _memory(arch: Any, *, n_ctx: int, n_seq: int, flash_attn: bool, type_k: str, type_v: str, n_ubatch: int,
-            swa_full: bool, kv_unified: bool, n_rs_seq: int, rules: str, ik_mla: int | None) -> dict[str, int]:
+def _memory(
+    arch: Any,
+    *,
+    n_ctx: int,
+    n_seq: int,
+    flash_attn: bool,
+    type_k: str,
+    type_v: str,
+    n_ubatch: int,
+    swa_full: bool,
+    kv_unified: bool,
+    n_rs_seq: int,
+    rules: str,
+    ik_mla: int | None,
+) -> dict[str, int]:
     """:func:`llamacpp_memory` of an architecture already in llama.cpp's layout (:func:`llamacpp_view`;
     a pipeline stage of it keeps the whole model's rules)."""
     if not flash_attn and ik_mla is None and str(type_v).lower() not in ("f16", "f32", "bf16"):
-        raise K3InputError("type_v", "a quantized V cache needs flash attention in llama.cpp", "f16, or flash_attn=True")
+        raise K3InputError(
+            "type_v", "a quantized V cache needs flash attention in llama.cpp", "f16, or flash_attn=True"
+        )
     if n_ubatch <= 0 or n_rs_seq < 0:
         raise K3InputError("n_ubatch", f"n_ubatch={n_ubatch}, n_rs_seq={n_rs_seq}", "n_ubatch > 0, n_rs_seq >= 0")
     if ik_mla is not None:
         if ik_mla not in (1, 2, 3):
             raise K3InputError("ik_mla", f"{ik_mla!r} is not an ik_llama.cpp -mla mode", "1, 2 or 3")
         rules = "2025"
-    cells, streams = llamacpp_cells(n_ctx=n_ctx, n_seq=n_seq, kv_unified=kv_unified, flash_attn=flash_attn,
-                                    rules=rules)
-    if (rules != "2025" and any(g.kind_spec.latent for g in arch.attention)
-            and str(type_k).lower() != str(type_v).lower()):
-        raise K3InputError("type_v", f"{arch.id} has MLA layers, whose V is a view of the K cache: llama.cpp "
-                           f"refuses K {type_k} with V {type_v} (src/llama-context.cpp, llama_init_from_model)",
-                           f"type_v = type_k ({type_k})")
+    cells, streams = llamacpp_cells(n_ctx=n_ctx, n_seq=n_seq, kv_unified=kv_unified, flash_attn=flash_attn, rules=rules)
+    if (
+        rules != "2025"
+        and any(g.kind_spec.latent for g in arch.attention)
+        and str(type_k).lower() != str(type_v).lower()
+    ):
+        raise K3InputError(
+            "type_v",
+            f"{arch.id} has MLA layers, whose V is a view of the K cache: llama.cpp "
+            f"refuses K {type_k} with V {type_v} (src/llama-context.cpp, llama_init_from_model)",
+            f"type_v = type_k ({type_k})",
+        )
     if n_rs_seq and not supports_rs_rollback(arch):
-        n_rs_seq = 0                                 # llama.cpp clamps it to 0 and says so
-    out = {"cells": cells, "streams": streams, "swa_cells": 0, "k": 0, "v": 0, "swa_k": 0, "swa_v": 0,
-           "r": 0, "s": 0, "rs_rows": max(1, n_seq) * (1 + n_rs_seq)}
+        n_rs_seq = 0  # llama.cpp clamps it to 0 and says so
+    out = {
+        "cells": cells,
+        "streams": streams,
+        "swa_cells": 0,
+        "k": 0,
+        "v": 0,
+        "swa_k": 0,
+        "swa_v": 0,
+        "r": 0,
+        "s": 0,
+        "rs_rows": max(1, n_seq) * (1 + n_rs_seq),
+    }
     for g in arch.attention:
         if g.has_state:
             r, s = _recurrent_rows(g)
@@ -210,21 +310,24 @@ def _memory(arch: Any, *, n_ctx: int, n_seq: int, flash_attn: bool, type_k: str,
             out["s"] += g.count * out["rs_rows"] * s * 4
         kind = g.kind_spec
         if g.kv_shared or not kind.caches_kv_per_token:
-            continue                 # no KV, or an earlier layer's (llama.cpp: n_layer_kv_from_start)
+            continue  # no KV, or an earlier layer's (llama.cpp: n_layer_kv_from_start)
         k_row = _llamacpp_row_bytes(type_k, kind.k_row_elements(g))
-        if kind.latent:              # MLA: V is a view of the latent K (a row of its own before the 2025 rework)
+        if kind.latent:  # MLA: V is a view of the latent K (a row of its own before the 2025 rework)
             if ik_mla is not None:
                 v_row = _llamacpp_row_bytes("f16", kind.v_row_elements(g)) if ik_mla == 1 else 0
             else:
                 v_row = _llamacpp_row_bytes(type_v, kind.v_row_elements(g)) if rules == "2025" else 0
         else:
             v_row = _llamacpp_row_bytes(type_v, kind.v_row_elements(g))
-        if kind.windowed:            # llama_kv_cache_iswa: the window's cells
+        if kind.windowed:  # llama_kv_cache_iswa: the window's cells
             n_cells = cells
             if not swa_full:
                 window = g.window_tokens * (n_seq if kv_unified else 1) + n_ubatch
-                n_cells = (_pad(min(cells, window), 256) if rules != "2025"
-                           else min(cells, _pad(window, 256 if flash_attn else 32)))
+                n_cells = (
+                    _pad(min(cells, window), 256)
+                    if rules != "2025"
+                    else min(cells, _pad(window, 256 if flash_attn else 32))
+                )
             out["swa_cells"] = n_cells
             out["swa_k"] += int(g.count * n_cells * streams * k_row)
             out["swa_v"] += int(g.count * n_cells * streams * v_row)
@@ -235,9 +338,18 @@ def _memory(arch: Any, *, n_ctx: int, n_seq: int, flash_attn: bool, type_k: str,
     return out
 
 
-def llamacpp_kv_cache_bytes(model: Any, *, context_tokens: int, n_seq: int = 1, flash_attn: bool = True,
-                            type_k: str = "f16", type_v: str = "f16", n_ubatch: int = 512, swa_full: bool = False,
-                            kv_unified: bool = False) -> dict[str, int]:
+def llamacpp_kv_cache_bytes(
+    model: Any,
+    *,
+    context_tokens: int,
+    n_seq: int = 1,
+    flash_attn: bool = True,
+    type_k: str = "f16",
+    type_v: str = "f16",
+    n_ubatch: int = 512,
+    swa_full: bool = False,
+    kv_unified: bool = False,
+) -> dict[str, int]:
     """llama.cpp's KV and recurrent-state buffers for ``n_seq`` sequences of ``context_tokens``
     each (the workbook's terms): :func:`llamacpp_memory` with ``n_ctx`` = context × sequences,
     regrouped as ``k``/``v`` (every attention layer, as the 'K (f16): … MiB, V (f16): … MiB'
@@ -247,21 +359,43 @@ def llamacpp_kv_cache_bytes(model: Any, *, context_tokens: int, n_seq: int = 1, 
     >>> kv["cells"], kv["total"] // 2**20                                     # MiB, as llama.cpp prints
     (8192, 1024)
     """
-    m = llamacpp_memory(model, n_ctx=context_tokens * n_seq, n_seq=n_seq, flash_attn=flash_attn, type_k=type_k,
-                        type_v=type_v, n_ubatch=n_ubatch, swa_full=swa_full, kv_unified=kv_unified)
-    out = {"cells": m["cells"], "streams": m["streams"], "full": m["k"] + m["v"],
-           "sliding": m["swa_k"] + m["swa_v"], "state": m["r"] + m["s"], "k": m["k"] + m["swa_k"],
-           "v": m["v"] + m["swa_v"], "total": m["total"]}
+    m = llamacpp_memory(
+        model,
+        n_ctx=context_tokens * n_seq,
+        n_seq=n_seq,
+        flash_attn=flash_attn,
+        type_k=type_k,
+        type_v=type_v,
+        n_ubatch=n_ubatch,
+        swa_full=swa_full,
+        kv_unified=kv_unified,
+    )
+    out = {
+        "cells": m["cells"],
+        "streams": m["streams"],
+        "full": m["k"] + m["v"],
+        "sliding": m["swa_k"] + m["swa_v"],
+        "state": m["r"] + m["s"],
+        "k": m["k"] + m["swa_k"],
+        "v": m["v"] + m["swa_v"],
+        "total": m["total"],
+    }
     if m["swa_cells"]:
         out["swa_cells"] = m["swa_cells"]
     return out
 
 
-
-
-def llamacpp_compute_buffer_bytes(model: Any, *, context_tokens: int, n_seq: int = 1, flash_attn: bool = True,
-                                  n_ubatch: int = 512, n_ctx: int | None = None, swa_full: bool = False,
-                                  kv_unified: bool = False) -> int:
+def llamacpp_compute_buffer_bytes(
+    model: Any,
+    *,
+    context_tokens: int,
+    n_seq: int = 1,
+    flash_attn: bool = True,
+    n_ubatch: int = 512,
+    n_ctx: int | None = None,
+    swa_full: bool = False,
+    kv_unified: bool = False,
+) -> int:
     r"""llama.cpp's compute buffer (the scheduler's reserved worst-case graph), approximately.
 
     The exact figure is the peak of ggml-alloc's plan for the prompt-processing graph, which
@@ -292,15 +426,24 @@ def llamacpp_compute_buffer_bytes(model: Any, *, context_tokens: int, n_seq: int
     """
     arch, _ = _resolve_model(model)
     m = arch.mlp
-    width = max(m.dense_intermediate if m.dense_layers else 0,
-                m.experts_per_token * m.moe_intermediate + m.n_shared_experts * m.shared_intermediate)
-    mem = llamacpp_memory(arch, n_ctx=n_ctx or context_tokens * n_seq, n_seq=n_seq, flash_attn=flash_attn,
-                          n_ubatch=n_ubatch, swa_full=swa_full, kv_unified=kv_unified)
+    width = max(
+        m.dense_intermediate if m.dense_layers else 0,
+        m.experts_per_token * m.moe_intermediate + m.n_shared_experts * m.shared_intermediate,
+    )
+    mem = llamacpp_memory(
+        arch,
+        n_ctx=n_ctx or context_tokens * n_seq,
+        n_seq=n_seq,
+        flash_attn=flash_attn,
+        n_ubatch=n_ubatch,
+        swa_full=swa_full,
+        kv_unified=kv_unified,
+    )
     kv_cells = [mem["cells"]]
     if mem["swa_cells"]:
         kv_cells.append(mem["swa_cells"])
     if not (mem["k"] or mem["v"]):
-        kv_cells = kv_cells[1:]                      # no full-attention cache
+        kv_cells = kv_cells[1:]  # no full-attention cache
     mask = sum(n_ubatch * c * (2 if flash_attn else 4) for c in kv_cells)
     d = arch.hidden_size
     # absorbed MLA: every head's query is carried in the latent space (heads × kv_lora per token)
@@ -308,19 +451,29 @@ def llamacpp_compute_buffer_bytes(model: Any, *, context_tokens: int, n_seq: int
     # linear attention: the graph holds a layer's F32 recurrent state for every sequence — twice for a
     # gated delta net (read and updated), once for KDA, 1.5× for Mamba-2, twice for RWKV-7 (measured on
     # the tier's qwen3next, kimi-k3, mamba2/falcon-h1 and rwkv7 models)
-    states = max((state_kind(g).llamacpp_state_copies
-                  * g.recurrent_state_elements_per_layer * 4 * n_seq for g in arch.attention if g.has_state),
-                 default=0)
+    states = max(
+        (
+            state_kind(g).llamacpp_state_copies * g.recurrent_state_elements_per_layer * 4 * n_seq
+            for g in arch.attention
+            if g.has_state
+        ),
+        default=0,
+    )
     mask += states
     # a Mamba-2 mixer's per-token activations: its in-projection (z, xBC, dt) and the conv's input and
     # output (xBC twice); in a parallel hybrid (Falcon-H1) they replace the FFN pair when wider
-    ssm_act = max(((g.ssm_inner + g._conv_channels + g.ssm_heads) + 2 * g._conv_channels
-                   for g in arch.attention if g.kind_spec.runs_mamba2(g)), default=0)
+    ssm_act = max(
+        (
+            (g.ssm_inner + g._conv_channels + g.ssm_heads) + 2 * g._conv_channels
+            for g in arch.attention
+            if g.kind_spec.runs_mamba2(g)
+        ),
+        default=0,
+    )
     # RWKV: the six token-shift mixes of the time mix (lerp_fused: 6·D per token)
     rwkv_act = max((g.kind_spec.llamacpp_token_shift_mixes for g in arch.attention), default=0) * d
-    if flash_attn or not kv_cells:                   # no KV cache: nothing depends on flash attention
-        return int(mask + n_ubatch * 4 * (arch.vocab_size + max(2 * width, ssm_act) + 3 * d + latent_q
-                                          + rwkv_act))
+    if flash_attn or not kv_cells:  # no KV cache: nothing depends on flash attention
+        return int(mask + n_ubatch * 4 * (arch.vocab_size + max(2 * width, ssm_act) + 3 * d + latent_q + rwkv_act))
     heads = max((g.num_heads for g in arch.attention if g.kind_spec.caches_kv_per_token), default=0)
     scores = heads * n_ubatch * max(kv_cells, default=0) * 4
     return int(mask + scores + n_ubatch * 4 * (6 * d + latent_q))
@@ -375,8 +528,6 @@ def llamacpp_weights_bytes(model: Any, *, weights: str = "native") -> dict[str, 
     return {"gpu": split["gpu"]["weights"], "host": split["host"]["weights"], "total": total}
 
 
-
-
 def llamacpp_gpu_layers(n_layers: int, n_gpu_layers: int) -> tuple[range, bool]:
     """(repeating layers on the GPU, whether the output layer is) for ``-ngl n_gpu_layers``.
 
@@ -396,8 +547,15 @@ def llamacpp_gpu_layers(n_layers: int, n_gpu_layers: int) -> tuple[range, bool]:
     return range(min(start, n_layers), n_layers), n_gpu_layers >= 1
 
 
-def llamacpp_offload_split(model: Any, *, n_gpu_layers: int, n_ctx: int, weights: str = "native",
-                           override_tensor: "tuple[str, ...] | list[str]" = (), **cache: Any) -> dict[str, Any]:
+def llamacpp_offload_split(
+    model: Any,
+    *,
+    n_gpu_layers: int,
+    n_ctx: int,
+    weights: str = "native",
+    override_tensor: tuple[str, ...] | list[str] = (),
+    **cache: Any,
+) -> dict[str, Any]:
     """Weights and KV/state bytes on the GPU and on the host for ``-ngl n_gpu_layers``.
 
     Each layer's weights and its KV (or recurrent state) sit on that layer's device
@@ -435,20 +593,32 @@ def llamacpp_offload_split(model: Any, *, n_gpu_layers: int, n_ctx: int, weights
     on_gpu, output_on_gpu = llamacpp_gpu_layers(arch.num_layers, n_gpu_layers)
     seq = layer_sequence(arch)
     parts = {"gpu": [seq[i] for i in on_gpu], "host": [seq[i] for i in range(arch.num_layers) if i not in on_gpu]}
-    view = llamacpp_view(arch)                  # llama.cpp's own per-family layout, for the whole model
-    settings: dict[str, Any] = dict(n_seq=1, flash_attn=True, type_k="f16", type_v="f16", n_ubatch=512, swa_full=False,
-                    kv_unified=False, n_rs_seq=0, rules="0c1e570", ik_mla=None)
+    view = llamacpp_view(arch)  # llama.cpp's own per-family layout, for the whole model
+    settings: dict[str, Any] = dict(
+        n_seq=1,
+        flash_attn=True,
+        type_k="f16",
+        type_v="f16",
+        n_ubatch=512,
+        swa_full=False,
+        kv_unified=False,
+        n_rs_seq=0,
+        rules="0c1e570",
+        ik_mla=None,
+    )
     unknown = set(cache) - set(settings)
     if unknown:
         raise TypeError(f"llamacpp_offload_split() got unexpected keyword argument(s) {sorted(unknown)}")
     settings.update(cache)
-    kv = {side: _memory(stage_architecture(view, layers), n_ctx=n_ctx, **settings)["total"] if layers else 0
-          for side, layers in parts.items()}
+    kv = {
+        side: _memory(stage_architecture(view, layers), n_ctx=n_ctx, **settings)["total"] if layers else 0
+        for side, layers in parts.items()
+    }
     w = {"gpu": 0, "host": 0}
     if loaded is not None and getattr(loaded, "exact", False) and weights == "native" and loaded.tensors:
-        for t in loaded.tensors:                    # every tensor on its device, overrides by name
+        for t in loaded.tensors:  # every tensor on its device, overrides by name
             if t.group == "vision" or _skipped(t, False):
-                continue                            # MTP (nextn) layers: not loaded (TENSOR_SKIP)
+                continue  # MTP (nextn) layers: not loaded (TENSOR_SKIP)
             if any(p.search(t.name) for p in pats) or t.name.startswith("token_embd"):
                 side = "host"
             elif t.layer is None or not 0 <= t.layer < arch.num_layers:
@@ -458,32 +628,40 @@ def llamacpp_offload_split(model: Any, *, n_gpu_layers: int, n_ctx: int, weights
             w[side] += t.n_bytes
     else:
         if pats and not all(p.search("blk.0.ffn_up_exps.weight") for p in pats):
-            raise K3InputError("override_tensor", f"{list(override_tensor)} without a GGUF's tensor names",
-                               "a GGUF file as the model, or an expert pattern such as 'exps'")
+            raise K3InputError(
+                "override_tensor",
+                f"{list(override_tensor)} without a GGUF's tensor names",
+                "a GGUF file as the model, or an expert pattern such as 'exps'",
+            )
         groups = weights_bytes_by_group(arch, weights)
         emb = groups.get("embedding", 0)
-        head = sum(groups.values()) - emb           # what no layer holds: reduced below to head + final norm
+        head = sum(groups.values()) - emb  # what no layer holds: reduced below to head + final norm
         for side, layers in parts.items():
             if not layers:
                 continue
             sub = stage_architecture(arch, layers)
             g = weights_bytes_by_group(sub, weights)
-            final_norm = g.get("norms", 0) // (sub.norms_per_layer * sub.num_layers + 1)   # a stage counts one
+            final_norm = g.get("norms", 0) // (sub.norms_per_layer * sub.num_layers + 1)  # a stage counts one
             w[side] = sum(b for k, b in g.items() if k not in ("embedding", "lm_head")) - final_norm
             head -= w[side]
-            if side == "gpu" and pats:              # -ot exps=CPU: the GPU layers' routed experts go home
+            if side == "gpu" and pats:  # -ot exps=CPU: the GPU layers' routed experts go home
                 experts = g.get("routed_experts", 0)
                 w["gpu"] -= experts
                 w["host"] += experts
-        w["gpu" if output_on_gpu else "host"] += head   # the output head and final norm
+        w["gpu" if output_on_gpu else "host"] += head  # the output head and final norm
         w["host"] += emb
     if arch.tie_word_embeddings and output_on_gpu:
         # a tied output head is the token embedding loaded a second time on the output layer's device
         # (create_tensor(TOKEN_EMBD, …, TENSOR_DUPLICATED), src/models/llama.cpp, gemma3.cpp)
-        w["gpu"] += (sum(t.n_bytes for t in loaded.tensors if t.name.startswith("token_embd"))
-                     if loaded is not None and getattr(loaded, "exact", False) and weights == "native"
-                     and loaded.tensors else weights_bytes_by_group(arch, weights).get("embedding", 0))
+        w["gpu"] += (
+            sum(t.n_bytes for t in loaded.tensors if t.name.startswith("token_embd"))
+            if loaded is not None and getattr(loaded, "exact", False) and weights == "native" and loaded.tensors
+            else weights_bytes_by_group(arch, weights).get("embedding", 0)
+        )
     if scale != 1.0:
         w = {side: round(b * scale) for side, b in w.items()}
-    return {"gpu_layers": len(on_gpu) + int(output_on_gpu),
-            "gpu": {"weights": w["gpu"], "kv": kv["gpu"]}, "host": {"weights": w["host"], "kv": kv["host"]}}
+    return {
+        "gpu_layers": len(on_gpu) + int(output_on_gpu),
+        "gpu": {"weights": w["gpu"], "kv": kv["gpu"]},
+        "host": {"weights": w["host"], "kv": kv["host"]},
+    }

@@ -11,6 +11,7 @@ Units as the engines print them: llama.cpp/Ollama "MiB" are 2^20 B; vLLM "GiB" a
 2^30 B, and vLLM ≤ 0.6 printed "GB" meaning GiB (``Loading model weights took 14.9888 GB``);
 SGLang "GB" are 2^30 B (it divides by 1 << 30).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,14 @@ from typing import Any
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GiB, MiB
 from k3lib.engines.logcheck_gguf import check_gguf
-from k3lib.engines.logcheck_rows import (COMPUTE_TOLERANCE_PCT, KV_TOLERANCE_PCT, WEIGHTS_TOLERANCE_PCT,
-                                         CheckRow, check_row, figures_named)
+from k3lib.engines.logcheck_rows import (
+    COMPUTE_TOLERANCE_PCT,
+    KV_TOLERANCE_PCT,
+    WEIGHTS_TOLERANCE_PCT,
+    CheckRow,
+    check_row,
+    figures_named,
+)
 from k3lib.engines.logparse import ENGINES_READ, Logged, detect_engine, parse_log
 
 
@@ -46,6 +53,7 @@ class LogCheck:
 
 # ----------------------------------------------------------------------------- predicting
 
+
 def _resolve(name: str | None, given: Any):
     """An architecture from ``given`` (id, path or LoadedModel) or the log's model name; None if unknown."""
     from k3lib.core.models import get_model
@@ -55,19 +63,26 @@ def _resolve(name: str | None, given: Any):
         if isinstance(given, (str, Path)) and Path(str(given)).suffix == ".json":
             from k3lib.core.data import DATA_DIR
             from k3lib.loaders import load_config
-            for cand in (Path(str(given)), DATA_DIR.parent / str(given)):   # as given, or from the repository root
+
+            for cand in (Path(str(given)), DATA_DIR.parent / str(given)):  # as given, or from the repository root
                 if cand.exists():
                     return load_config(cand)
         if isinstance(given, (str, Path)) and Path(str(given)).exists():
-            from k3lib.loaders import load_path        # a .gguf file or a safetensors folder
+            from k3lib.loaders import load_path  # a .gguf file or a safetensors folder
+
             return load_path(given)
         return _resolve_model(given)[0] if not isinstance(given, str) else get_model(given)
     if not name:
         return None
     base = name.rstrip("/").split("/")[-1]
     base = re.sub(r"\s+", "-", base.strip())
-    for alias in (name, base, re.sub(r"^Meta-", "", base), re.sub(r"-(Instruct|Chat|it)$", "", base, flags=re.I),
-                  re.sub(r"-(Instruct|Chat|it)$", "", re.sub(r"^Meta-", "", base), flags=re.I)):
+    for alias in (
+        name,
+        base,
+        re.sub(r"^Meta-", "", base),
+        re.sub(r"-(Instruct|Chat|it)$", "", base, flags=re.I),
+        re.sub(r"-(Instruct|Chat|it)$", "", re.sub(r"^Meta-", "", base), flags=re.I),
+    ):
         try:
             return get_model(alias)
         except K3InputError:
@@ -91,14 +106,21 @@ def _vllm_version_of(cfg, figs, notes) -> tuple[str, str | None]:
         v, why = "0.8.5", "a 'GPU KV cache size' line without 'Available KV cache memory' (V1 0.8)"
     else:
         from k3lib.engines.vllm import VLLM_DEFAULT_VERSION
+
         v, why = VLLM_DEFAULT_VERSION, "no version line; the newest rules modelled"
     notes.append(f"vLLM version not printed; rules of {v} taken from {why}")
     return v, ("V0" if fmt else None)
 
 
 def _check_vllm(cfg, figs, arch, rows, missing, notes):
-    from k3lib.engines.vllm import (vllm_activation_peak_bytes, vllm_available_kv_bytes, vllm_kv_layout,
-                                    vllm_non_torch_bytes, vllm_rules, vllm_weights_bytes_per_rank)
+    from k3lib.engines.vllm import (
+        vllm_activation_peak_bytes,
+        vllm_available_kv_bytes,
+        vllm_kv_layout,
+        vllm_non_torch_bytes,
+        vllm_rules,
+        vllm_weights_bytes_per_rank,
+    )
 
     if arch is None:
         missing.append(f"every figure: model {cfg.get('model_name')!r} is not a built-in model (pass --model)")
@@ -114,55 +136,102 @@ def _check_vllm(cfg, figs, arch, rows, missing, notes):
     kv = "auto" if kv in ("auto", "bfloat16", "float16") else kv
     w_pred = vllm_weights_bytes_per_rank(arch, tp=tp)["total"]
     for f in figures_named(figs, "weights"):
-        rows.append(check_row("weights per rank", f.value, w_pred, "B", WEIGHTS_TOLERANCE_PCT,
-                         f"vLLM weights rule (vocab padded to 64, sharded ÷ TP={tp}, replicated parts whole)"))
+        rows.append(
+            check_row(
+                "weights per rank",
+                f.value,
+                w_pred,
+                "B",
+                WEIGHTS_TOLERANCE_PCT,
+                f"vLLM weights rule (vocab padded to 64, sharded ÷ TP={tp}, replicated parts whole)",
+            )
+        )
     hyb = figures_named(figs, "hybrid attention block") + figures_named(figs, "state page padding")
     if hyb:
         hl = vllm_kv_layout(arch, tp=tp, kv_dtype=kv, vllm_version=version, engine=rules.engine)
         for f in hyb:
             block = f.quantity == "hybrid attention block"
-            rows.append(check_row(f.quantity, f.value, hl.block_tokens if block else round(hl.state_padding_pct, 2),
-                             "tokens" if block else "%", KV_TOLERANCE_PCT if block else 1.0,
-                             f"{rules.label} HybridAttentionMambaModelConfig: a × ⌈{hl.state_bytes:,} B recurrent state "
-                             f"÷ (a × {hl.page_bytes // hl.block_tokens:,} B per token)⌉, a = "
-                             f"{hl.hybrid_alignment}"
-                             + ("" if block else "; padding = page ÷ state − 1, printed to 2 decimals")))
+            rows.append(
+                check_row(
+                    f.quantity,
+                    f.value,
+                    hl.block_tokens if block else round(hl.state_padding_pct, 2),
+                    "tokens" if block else "%",
+                    KV_TOLERANCE_PCT if block else 1.0,
+                    f"{rules.label} HybridAttentionMambaModelConfig: a × ⌈{hl.state_bytes:,} B recurrent state "
+                    f"÷ (a × {hl.page_bytes // hl.block_tokens:,} B per token)⌉, a = "
+                    f"{hl.hybrid_alignment}" + ("" if block else "; padding = page ÷ state − 1, printed to 2 decimals"),
+                )
+            )
     avail = figures_named(figs, "available KV memory")
     total, util = cfg.get("total_gpu_memory_bytes"), cfg.get("gpu_memory_utilization")
     for f in avail[-1:]:
         if not (total and util):
-            missing.append("available KV memory: needs the GPU's total memory and gpu_memory_utilization, which "
-                           "the log does not print")
+            missing.append(
+                "available KV memory: needs the GPU's total memory and gpu_memory_utilization, which "
+                "the log does not print"
+            )
             continue
         w_logged = cfg.get("weights_printed_bytes") or next((x.value for x in figures_named(figs, "weights")), None)
         act, nt, printed = cfg.get("activation_bytes"), cfg.get("non_torch_memory_bytes"), 2
         if act is None and cfg.get("peak_torch_memory_bytes") and w_logged:
-            act = cfg["peak_torch_memory_bytes"] - w_logged        # 0.6.4 prints torch's peak with the weights
+            act = cfg["peak_torch_memory_bytes"] - w_logged  # 0.6.4 prints torch's peak with the weights
             printed += 1
         if act is not None:
-            a_pred = vllm_activation_peak_bytes(arch, tp=tp, vllm_version=version, engine=rules.engine,
-                                                max_model_len=cfg.get("max_model_len"))
-            how = ("V0: T·(3·I/TP + 3·D)·b over the profiled batch, or the logits of 256 sequences"
-                   if rules.engine == "V0" else "V1: constants fitted to the 0.19 H100 sweep")
-            rows.append(check_row("activation peak", act, a_pred, "B", WEIGHTS_TOLERANCE_PCT,
-                             f"{rules.label} profiling run, an estimate ({how}); the log's figure is used in the "
-                             "budget row below"))
+            a_pred = vllm_activation_peak_bytes(
+                arch, tp=tp, vllm_version=version, engine=rules.engine, max_model_len=cfg.get("max_model_len")
+            )
+            how = (
+                "V0: T·(3·I/TP + 3·D)·b over the profiled batch, or the logits of 256 sequences"
+                if rules.engine == "V0"
+                else "V1: constants fitted to the 0.19 H100 sweep"
+            )
+            rows.append(
+                check_row(
+                    "activation peak",
+                    act,
+                    a_pred,
+                    "B",
+                    WEIGHTS_TOLERANCE_PCT,
+                    f"{rules.label} profiling run, an estimate ({how}); the log's figure is used in the "
+                    "budget row below",
+                )
+            )
         src = "activation and non-torch as the log prints them"
         if act is None or nt is None:
             src = f"activation and non-torch from the profile ({rules.label}; V1 constants fitted to 0.19 on H100)"
-            act = act if act is not None else vllm_activation_peak_bytes(
-                arch, tp=tp, vllm_version=version, engine=rules.engine, max_model_len=cfg.get("max_model_len"))
+            act = (
+                act
+                if act is not None
+                else vllm_activation_peak_bytes(
+                    arch, tp=tp, vllm_version=version, engine=rules.engine, max_model_len=cfg.get("max_model_len")
+                )
+            )
             nt = nt if nt is not None else vllm_non_torch_bytes(tp=tp)
         else:
             printed += 2
-        pred: float = vllm_available_kv_bytes(total_bytes=total, gpu_memory_utilization=util, weights_bytes=w_pred,
-                                       activation_bytes=act, non_torch_bytes=nt, vllm_version=version,
-                                       engine=rules.engine)
+        pred: float = vllm_available_kv_bytes(
+            total_bytes=total,
+            gpu_memory_utilization=util,
+            weights_bytes=w_pred,
+            activation_bytes=act,
+            non_torch_bytes=nt,
+            vllm_version=version,
+            engine=rules.engine,
+        )
         slack = printed * 0.005 * GiB
-        rows.append(check_row("available KV memory", f.value, pred, "B", KV_TOLERANCE_PCT,
-                         f"{rules.label} budget rule '{rules.budget}': {util:g} × total − weights (predicted) − "
-                         f"activation − non-torch, {src}; each printed GiB is rounded to 0.01",
-                         allowed=(pred - slack, pred + slack)))
+        rows.append(
+            check_row(
+                "available KV memory",
+                f.value,
+                pred,
+                "B",
+                KV_TOLERANCE_PCT,
+                f"{rules.label} budget rule '{rules.budget}': {util:g} × total − weights (predicted) − "
+                f"activation − non-torch, {src}; each printed GiB is rounded to 0.01",
+                allowed=(pred - slack, pred + slack),
+            )
+        )
     if not avail:
         if figures_named(figs, "KV cache tokens") or figures_named(figs, "KV cache blocks"):
             missing.append("KV tokens/blocks: the log prints no available KV memory")
@@ -173,31 +242,63 @@ def _check_vllm(cfg, figs, arch, rows, missing, notes):
     for f in figures_named(figs, "KV cache tokens"):
         pred = lay.tokens(int(a))
         lo, hi = lay.tokens(lo_b), lay.tokens(hi_b)
-        rows.append(check_row("KV cache tokens", f.value, pred, "tokens", KV_TOLERANCE_PCT,
-                         f"{rules.label}: ⌊available ÷ ({lay.page_bytes:,} B page × {lay.group_size} layers)⌋ ÷ "
-                         f"{lay.num_groups} group(s) × {lay.block_tokens}; the printed GiB (2 decimals) allows "
-                         f"{lo:,}–{hi:,}", allowed=(lo, hi)))
+        rows.append(
+            check_row(
+                "KV cache tokens",
+                f.value,
+                pred,
+                "tokens",
+                KV_TOLERANCE_PCT,
+                f"{rules.label}: ⌊available ÷ ({lay.page_bytes:,} B page × {lay.group_size} layers)⌋ ÷ "
+                f"{lay.num_groups} group(s) × {lay.block_tokens}; the printed GiB (2 decimals) allows "
+                f"{lo:,}–{hi:,}",
+                allowed=(lo, hi),
+            )
+        )
         if tp > 1 and f.value < lo:
             need = f.value / lay.block_tokens * lay.num_groups * lay.bytes_per_block / GiB
-            notes.append(f"TP={tp}: every rank prints its own 'Available KV cache memory' and vLLM keeps the smallest "
-                         f"rank's blocks (0.10.2 unify_kv_cache_configs, 0.19.0 get_kv_cache_configs); the printed "
-                         f"tokens fit a rank with about {need:.2f} GiB, so the excerpt's two lines may come from "
-                         "different ranks")
+            notes.append(
+                f"TP={tp}: every rank prints its own 'Available KV cache memory' and vLLM keeps the smallest "
+                f"rank's blocks (0.10.2 unify_kv_cache_configs, 0.19.0 get_kv_cache_configs); the printed "
+                f"tokens fit a rank with about {need:.2f} GiB, so the excerpt's two lines may come from "
+                "different ranks"
+            )
     for f in figures_named(figs, "KV cache blocks"):
         pred = lay.num_blocks(int(a))
         blo, bhi = lay.num_blocks(lo_b), lay.num_blocks(hi_b)
-        rows.append(check_row("KV cache blocks", f.value, pred, "blocks", KV_TOLERANCE_PCT,
-                         f"{rules.label}: ⌊available ÷ ({lay.page_bytes:,} B × {lay.group_size} layers)⌋ (V0 prints "
-                         f"blocks); the printed GiB allows {blo:,}–{bhi:,}", allowed=(blo, bhi)))
+        rows.append(
+            check_row(
+                "KV cache blocks",
+                f.value,
+                pred,
+                "blocks",
+                KV_TOLERANCE_PCT,
+                f"{rules.label}: ⌊available ÷ ({lay.page_bytes:,} B × {lay.group_size} layers)⌋ (V0 prints "
+                f"blocks); the printed GiB allows {blo:,}–{bhi:,}",
+                allowed=(blo, bhi),
+            )
+        )
     L = cfg.get("max_model_len")
     for f in figures_named(figs, "maximum concurrency")[-1:]:
         pred = lay.max_concurrency(int(a), max_model_len=L)
         c_lo, c_hi = lay.max_concurrency(lo_b, max_model_len=L), lay.max_concurrency(hi_b, max_model_len=L)
-        rule = ("blocks × block ÷ max_model_len" if lay.concurrency_rule == "tokens/len"
-                else "blocks ÷ Σ over groups of the blocks one max_model_len request needs")
-        rows.append(check_row("maximum concurrency", f.value, pred, "x", KV_TOLERANCE_PCT,
-                         f"{rules.label}: {rule} (L = {L:,}); printed to 2 decimals, the printed GiB allows "
-                         f"{c_lo:.3f}–{c_hi:.3f}", allowed=(round(c_lo, 2) - 0.005, round(c_hi, 2) + 0.005)))
+        rule = (
+            "blocks × block ÷ max_model_len"
+            if lay.concurrency_rule == "tokens/len"
+            else "blocks ÷ Σ over groups of the blocks one max_model_len request needs"
+        )
+        rows.append(
+            check_row(
+                "maximum concurrency",
+                f.value,
+                pred,
+                "x",
+                KV_TOLERANCE_PCT,
+                f"{rules.label}: {rule} (L = {L:,}); printed to 2 decimals, the printed GiB allows "
+                f"{c_lo:.3f}–{c_hi:.3f}",
+                allowed=(round(c_lo, 2) - 0.005, round(c_hi, 2) + 0.005),
+            )
+        )
 
 
 def _check_sglang(cfg, figs, arch, rows, missing, notes):
@@ -212,19 +313,32 @@ def _check_sglang(cfg, figs, arch, rows, missing, notes):
     tokens = cfg.get("pool_tokens")
     k_cell = v_cell = 0.0
     for g in arch.attention:
-        k_el, v_el = g.kind_spec.sglang_cell_elements(g, tp)    # GQA heads per rank; MLA the latent, no V
+        k_el, v_el = g.kind_spec.sglang_cell_elements(g, tp)  # GQA heads per rank; MLA the latent, no V
         k_cell += g.count * k_el * kv_b
         v_cell += g.count * v_el * kv_b
-    rule = (f"SGLang srt/mem_cache/memory_pool.py: #tokens ({tokens:,}) × layers × max(1, KV heads ÷ TP={tp}) × head "
-            f"dim × {kv_b:g} B" if tokens else "")
+    rule = (
+        f"SGLang srt/mem_cache/memory_pool.py: #tokens ({tokens:,}) × layers × max(1, KV heads ÷ TP={tp}) × head "
+        f"dim × {kv_b:g} B"
+        if tokens
+        else ""
+    )
     for q, cell in (("K", k_cell), ("V", v_cell)):
         for f in figures_named(figs, q):
             rows.append(check_row(f"{q} pool", f.value, tokens * cell, "B", KV_TOLERANCE_PCT, rule))
     for f in figures_named(figs, "weights"):
         from k3lib.engines.vllm import vllm_weights_bytes_per_rank
+
         w = vllm_weights_bytes_per_rank(arch, tp=tp)["total"]
-        rows.append(check_row("weights per rank", f.value, w, "B", WEIGHTS_TOLERANCE_PCT,
-                         "weights sharded ÷ TP like vLLM (SGLang's mem usage also holds the CUDA context)"))
+        rows.append(
+            check_row(
+                "weights per rank",
+                f.value,
+                w,
+                "B",
+                WEIGHTS_TOLERANCE_PCT,
+                "weights sharded ÷ TP like vLLM (SGLang's mem usage also holds the CUDA context)",
+            )
+        )
     _check_sglang_pool(cfg, figs, arch, tp, kv_b, rows, missing)
 
 
@@ -237,32 +351,57 @@ def _check_sglang_pool(cfg, figs, arch, tp, kv_b, rows, missing):
     before = cfg.get("avail_before_load_bytes") or (after + usage if after is not None and usage is not None else None)
     budget_logged = figures_named(figs, "KV budget")
     pred_budget, n_printed = None, 3 if cfg.get("avail_before_load_bytes") else 4
-    rule = ("SGLang 0.5.5 model_runner.py profile_max_num_token: free after loading − free before loading × "
-            f"(1 − mem_fraction_static {frac}); free before = 'Load weight begin' avail mem, or 'Load weight end' "
-            "avail mem + mem usage")
+    rule = (
+        "SGLang 0.5.5 model_runner.py profile_max_num_token: free after loading − free before loading × "
+        f"(1 − mem_fraction_static {frac}); free before = 'Load weight begin' avail mem, or 'Load weight end' "
+        "avail mem + mem usage"
+    )
     if after is not None and before is not None and frac:
-        pred_budget = sglang_kv_budget_bytes(available_after_load_bytes=after, total_before_load_bytes=before,
-                                             mem_fraction_static=frac)
+        pred_budget = sglang_kv_budget_bytes(
+            available_after_load_bytes=after, total_before_load_bytes=before, mem_fraction_static=frac
+        )
         for f in budget_logged[:1]:
             slack = n_printed * 0.005 * GiB
-            rows.append(check_row("KV budget (rest memory)", f.value, pred_budget, "B", KV_TOLERANCE_PCT, rule,
-                             allowed=(pred_budget - slack, pred_budget + slack)))
+            rows.append(
+                check_row(
+                    "KV budget (rest memory)",
+                    f.value,
+                    pred_budget,
+                    "B",
+                    KV_TOLERANCE_PCT,
+                    rule,
+                    allowed=(pred_budget - slack, pred_budget + slack),
+                )
+            )
     cell = sglang_cell_bytes(arch, tp=tp, kv_dtype=kv_b) if arch is not None else 0
     for f in figures_named(figs, "pool tokens"):
         budget = budget_logged[0].value if budget_logged else pred_budget
         if budget is None or not cell:
-            missing.append(f"pool tokens = {f.value:,.0f}: needs the free memory after loading (Load weight end), "
-                           "before loading and mem_fraction_static, or a printed KV budget")
+            missing.append(
+                f"pool tokens = {f.value:,.0f}: needs the free memory after loading (Load weight end), "
+                "before loading and mem_fraction_static, or a printed KV budget"
+            )
             continue
         slack = (0.005 if budget_logged else n_printed * 0.005) * GiB
         pred = int(budget) // cell
         lo, hi = int(budget - slack) // cell, int(budget + slack) // cell
-        rows.append(check_row("pool tokens", f.value, pred, "tokens", KV_TOLERANCE_PCT,
-                         f"⌊KV budget ÷ {cell:,} B per token slot⌋ ({'printed' if budget_logged else 'predicted'} "
-                         f"budget; its rounding allows {lo:,}–{hi:,})", allowed=(lo, hi)))
+        rows.append(
+            check_row(
+                "pool tokens",
+                f.value,
+                pred,
+                "tokens",
+                KV_TOLERANCE_PCT,
+                f"⌊KV budget ÷ {cell:,} B per token slot⌋ ({'printed' if budget_logged else 'predicted'} "
+                f"budget; its rounding allows {lo:,}–{hi:,})",
+                allowed=(lo, hi),
+            )
+        )
     for f in figures_named(figs, "free after pool"):
-        missing.append(f"free after pool = {f.value / GiB:,.2f} GiB: what is left after the pool (activations, "
-                       "CUDA graphs) is not predicted")
+        missing.append(
+            f"free after pool = {f.value / GiB:,.2f} GiB: what is left after the pool (activations, "
+            "CUDA graphs) is not predicted"
+        )
 
 
 def check_log(text: str, *, engine: str | None = None, model: Any = None, **overrides: Any) -> LogCheck:
@@ -274,26 +413,32 @@ def check_log(text: str, *, engine: str | None = None, model: Any = None, **over
     eng, cfg, figs, unknown = parse_log(text, engine)
     cfg.update({k: v for k, v in overrides.items() if v is not None})
     if not figs:
-        raise K3InputError("LOG", f"the {eng} log has no memory line check-log knows",
-                           "a log with its model-loading and KV-cache lines")
+        raise K3InputError(
+            "LOG",
+            f"the {eng} log has no memory line check-log knows",
+            "a log with its model-loading and KV-cache lines",
+        )
     arch = _resolve(cfg.get("model_name"), model)
     if getattr(arch, "file_format", None) == "gguf" and getattr(arch, "tensors", None):
-        cfg["_gguf"] = arch                          # its tensor table: the model and file-size lines
+        cfg["_gguf"] = arch  # its tensor table: the model and file-size lines
     if arch is not None and hasattr(arch, "require_architecture"):
         arch = arch.require_architecture()
     rows: list[CheckRow] = []
     missing: list[str] = []
     notes: list[str] = []
     {"ollama": check_gguf, "llama.cpp": check_gguf, "vllm": _check_vllm, "sglang": _check_sglang}[eng](
-        cfg, figs, arch, rows, missing, notes)
+        cfg, figs, arch, rows, missing, notes
+    )
     cfg_out = {k: v for k, v in cfg.items() if k not in ("layer_dims", "_gguf", "rs_layer_flags")}
     if "layer_dims" in cfg:
         cfg_out["layers_in_log"] = len(cfg["layer_dims"])
-    return LogCheck(eng, cfg_out, tuple(figs), tuple(rows), tuple(missing), tuple(unknown),
-                    getattr(arch, "id", None), tuple(notes))
+    return LogCheck(
+        eng, cfg_out, tuple(figs), tuple(rows), tuple(missing), tuple(unknown), getattr(arch, "id", None), tuple(notes)
+    )
 
 
 # ----------------------------------------------------------------------------- showing
+
 
 def _fmt(v: float, unit: str) -> str:
     if unit == "x":
@@ -305,13 +450,17 @@ def _fmt(v: float, unit: str) -> str:
 
 def render_log_check(chk: LogCheck, *, max_unknown: int = 20) -> str:
     """Plain-text report: configuration, logged vs predicted per component, what was not predicted, unknown lines."""
-    out = [f"engine: {chk.engine}   model: {chk.model_id or 'not identified'}",
-           "configuration read: " + (", ".join(f"{k}={v}" for k, v in chk.config.items()) or "none")]
+    out = [
+        f"engine: {chk.engine}   model: {chk.model_id or 'not identified'}",
+        "configuration read: " + (", ".join(f"{k}={v}" for k, v in chk.config.items()) or "none"),
+    ]
     if chk.rows:
         out.append(f"{'component':<32}{'logged':>18}{'predicted':>18}{'error':>9}  within")
         for r in chk.rows:
-            out.append(f"{r.component:<32}{_fmt(r.logged, r.unit):>18}{_fmt(r.predicted, r.unit):>18}"
-                       f"{r.error_pct:>8.2f}%  {'yes' if r.within else 'NO'} (±{r.tolerance_pct:g} %)")
+            out.append(
+                f"{r.component:<32}{_fmt(r.logged, r.unit):>18}{_fmt(r.predicted, r.unit):>18}"
+                f"{r.error_pct:>8.2f}%  {'yes' if r.within else 'NO'} (±{r.tolerance_pct:g} %)"
+            )
             out.append(f"    rule: {r.rule}")
         out.append(f"{chk.within_count} of {len(chk.rows)} figures within tolerance")
     for n in chk.notes:
@@ -328,18 +477,27 @@ def render_log_check(chk: LogCheck, *, max_unknown: int = 20) -> str:
 
 def add_check_log_parser(sub) -> None:
     """Register ``k3plan check-log LOG`` on an argparse subparsers object (cli.build_parser)."""
-    p = sub.add_parser("check-log", help="read an engine log and compare its memory lines with the prediction",
-                       description="Read a vLLM, SGLang, llama.cpp or Ollama log: its configuration and every "
-                                   "memory line, predicted vs logged per component with the error and the rule. "
-                                   "Lines not understood are listed, not guessed.")
+    p = sub.add_parser(
+        "check-log",
+        help="read an engine log and compare its memory lines with the prediction",
+        description="Read a vLLM, SGLang, llama.cpp or Ollama log: its configuration and every "
+        "memory line, predicted vs logged per component with the error and the rule. "
+        "Lines not understood are listed, not guessed.",
+    )
     p.add_argument("log", metavar="LOG", help="the log file ('-' for standard input)")
     p.add_argument("--engine", default=None, help="vllm, sglang, llama.cpp or ollama (default: detected)")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--model", default=None, help="the model when the log does not name it (a built-in id)")
-    source.add_argument("--config", metavar="PATH", default=None, help="the model as a local config.json (or its folder)")
+    source.add_argument(
+        "--config", metavar="PATH", default=None, help="the model as a local config.json (or its folder)"
+    )
     source.add_argument("--gguf", metavar="FILE", default=None, help="the model as a local .gguf file (exact tensors)")
-    source.add_argument("--safetensors", metavar="DIR", default=None,
-                        help="the model as a local safetensors checkpoint (folder with config.json)")
+    source.add_argument(
+        "--safetensors",
+        metavar="DIR",
+        default=None,
+        help="the model as a local safetensors checkpoint (folder with config.json)",
+    )
     p.add_argument("--tp", type=int, default=None, help="tensor-parallel size when the log does not say")
     p.add_argument("--kv-cache-dtype", default=None, help="KV cache dtype when the log does not say (fp8, auto…)")
     p.add_argument("--vllm-version", default=None, help="vLLM version whose rules apply when the log prints none")
@@ -361,21 +519,53 @@ def cmd_check_log(args: argparse.Namespace) -> int:
         text = path.read_text(encoding="utf-8", errors="replace")
     if args.vllm_version is not None:
         from k3lib.engines.vllm import parse_vllm_version
-        parse_vllm_version(args.vllm_version)                 # one clear error for a bad version
+
+        parse_vllm_version(args.vllm_version)  # one clear error for a bad version
     from k3lib.loaders import load_source
 
     model = load_source(config=args.config, gguf=args.gguf, safetensors=args.safetensors) or args.model
-    chk = check_log(text, engine=args.engine, model=model, tp=args.tp, kv_cache_dtype=args.kv_cache_dtype,
-                    vllm_version=args.vllm_version, max_model_len=args.max_model_len)
+    chk = check_log(
+        text,
+        engine=args.engine,
+        model=model,
+        tp=args.tp,
+        kv_cache_dtype=args.kv_cache_dtype,
+        vllm_version=args.vllm_version,
+        max_model_len=args.max_model_len,
+    )
     if args.json:
-        print(json.dumps({"engine": chk.engine, "model": chk.model_id, "config": chk.config,
-                          "rows": [dataclasses.asdict(r) for r in chk.rows], "not_predicted": list(chk.not_predicted),
-                          "unknown_lines": list(chk.unknown_lines), "notes": list(chk.notes)}, indent=2, default=str))
+        print(
+            json.dumps(
+                {
+                    "engine": chk.engine,
+                    "model": chk.model_id,
+                    "config": chk.config,
+                    "rows": [dataclasses.asdict(r) for r in chk.rows],
+                    "not_predicted": list(chk.not_predicted),
+                    "unknown_lines": list(chk.unknown_lines),
+                    "notes": list(chk.notes),
+                },
+                indent=2,
+                default=str,
+            )
+        )
     else:
         print(render_log_check(chk))
     return 0
 
 
-__all__ = ["check_log", "parse_log", "detect_engine", "render_log_check", "add_check_log_parser", "cmd_check_log",
-           "LogCheck", "CheckRow", "Logged", "ENGINES_READ", "KV_TOLERANCE_PCT", "WEIGHTS_TOLERANCE_PCT",
-           "COMPUTE_TOLERANCE_PCT"]
+__all__ = [
+    "check_log",
+    "parse_log",
+    "detect_engine",
+    "render_log_check",
+    "add_check_log_parser",
+    "cmd_check_log",
+    "LogCheck",
+    "CheckRow",
+    "Logged",
+    "ENGINES_READ",
+    "KV_TOLERANCE_PCT",
+    "WEIGHTS_TOLERANCE_PCT",
+    "COMPUTE_TOLERANCE_PCT",
+]

@@ -6,11 +6,13 @@ Units as the engines print them: llama.cpp/Ollama "MiB" are 2^20 B; vLLM "GiB" a
 2^30 B, and vLLM ≤ 0.6 printed "GB" meaning GiB (``Loading model weights took 14.9888 GB``);
 SGLang "GB" are 2^30 B (it divides by 1 << 30).
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GiB, MiB
@@ -36,14 +38,19 @@ def detect_engine(text: str) -> str:
     """'ollama', 'llama.cpp', 'sglang' or 'vllm' from tell-tale lines; K3InputError otherwise."""
     if re.search(r"ollama\[\d+\]|source=server\.go|level=INFO source=|ollama-\d", text):
         return "ollama"
-    if re.search(r"llama_kv_cache|llama_new_context_with_model|llama_init_from_model|llama_context:|load_tensors:", text):
+    if re.search(
+        r"llama_kv_cache|llama_new_context_with_model|llama_init_from_model|llama_context:|load_tensors:", text
+    ):
         return "llama.cpp"
     if re.search(r"KV Cache is allocated|Load weight end|sglang|mem_fraction_static", text):
         return "sglang"
     if re.search(r"Model loading took|Loading model weights took|GPU KV cache size|GPU blocks|vllm", text, re.I):
         return "vllm"
-    raise K3InputError("LOG", "no vLLM, SGLang, llama.cpp or Ollama memory line found",
-                       "a log printed by one of " + ", ".join(ENGINES_READ))
+    raise K3InputError(
+        "LOG",
+        "no vLLM, SGLang, llama.cpp or Ollama memory line found",
+        "a log printed by one of " + ", ".join(ENGINES_READ),
+    )
 
 
 def _f(s: str) -> float:
@@ -59,6 +66,7 @@ def _rule(family: str, pattern: str):
     def deco(fn: Handler) -> Handler:
         _PATTERNS.append((family, re.compile(pattern), fn))
         return fn
+
     return deco
 
 
@@ -97,12 +105,12 @@ def _fa_resolved(m, cfg, figs, n, t):
 
 @_rule("gguf", r"\bn_ctx_slot=(\d+)")
 def _n_ctx_slot(m, cfg, figs, n, t):
-    cfg.setdefault("n_ctx", int(m.group(1)))       # llama-server's slot line (one slot: the whole context)
+    cfg.setdefault("n_ctx", int(m.group(1)))  # llama-server's slot line (one slot: the whole context)
 
 
 @_rule("gguf", r"\bmla_attn\s*=\s*(\d+)")
 def _mla_attn(m, cfg, figs, n, t):
-    cfg["ik_mla"] = int(m.group(1))                # ik_llama.cpp's -mla mode
+    cfg["ik_mla"] = int(m.group(1))  # ik_llama.cpp's -mla mode
 
 
 @_rule("gguf", r"layer\s+(\d+): n_embd_head_qk_rope = (\d+), kv_lora_rank = (\d+)")
@@ -110,8 +118,10 @@ def _mla_dims(m, cfg, figs, n, t):
     cfg.setdefault("mla_dims", {})[int(m.group(1))] = (int(m.group(2)), int(m.group(3)))
 
 
-@_rule("gguf", r"KV self size\s*=\s*" + _NUM + r" MiB, c\^KV \((\w+)\):\s*" + _NUM + r" MiB, kv\^T: (not used|"
-       + _NUM + " MiB)")
+@_rule(
+    "gguf",
+    r"KV self size\s*=\s*" + _NUM + r" MiB, c\^KV \((\w+)\):\s*" + _NUM + r" MiB, kv\^T: (not used|" + _NUM + " MiB)",
+)
 def _kv_self_mla(m, cfg, figs, n, t):
     # ik_llama.cpp's MLA cache: the latent c^KV (K) and, with -mla 1, its transposed copy kv^T (V, F16)
     cfg["type_k"], cfg["type_v"] = m.group(2), "f16"
@@ -123,7 +133,7 @@ def _kv_self_mla(m, cfg, figs, n, t):
 
 @_rule("gguf", r"\bn_ctx_seq\s*=\s*(\d+)")
 def _n_ctx_seq(m, cfg, figs, n, t):
-    cfg["n_ctx_seq"] = int(m.group(1))             # printed since llama.cpp's 256-cell padding (PR 17046)
+    cfg["n_ctx_seq"] = int(m.group(1))  # printed since llama.cpp's 256-cell padding (PR 17046)
 
 
 @_rule("gguf", r"\bkv_unified\s*=\s*(\w+)")
@@ -141,8 +151,11 @@ def _swa_full(m, cfg, figs, n, t):
     cfg["swa_full"] = True
 
 
-@_rule("gguf", r"llama_memory_recurrent: size =\s*" + _NUM + r" MiB \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+) seqs"
-       r"\s+(\d+) rs_seq\), R \((\w+)\):\s*" + _NUM + r" MiB, S \((\w+)\):\s*" + _NUM + " MiB")
+@_rule(
+    "gguf",
+    r"llama_memory_recurrent: size =\s*" + _NUM + r" MiB \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+) seqs"
+    r"\s+(\d+) rs_seq\), R \((\w+)\):\s*" + _NUM + r" MiB, S \((\w+)\):\s*" + _NUM + " MiB",
+)
 def _rs_size(m, cfg, figs, n, t):
     cfg["rs_cells"], cfg["n_rs_seq"] = int(m.group(2)), int(m.group(5))
     _add(figs, "R", _f(m.group(7)) * MiB, "B", n, t)
@@ -164,8 +177,15 @@ def _meta(m, cfg, figs, n, t):
     cfg[m.group(1)] = int(m.group(2))
 
 
-_FTYPE_NAMES = {"Q4_K - MEDIUM": "Q4_K_M", "Q4_K - SMALL": "Q4_K_S", "Q5_K - MEDIUM": "Q5_K_M", "Q5_K - SMALL": "Q5_K_S",
-                "Q3_K - MEDIUM": "Q3_K_M", "Q2_K - MEDIUM": "Q2_K", "Q6_K": "Q6_K"}
+_FTYPE_NAMES = {
+    "Q4_K - MEDIUM": "Q4_K_M",
+    "Q4_K - SMALL": "Q4_K_S",
+    "Q5_K - MEDIUM": "Q5_K_M",
+    "Q5_K - SMALL": "Q5_K_S",
+    "Q3_K - MEDIUM": "Q3_K_M",
+    "Q2_K - MEDIUM": "Q2_K",
+    "Q6_K": "Q6_K",
+}
 
 
 @_rule("gguf", r"model ftype\s*=\s*(.+?)\s*$")
@@ -189,7 +209,9 @@ def _kv_buf(m, cfg, figs, n, t):
     _add(figs, f"KV buffer ({m.group(1)})", _f(m.group(2)) * MiB, "B", n, t)
 
 
-@_rule("gguf", r"KV self size\s*=\s*" + _NUM + r" MiB, K \((\w+)\):\s*" + _NUM + r" MiB, V \((\w+)\):\s*" + _NUM + " MiB")
+@_rule(
+    "gguf", r"KV self size\s*=\s*" + _NUM + r" MiB, K \((\w+)\):\s*" + _NUM + r" MiB, V \((\w+)\):\s*" + _NUM + " MiB"
+)
 def _kv_self(m, cfg, figs, n, t):
     cfg["type_k"], cfg["type_v"] = m.group(2), m.group(4)
     _add(figs, "KV total", _f(m.group(1)) * MiB, "B", n, t)
@@ -197,11 +219,19 @@ def _kv_self(m, cfg, figs, n, t):
     _add(figs, "V", _f(m.group(5)) * MiB, "B", n, t)
 
 
-@_rule("gguf", r"size =\s*" + _NUM + r" MiB \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+)/\s*(\d+) seqs\), K \((\w+)\):\s*"
-       + _NUM + r" MiB, V \((\w+)\):\s*" + _NUM + " MiB")
+@_rule(
+    "gguf",
+    r"size =\s*"
+    + _NUM
+    + r" MiB \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+)/\s*(\d+) seqs\), K \((\w+)\):\s*"
+    + _NUM
+    + r" MiB, V \((\w+)\):\s*"
+    + _NUM
+    + " MiB",
+)
 def _kv_size(m, cfg, figs, n, t):
     cfg["cells"], cfg["kv_layers"] = int(m.group(2)), int(m.group(3))
-    cfg.setdefault("n_seq_max", int(m.group(4)))    # 'n/m seqs': sequences / streams
+    cfg.setdefault("n_seq_max", int(m.group(4)))  # 'n/m seqs': sequences / streams
     cfg["type_k"], cfg["type_v"] = m.group(6), m.group(8)
     _add(figs, "KV total", _f(m.group(1)) * MiB, "B", n, t)
     _add(figs, "K", _f(m.group(7)) * MiB, "B", n, t)
@@ -248,10 +278,14 @@ def _file_size(m, cfg, figs, n, t):
 #: a llama.cpp@0c1e570 load log is either read or listed here
 IGNORED_BY_DESIGN = {
     "tokenizer piece cache": (r"load: token to piece cache size", "the tokenizer's host-side cache, not a buffer"),
-    "teardown compute check": (r"~llama_context:\s+\w+ compute buffer size is", "the same compute buffer, printed "
-                               "again when the context is freed"),
-    "iSWA cache creation": (r"llama_kv_cache_iswa: creating\s+(?:non-)?SWA KV cache, size = \d+ cells",
-                            "announces the cache whose 'size = … cells' line follows and is read"),
+    "teardown compute check": (
+        r"~llama_context:\s+\w+ compute buffer size is",
+        "the same compute buffer, printed again when the context is freed",
+    ),
+    "iSWA cache creation": (
+        r"llama_kv_cache_iswa: creating\s+(?:non-)?SWA KV cache, size = \d+ cells",
+        "announces the cache whose 'size = … cells' line follows and is read",
+    ),
 }
 
 
@@ -271,7 +305,7 @@ def _offload(m, cfg, figs, n, t):
 # vLLM
 @_rule("vllm", r"(?:Model loading took|Loading model weights took)\s+" + _NUM + r"\s*(GiB|GB)")
 def _v_weights(m, cfg, figs, n, t):
-    _add(figs, "weights", _f(m.group(1)) * GiB, "B", n, t)        # vLLM's "GB" is GiB (divides by 2^30)
+    _add(figs, "weights", _f(m.group(1)) * GiB, "B", n, t)  # vLLM's "GB" is GiB (divides by 2^30)
 
 
 @_rule("vllm", r"Available KV cache memory:\s*" + _NUM + r"\s*GiB")
@@ -322,8 +356,10 @@ def _v_budget_weights(m, cfg, figs, n, t):
     cfg["weights_printed_bytes"] = _f(m.group(1)) * GiB
     if not any(f.quantity == "weights" for f in figs):
         _add(figs, "weights", cfg["weights_printed_bytes"], "B", n, t)
-    for key, pat in (("non_torch_memory_bytes", r"non_torch_memory(?: takes)?\s+([\d.]+)\s*GiB"),
-                     ("activation_bytes", r"activation peak memory(?: takes)?\s+([\d.]+)\s*GiB")):
+    for key, pat in (
+        ("non_torch_memory_bytes", r"non_torch_memory(?: takes)?\s+([\d.]+)\s*GiB"),
+        ("activation_bytes", r"activation peak memory(?: takes)?\s+([\d.]+)\s*GiB"),
+    ):
         hit = re.search(pat, t)
         if hit:
             cfg[key] = float(hit.group(1)) * GiB
@@ -333,8 +369,12 @@ def _v_budget_weights(m, cfg, figs, n, t):
         cfg.setdefault("budget_format", "0.6.5+")
 
 
-@_rule("vllm", r"^\W*(?:\S+\s+)*?(non_torch_memory|PyTorch activation peak memory|available_kv_cache_memory)\s+"
-       + _NUM + r"\s*GiB\s*$")
+@_rule(
+    "vllm",
+    r"^\W*(?:\S+\s+)*?(non_torch_memory|PyTorch activation peak memory|available_kv_cache_memory)\s+"
+    + _NUM
+    + r"\s*GiB\s*$",
+)
 def _v_budget_table(m, cfg, figs, n, t):
     v = _f(m.group(2)) * GiB
     if m.group(1) == "available_kv_cache_memory":
@@ -365,7 +405,9 @@ def _v_util(m, cfg, figs, n, t):
     cfg["gpu_memory_utilization"] = float(m.group(1))
 
 
-@_rule("vllm", r"(?:tensor_parallel_size[=:'\" ]+|--tensor[-_]parallel(?:[-_]size)?[= ]+|--tp(?:-size)?\s+|tp_size=)(\d+)")
+@_rule(
+    "vllm", r"(?:tensor_parallel_size[=:'\" ]+|--tensor[-_]parallel(?:[-_]size)?[= ]+|--tp(?:-size)?\s+|tp_size=)(\d+)"
+)
 def _v_tp(m, cfg, figs, n, t):
     cfg["tp"] = int(m.group(1))
 
@@ -392,8 +434,10 @@ def _s_weights(m, cfg, figs, n, t):
     _add(figs, "weights", _f(m.group(2)) * GiB, "B", n, t)
 
 
-@_rule("sglang", r"KV Cache is allocated\.(?: dtype: ([\w.]+),)? #tokens: (\d+), K size: " + _NUM + " GB, V size: "
-       + _NUM + " GB")
+@_rule(
+    "sglang",
+    r"KV Cache is allocated\.(?: dtype: ([\w.]+),)? #tokens: (\d+), K size: " + _NUM + " GB, V size: " + _NUM + " GB",
+)
 def _s_kv(m, cfg, figs, n, t):
     if m.group(1):
         cfg["kv_cache_dtype"] = m.group(1).replace("torch.", "")
@@ -430,8 +474,19 @@ def _v_max_len(m, cfg, figs, n, t):
 
 
 #: handlers that only set configuration (a fixture's "# config:" header line may use them)
-_CONFIG_HANDLERS = {"_v_kvd", "_v_max_len", "_v_tp", "_v_pp", "_v_util", "_v_version", "_s_frac", "_n_ctx", "_fa",
-                    "_n_seq", "_ubatch"}
+_CONFIG_HANDLERS = {
+    "_v_kvd",
+    "_v_max_len",
+    "_v_tp",
+    "_v_pp",
+    "_v_util",
+    "_v_version",
+    "_s_frac",
+    "_n_ctx",
+    "_fa",
+    "_n_seq",
+    "_ubatch",
+}
 
 _FAMILY = {"ollama": ("gguf",), "llama.cpp": ("gguf",), "vllm": ("vllm",), "sglang": ("sglang", "vllm")}
 

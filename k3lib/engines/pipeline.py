@@ -22,6 +22,7 @@ SGLang (sgl-project/sglang ``srt/model_executor/model_runner.py``): each PP rank
 own token pool from its layers (``start_layer``/``end_layer`` by the same even split); the
 profile takes the smallest pool, because a request needs a slot on every stage.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,8 +32,15 @@ from k3lib.core.architecture import Architecture
 from k3lib.core.kinds import kind_of
 from k3lib.core.layout import layer_sequence, pipeline_stages, stage_layer_counts
 from k3lib.engines.base import _resolve_model
-from k3lib.engines.vllm import (VLLM_MAX_NUM_BATCHED_TOKENS, VLLM_MAX_NUM_SEQS, VLLM_SAMPLER_BYTES_PER_SEQ_VOCAB,
-                                VLLMKVLayout, vllm_activation_peak_bytes, vllm_kv_layout, vllm_weights_bytes_per_rank)
+from k3lib.engines.vllm import (
+    VLLM_MAX_NUM_BATCHED_TOKENS,
+    VLLM_MAX_NUM_SEQS,
+    VLLM_SAMPLER_BYTES_PER_SEQ_VOCAB,
+    VLLMKVLayout,
+    vllm_activation_peak_bytes,
+    vllm_kv_layout,
+    vllm_weights_bytes_per_rank,
+)
 
 #: groups whose parameters live in the layers (they go with their layers' stage)
 _LAYER_GROUPS = ("attention", "dense_mlp", "shared_experts", "routed_experts", "moe_other", "norms")
@@ -44,8 +52,9 @@ def check_pp(arch: Architecture, pp: int) -> tuple[int, ...]:
     return stage_layer_counts(arch.num_layers, pp)
 
 
-def stage_weights_bytes_per_rank(model: Any, *, tp: int = 1, pp: int = 1, stage: int = 0, weights: str = "native",
-                                 dtype_bytes: int | None = None) -> dict[str, int]:
+def stage_weights_bytes_per_rank(
+    model: Any, *, tp: int = 1, pp: int = 1, stage: int = 0, weights: str = "native", dtype_bytes: int | None = None
+) -> dict[str, int]:
     """Bytes one TP rank of pipeline stage ``stage`` (0-based) loads, by group.
 
     From :func:`~k3lib.engines.vllm.vllm_weights_bytes_per_rank` (the whole model on one
@@ -77,7 +86,7 @@ def stage_weights_bytes_per_rank(model: Any, *, tp: int = 1, pp: int = 1, stage:
             out[g] = (whole.get("embedding", 0) if arch.tie_word_embeddings else b) if last else 0
         elif g == "vision":
             out[g] = b if first else 0
-        else:                                        # rope_cache and anything per rank
+        else:  # rope_cache and anything per rank
             out[g] = b
     if last and arch.tie_word_embeddings and "lm_head" not in out:
         out["lm_head"] = whole.get("embedding", 0)
@@ -85,15 +94,23 @@ def stage_weights_bytes_per_rank(model: Any, *, tp: int = 1, pp: int = 1, stage:
     return out
 
 
-def stage_activation_peak_bytes(model: Any, *, tp: int = 1, pp: int = 1, stage: int = 0, dtype_bytes: int = 2,
-                                max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS,
-                                max_num_seqs: int = VLLM_MAX_NUM_SEQS) -> int:
+def stage_activation_peak_bytes(
+    model: Any,
+    *,
+    tp: int = 1,
+    pp: int = 1,
+    stage: int = 0,
+    dtype_bytes: int = 2,
+    max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS,
+    max_num_seqs: int = VLLM_MAX_NUM_SEQS,
+) -> int:
     """The profiling run's activation peak on one stage: the PP = 1 peak
     (:func:`~k3lib.engines.vllm.vllm_activation_peak_bytes`) less the sampler's logits
     ($c_s·S·V$) on every stage but the last."""
     arch, _ = _resolve_model(model)
-    a = vllm_activation_peak_bytes(model, tp=tp, dtype_bytes=dtype_bytes,
-                                   max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs)
+    a = vllm_activation_peak_bytes(
+        model, tp=tp, dtype_bytes=dtype_bytes, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs
+    )
     if stage < pp - 1:
         a -= int(VLLM_SAMPLER_BYTES_PER_SEQ_VOCAB * max_num_seqs * arch.vocab_size)
     return a
@@ -121,12 +138,14 @@ class PipelineKV:
         """$page · g_s$: bytes one block index takes on a worker of ``stage``."""
         return self.layout.page_bytes * self.stage_group_size[stage]
 
-    def blocks(self, available_bytes: "tuple[int, ...] | list[int]") -> int:
+    def blocks(self, available_bytes: tuple[int, ...] | list[int]) -> int:
         """$\\min_s \\lfloor A_s ÷ (page·g_s) \\rfloor$ — every worker gets the smallest count."""
-        return min(max(0, int(a)) // self.stage_bytes_per_block(s) if self.stage_group_size[s] else 10**18
-                   for s, a in enumerate(available_bytes))
+        return min(
+            max(0, int(a)) // self.stage_bytes_per_block(s) if self.stage_group_size[s] else 10**18
+            for s, a in enumerate(available_bytes)
+        )
 
-    def tokens(self, available_bytes: "tuple[int, ...] | list[int]") -> int:
+    def tokens(self, available_bytes: tuple[int, ...] | list[int]) -> int:
         """Printed 'GPU KV cache size': ⌊blocks ÷ groups⌋ × block size."""
         return self.blocks(available_bytes) // self.layout.num_groups * self.layout.block_tokens
 
@@ -135,8 +154,9 @@ class PipelineKV:
         return batch * self.layout.blocks_per_request(context_tokens) * self.stage_bytes_per_block(stage)
 
 
-def vllm_pipeline_kv(model: Any, *, tp: int = 1, pp: int = 1, kv_dtype: "str | float" = "auto", dtype_bytes: int = 2,
-                     **layout_options: Any) -> PipelineKV:
+def vllm_pipeline_kv(
+    model: Any, *, tp: int = 1, pp: int = 1, kv_dtype: str | float = "auto", dtype_bytes: int = 2, **layout_options: Any
+) -> PipelineKV:
     """The global KV layout of the whole model and each stage's $g_s$: layers of one spec
     are chunked in layer order into groups of the global group size (vLLM
     ``_get_kv_cache_groups_uniform_page_size``), and $g_s$ counts a stage's layers per chunk.
@@ -154,7 +174,7 @@ def vllm_pipeline_kv(model: Any, *, tp: int = 1, pp: int = 1, kv_dtype: "str | f
     for i, lab in enumerate(labels):
         by_label.setdefault(lab, []).append(i)
     for idx in by_label.values():
-        chunks.extend(idx[i:i + layout.group_size] for i in range(0, len(idx), layout.group_size))
+        chunks.extend(idx[i : i + layout.group_size] for i in range(0, len(idx), layout.group_size))
     sizes, start = [], 0
     for n in counts:
         stop = start + n
@@ -170,5 +190,11 @@ def sglang_stage_architectures(model: Any, pp: int) -> tuple[Architecture, ...]:
     return pipeline_stages(arch, pp)
 
 
-__all__ = ["check_pp", "stage_weights_bytes_per_rank", "stage_activation_peak_bytes", "PipelineKV",
-           "vllm_pipeline_kv", "sglang_stage_architectures"]
+__all__ = [
+    "check_pp",
+    "stage_weights_bytes_per_rank",
+    "stage_activation_peak_bytes",
+    "PipelineKV",
+    "vllm_pipeline_kv",
+    "sglang_stage_architectures",
+]

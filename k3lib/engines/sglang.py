@@ -1,20 +1,28 @@
 """SGLang 0.5.x: the default mem_fraction_static and the token pool's cell size."""
+
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from k3lib.core.kinds import kind_of
 from k3lib.core.errors import K3InputError
-from k3lib.core.units import GiB, MiB
+from k3lib.core.kinds import kind_of
+from k3lib.core.units import MiB
 from k3lib.engines.base import _kv_bytes_per_element, _resolve_model
 
 # ---------------------------------------------------------------------------
 # SGLang
 # ---------------------------------------------------------------------------
 
-def sglang_mem_fraction_static(*, gpu_memory_bytes: int, tp: int = 1, pp: int = 1,
-                               chunked_prefill_size: int | None = None, cuda_graph_max_bs: int | None = None) -> float:
+
+def sglang_mem_fraction_static(
+    *,
+    gpu_memory_bytes: int,
+    tp: int = 1,
+    pp: int = 1,
+    chunked_prefill_size: int | None = None,
+    cuda_graph_max_bs: int | None = None,
+) -> float:
     """SGLang's default ``mem_fraction_static`` (0.5.5 ``python/sglang/srt/server_args.py``
     ``_handle_gpu_memory_settings``): (GPU MiB − reserved) ÷ GPU MiB, rounded to 3 decimals, with
     reserved = 512 + 1.5·max(chunk, 2048) + 2·graph bs + 1024·TP·PP/8 (at least 10,240 MiB above
@@ -28,9 +36,17 @@ def sglang_mem_fraction_static(*, gpu_memory_bytes: int, tp: int = 1, pp: int = 
     mib = gpu_memory_bytes / MiB
     if chunked_prefill_size is None or cuda_graph_max_bs is None:
         big = tp >= 4
-        tier = ((2048, 8) if mib < 20 * 1024 else (2048, 80 if big else 24) if mib < 35 * 1024
-                else (4096, 160 if big else 32) if mib < 60 * 1024 else (8192, 512 if big else 256) if mib < 160 * 1024
-                else (16384, 512))
+        tier = (
+            (2048, 8)
+            if mib < 20 * 1024
+            else (2048, 80 if big else 24)
+            if mib < 35 * 1024
+            else (4096, 160 if big else 32)
+            if mib < 60 * 1024
+            else (8192, 512 if big else 256)
+            if mib < 160 * 1024
+            else (16384, 512)
+        )
         chunked_prefill_size = tier[0] if chunked_prefill_size is None else chunked_prefill_size
         cuda_graph_max_bs = tier[1] if cuda_graph_max_bs is None else cuda_graph_max_bs
     reserved = 512 + max(chunked_prefill_size, 2048) * 1.5 + cuda_graph_max_bs * 2 + tp * pp / 8 * 1024
@@ -39,15 +55,15 @@ def sglang_mem_fraction_static(*, gpu_memory_bytes: int, tp: int = 1, pp: int = 
     return round((mib - reserved) / mib, 3)
 
 
-def sglang_cell_bytes(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto", dtype_bytes: int = 2) -> int:
+def sglang_cell_bytes(model: Any, *, tp: int = 1, kv_dtype: str | float = "auto", dtype_bytes: int = 2) -> int:
     """Bytes per token slot of SGLang's pool on one rank (MLA: the latent only)."""
     arch, _ = _resolve_model(model)
     kv_b = _kv_bytes_per_element(kv_dtype, dtype_bytes)
     n = 0.0
     for g in arch.attention:
         if g.kv_shared:
-            continue                        # reads an earlier layer's cache
-        n += g.count * kind_of(g).kv_elements_per_token_per_rank(g, tp) * kv_b   # GQA heads split, MLA latent whole
+            continue  # reads an earlier layer's cache
+        n += g.count * kind_of(g).kv_elements_per_token_per_rank(g, tp) * kv_b  # GQA heads split, MLA latent whole
     return int(math.ceil(n))
 
 
@@ -56,8 +72,9 @@ def sglang_cell_bytes(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "aut
 SGLANG_STATE_BYTES_PER_ELEMENT = 4
 
 
-def sglang_state_bytes(model: Any, *, tp: int = 1, batch: int = 1,
-                       state_bytes_per_element: float = SGLANG_STATE_BYTES_PER_ELEMENT) -> int:
+def sglang_state_bytes(
+    model: Any, *, tp: int = 1, batch: int = 1, state_bytes_per_element: float = SGLANG_STATE_BYTES_PER_ELEMENT
+) -> int:
     """Linear-attention state (KDA, Gated DeltaNet) one rank holds for ``batch`` sequences:
     $B · \\sum_g n_g·(S^{rec}_g + S^{conv}_g) · b / TP$ — constant in the context, split by head
     over TP; 0 for a model without linear attention. Pass one pipeline stage as ``model`` for
@@ -67,13 +84,15 @@ def sglang_state_bytes(model: Any, *, tp: int = 1, batch: int = 1,
     2.35546875
     """
     arch, _ = _resolve_model(model)
-    per_seq = sum(g.count * (g.recurrent_state_elements_per_layer + g.conv_state_elements_per_layer)
-                  for g in arch.attention)
+    per_seq = sum(
+        g.count * (g.recurrent_state_elements_per_layer + g.conv_state_elements_per_layer) for g in arch.attention
+    )
     return int(math.ceil(per_seq * state_bytes_per_element * batch / tp))
 
 
-def sglang_kv_budget_bytes(*, available_after_load_bytes: float, total_before_load_bytes: float,
-                           mem_fraction_static: float) -> int:
+def sglang_kv_budget_bytes(
+    *, available_after_load_bytes: float, total_before_load_bytes: float, mem_fraction_static: float
+) -> int:
     """Memory SGLang gives its KV pool: ``rest = free after loading − free before loading × (1 − f)``.
 
     SGLang 0.5.5 ``python/sglang/srt/model_executor/model_runner.py`` ``profile_max_num_token``
@@ -88,15 +107,27 @@ def sglang_kv_budget_bytes(*, available_after_load_bytes: float, total_before_lo
     204.64
     """
     if not 0 < mem_fraction_static < 1:
-        raise K3InputError("mem_fraction_static", f"{mem_fraction_static!r} is outside (0, 1)", "a fraction such as 0.88")
+        raise K3InputError(
+            "mem_fraction_static", f"{mem_fraction_static!r} is outside (0, 1)", "a fraction such as 0.88"
+        )
     if total_before_load_bytes <= 0 or available_after_load_bytes < 0:
-        raise K3InputError("available memory", "free memory before/after loading must be positive byte counts",
-                           "the 'avail mem' figures of the log, in bytes")
+        raise K3InputError(
+            "available memory",
+            "free memory before/after loading must be positive byte counts",
+            "the 'avail mem' figures of the log, in bytes",
+        )
     return int(available_after_load_bytes - total_before_load_bytes * (1 - mem_fraction_static))
 
 
-def sglang_pool_tokens(model: Any, *, budget_bytes: float, tp: int = 1, kv_dtype: "str | float" = "auto",
-                       dtype_bytes: int = 2, page_size: int = 1) -> int:
+def sglang_pool_tokens(
+    model: Any,
+    *,
+    budget_bytes: float,
+    tp: int = 1,
+    kv_dtype: str | float = "auto",
+    dtype_bytes: int = 2,
+    page_size: int = 1,
+) -> int:
     """Token slots of SGLang's pool: ``⌊budget ÷ cell⌋``, floored to the page size
     (``profile_max_num_token`` then ``init_memory_pool``, SGLang 0.5.5 model_runner.py)."""
     if page_size < 1:

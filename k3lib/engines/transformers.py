@@ -7,6 +7,7 @@ KV_{need} = \\lceil DynamicCache(T, B) / N \\rceil$$
 
 (:func:`transformers_estimate` moved unchanged from ``estimate_for_engine``'s last branch.)
 """
+
 from __future__ import annotations
 
 import math
@@ -21,6 +22,7 @@ from k3lib.engines.base import EngineEstimate, EstimateInputs, _gib, _resolve_mo
 # transformers
 # ---------------------------------------------------------------------------
 
+
 def transformers_cache_bytes(model: Any, *, context_tokens: int, batch: int = 1, dtype_bytes: int = 2) -> int:
     """DynamicCache bytes: expanded K/V per layer (MLA too), windowed layers capped,
     linear-attention conv state at the model dtype and recurrent state in fp32."""
@@ -28,7 +30,7 @@ def transformers_cache_bytes(model: Any, *, context_tokens: int, batch: int = 1,
     n = 0.0
     for g in arch.attention:
         k = kind_of(g)
-        if k.caches_kv_per_token:    # MLA expanded to every head's K and V; a window caps its tokens
+        if k.caches_kv_per_token:  # MLA expanded to every head's K and V; a window caps its tokens
             n += g.count * k.transformers_cache_elements_per_token(g) * k.cached_tokens(g, context_tokens) * dtype_bytes
         else:
             n += g.count * (g.conv_state_elements_per_layer * dtype_bytes + g.recurrent_state_elements_per_layer * 4)
@@ -59,7 +61,28 @@ def transformers_estimate(x: EstimateInputs) -> EngineEstimate:
     notes.append("device_map='auto' spreads layers over the GPUs; each holds its layers' weights and cache")
     reason = f"{'fits' if fits else 'does not fit'}: DynamicCache {_gib(need)} per GPU, {_gib(max(avail, 0))} left"
     per_tok = need / max(1, ctx * n_batch)
-    return EngineEstimate(prof.id, prof.version, arch.id, hw.id, n_gpus, 1, ctx, n_batch, f"model dtype ({base_b} B)",
-                          total, total, w, act, rt, 0, max(avail, 0), need,
-                          int(max(avail, 0) // per_tok) if per_tok else 0, (max(avail, 0) / need * n_batch) if need else 0.0,
-                          fits, reason, {}, tuple(notes))
+    return EngineEstimate(
+        prof.id,
+        prof.version,
+        arch.id,
+        hw.id,
+        n_gpus,
+        1,
+        ctx,
+        n_batch,
+        f"model dtype ({base_b} B)",
+        total,
+        total,
+        w,
+        act,
+        rt,
+        0,
+        max(avail, 0),
+        need,
+        int(max(avail, 0) // per_tok) if per_tok else 0,
+        (max(avail, 0) / need * n_batch) if need else 0.0,
+        fits,
+        reason,
+        {},
+        tuple(notes),
+    )

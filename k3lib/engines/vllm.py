@@ -19,16 +19,17 @@ A rule is taken to start at the first release read that has it (0.9.0 and 0.9.1 
 behave like 0.9.2), except V0's ``memory_profiling`` budget, which starts at 0.6.5: it came with
 vllm PR 10511 (merged 2024-12-14), whose own sanity-check log is a test fixture.
 """
+
 from __future__ import annotations
 
-import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
-from k3lib.core.architecture import AttentionGroup, Architecture
-from k3lib.core.kinds import FULL, MLA, kind_of
+from k3lib.core.architecture import Architecture, AttentionGroup
 from k3lib.core.errors import K3InputError
+from k3lib.core.kinds import FULL, MLA, kind_of
 from k3lib.core.units import GiB
 from k3lib.engines.base import _kv_bytes_per_element, _resolve_model, _round_up
 
@@ -59,15 +60,19 @@ VLLM_V0_MAX_NUM_SEQS = 256
 VLLM_V0_MIN_BATCHED_TOKENS = 2048
 
 
-def parse_vllm_version(version: "str | tuple[int, ...]") -> tuple[int, int, int]:
+def parse_vllm_version(version: str | tuple[int, ...]) -> tuple[int, int, int]:
     """(major, minor, patch) from ``"0.6.4.post1"``, ``"v0.19.0"``, ``"0.11"`` or a tuple."""
     if isinstance(version, tuple) and 2 <= len(version) <= 3 and all(isinstance(v, int) and v >= 0 for v in version):
         return version[0], version[1], version[2] if len(version) == 3 else 0
     import re
+
     m = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:[.+\-]?\w[\w.+\-]*)?", str(version).strip())
     if not m or isinstance(version, bool):
-        raise K3InputError("vllm_version", f"{version!r} is not a vLLM version",
-                           "a version string such as '0.6.4', '0.11.0' or '0.19.0'")
+        raise K3InputError(
+            "vllm_version",
+            f"{version!r} is not a vLLM version",
+            "a version string such as '0.6.4', '0.11.0' or '0.19.0'",
+        )
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
@@ -76,19 +81,19 @@ class VLLMRules:
     """The memory rules one vLLM version applies (see :func:`vllm_rules`)."""
 
     version: tuple[int, int, int]
-    engine: str                 # "V0" or "V1"
-    budget: str                 # "free-delta", "torch-peak" or "profiling"
-    grouped: bool               # KV-cache groups per layer kind (else one uniform group, windows costed full)
-    concurrency: str            # "tokens/len" or "blocks/request"
-    mla_hybrid_alignment: int   # block alignment of an MLA + recurrent model's attention block
-    prints: tuple[str, ...]     # the KV lines it prints
+    engine: str  # "V0" or "V1"
+    budget: str  # "free-delta", "torch-peak" or "profiling"
+    grouped: bool  # KV-cache groups per layer kind (else one uniform group, windows costed full)
+    concurrency: str  # "tokens/len" or "blocks/request"
+    mla_hybrid_alignment: int  # block alignment of an MLA + recurrent model's attention block
+    prints: tuple[str, ...]  # the KV lines it prints
 
     @property
     def label(self) -> str:
         return f"vLLM {'.'.join(map(str, self.version))} ({self.engine})"
 
 
-def vllm_rules(vllm_version: "str | tuple[int, ...]" = VLLM_DEFAULT_VERSION, *, engine: str | None = None) -> VLLMRules:
+def vllm_rules(vllm_version: str | tuple[int, ...] = VLLM_DEFAULT_VERSION, *, engine: str | None = None) -> VLLMRules:
     """The rules of one vLLM version, from its source (module docstring lists the files).
 
     * **budget** (memory left for KV) is always ``gpu_memory_utilization × total`` less what
@@ -129,8 +134,9 @@ def vllm_rules(vllm_version: "str | tuple[int, ...]" = VLLM_DEFAULT_VERSION, *, 
     """
     v = parse_vllm_version(vllm_version)
     if v < (0, 5, 0):
-        raise K3InputError("vllm_version", f"{'.'.join(map(str, v))} is older than any version modelled",
-                           "vLLM 0.5.0 or newer")
+        raise K3InputError(
+            "vllm_version", f"{'.'.join(map(str, v))} is older than any version modelled", "vLLM 0.5.0 or newer"
+        )
     if engine is None:
         engine = "V1" if v >= (0, 8, 0) else "V0"
     engine = str(engine).upper()
@@ -146,8 +152,15 @@ def vllm_rules(vllm_version: "str | tuple[int, ...]" = VLLM_DEFAULT_VERSION, *, 
         return VLLMRules(v, "V0", budget, False, "tokens/len", 16, prints)
     if v < (0, 9, 0):
         return VLLMRules(v, "V1", "torch-peak", False, "tokens/len", 16, ("KV cache tokens",))
-    return VLLMRules(v, "V1", "profiling", True, "blocks/request", 64 if v >= (0, 11, 1) else 16,
-                     ("available KV memory", "KV cache tokens"))
+    return VLLMRules(
+        v,
+        "V1",
+        "profiling",
+        True,
+        "blocks/request",
+        64 if v >= (0, 11, 1) else 16,
+        ("available KV memory", "KV cache tokens"),
+    )
 
 
 @dataclass(frozen=True)
@@ -166,7 +179,7 @@ class VLLMKVLayout:
     window_tokens: Mapping[str, int] = field(default_factory=dict)
     padded_layers: int = 0
     concurrency_rule: str = "blocks/request"
-    state_bytes: int = 0          # one recurrent layer's state per rank, before padding to the page
+    state_bytes: int = 0  # one recurrent layer's state per rank, before padding to the page
     #: tokens the hybrid attention block is a multiple of (``a`` of HybridAttentionMambaModelConfig:
     #: the MLA alignment with a latent-caching layer, else the block size)
     hybrid_alignment: int = 16
@@ -210,8 +223,9 @@ class VLLMKVLayout:
         """KV memory ``batch`` requests of ``context_tokens`` need on this rank."""
         return batch * self.blocks_per_request(context_tokens) * self.bytes_per_block
 
-    def max_concurrency(self, available_bytes: int, *, max_model_len: int,
-                        max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS) -> float:
+    def max_concurrency(
+        self, available_bytes: int, *, max_model_len: int, max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS
+    ) -> float:
         """The "Maximum concurrency for L tokens per request" vLLM prints (rule per version,
         :func:`vllm_rules`): ``tokens ÷ L`` (V0, V1 0.8) or ``blocks ÷ Σ_groups ⌈blocks one
         request needs⌉`` (V1 ≥ 0.9; sliding window ⌈min(w − 1 + batched tokens, L) ÷ block⌉ + 1,
@@ -236,14 +250,22 @@ class VLLMKVLayout:
 def _vllm_tokens_bytes_per_layer(g: AttentionGroup, *, tp: int, kv_b: float, mla_fp8_ds: bool) -> float:
     k = kind_of(g)
     if k.latent and mla_fp8_ds:
-        return 656.0                  # FlashMLA's fp8_ds_mla entry: 512 fp8 + 4 scales + 64 bf16 rope
+        return 656.0  # FlashMLA's fp8_ds_mla entry: 512 fp8 + 4 scales + 64 bf16 rope
     return k.kv_elements_per_token_per_rank(g, tp) * kv_b
 
 
-def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto", dtype_bytes: int = 2,
-                   block_tokens: int = VLLM_BLOCK_TOKENS, state_bytes_per_element: float | None = None,
-                   mla_fp8_ds: bool = False, vllm_version: "str | tuple[int, ...]" = VLLM_DEFAULT_VERSION,
-                   engine: str | None = None) -> VLLMKVLayout:
+def vllm_kv_layout(
+    model: Any,
+    *,
+    tp: int = 1,
+    kv_dtype: str | float = "auto",
+    dtype_bytes: int = 2,
+    block_tokens: int = VLLM_BLOCK_TOKENS,
+    state_bytes_per_element: float | None = None,
+    mla_fp8_ds: bool = False,
+    vllm_version: str | tuple[int, ...] = VLLM_DEFAULT_VERSION,
+    engine: str | None = None,
+) -> VLLMKVLayout:
     """vLLM's paging of one rank's KV cache for ``vllm_version`` (rules: :func:`vllm_rules`).
 
     Page = block × bytes per token of one layer; layers of one kind share a KV-cache group,
@@ -263,13 +285,13 @@ def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto",
     arch, _ = _resolve_model(model)
     kv_b = _kv_bytes_per_element(kv_dtype, dtype_bytes)
     state_b = float(state_bytes_per_element if state_bytes_per_element is not None else dtype_bytes)
-    kinds: list[tuple[str, int, float]] = []        # (kind label, layers, bytes per token per layer)
+    kinds: list[tuple[str, int, float]] = []  # (kind label, layers, bytes per token per layer)
     windows: dict[str, int] = {}
     state_bytes = 0.0
     has_latent = False
     for g in arch.attention:
         if g.kv_shared:
-            continue                        # Gemma-3n/4: kv_sharing_target_layer_name, no cache of its own
+            continue  # Gemma-3n/4: kv_sharing_target_layer_name, no cache of its own
         k = kind_of(g)
         if not k.caches_kv_per_token:
             # KDA keeps its recurrent state in float32 (0.11.1–0.19.0 mamba_utils.py kda_state_dtype); GDN's
@@ -282,13 +304,15 @@ def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto",
         if g.has_state:
             # Falcon-H1: each decoder layer holds its attention and a Mamba-2 mixer, two cache
             # entries to vLLM (an attention spec and a MambaSpec; model_executor/models/falcon_h1.py)
-            per_layer = (g.recurrent_state_elements_per_layer * state_b + g.conv_state_elements_per_layer * state_b) / tp
+            per_layer = (
+                g.recurrent_state_elements_per_layer * state_b + g.conv_state_elements_per_layer * state_b
+            ) / tp
             state_bytes = max(state_bytes, per_layer)
             kinds.append(("state", g.count, 0.0))
         has_latent = has_latent or k.latent
         label = k.vllm_label(g)
         if k.windowed and not rules.grouped:
-            label = FULL.name                          # 0.8.5 unify_hybrid_kv_cache_specs; V0 pages all alike
+            label = FULL.name  # 0.8.5 unify_hybrid_kv_cache_specs; V0 pages all alike
         elif k.windowed:
             windows[label] = g.window_tokens
         kinds.append((label, g.count, _vllm_tokens_bytes_per_layer(g, tp=tp, kv_b=kv_b, mla_fp8_ds=mla_fp8_ds)))
@@ -327,20 +351,43 @@ def vllm_kv_layout(model: Any, *, tp: int = 1, kv_dtype: "str | float" = "auto",
             base, extra = divmod(count, n)
             out.extend((label, base + (1 if i < extra else 0)) for i in range(n))
         groups = tuple(out)
-    return VLLMKVLayout(block_tokens=block, page_bytes=page, group_size=group_size, groups=groups,
-                        window_tokens=windows, padded_layers=padded, concurrency_rule=rules.concurrency,
-                        state_bytes=int(math.ceil(state_bytes)), hybrid_alignment=align)
+    return VLLMKVLayout(
+        block_tokens=block,
+        page_bytes=page,
+        group_size=group_size,
+        groups=groups,
+        window_tokens=windows,
+        padded_layers=padded,
+        concurrency_rule=rules.concurrency,
+        state_bytes=int(math.ceil(state_bytes)),
+        hybrid_alignment=align,
+    )
 
 
-def vllm_kv_cache_tokens(model: Any, *, available_bytes: int, tp: int = 1, kv_dtype: "str | float" = "auto",
-                         dtype_bytes: int = 2, **layout_options) -> int:
+def vllm_kv_cache_tokens(
+    model: Any,
+    *,
+    available_bytes: int,
+    tp: int = 1,
+    kv_dtype: str | float = "auto",
+    dtype_bytes: int = 2,
+    **layout_options,
+) -> int:
     """Tokens vLLM prints as 'GPU KV cache size' for ``available_bytes`` of KV memory per rank."""
     return vllm_kv_layout(model, tp=tp, kv_dtype=kv_dtype, dtype_bytes=dtype_bytes, **layout_options).tokens(
-        available_bytes)
+        available_bytes
+    )
 
 
-def vllm_kv_tokens_interval(model: Any, *, printed_gib: float, tp: int = 1, kv_dtype: "str | float" = "auto",
-                            dtype_bytes: int = 2, **layout_options) -> tuple[int, int]:
+def vllm_kv_tokens_interval(
+    model: Any,
+    *,
+    printed_gib: float,
+    tp: int = 1,
+    kv_dtype: str | float = "auto",
+    dtype_bytes: int = 2,
+    **layout_options,
+) -> tuple[int, int]:
     """The token counts vLLM can have printed when it printed ``printed_gib`` of
     available KV memory (rounded to 0.01 GiB, so the truth is within ±0.005 GiB).
 
@@ -348,8 +395,10 @@ def vllm_kv_tokens_interval(model: Any, *, printed_gib: float, tp: int = 1, kv_d
     (475984, 476064)
     """
     lay = vllm_kv_layout(model, tp=tp, kv_dtype=kv_dtype, dtype_bytes=dtype_bytes, **layout_options)
-    return (lay.tokens(int(printed_gib * GiB - PRINTED_ROUNDING_BYTES)),
-            lay.tokens(int(printed_gib * GiB + PRINTED_ROUNDING_BYTES)))
+    return (
+        lay.tokens(int(printed_gib * GiB - PRINTED_ROUNDING_BYTES)),
+        lay.tokens(int(printed_gib * GiB + PRINTED_ROUNDING_BYTES)),
+    )
 
 
 #: groups of a weight file that vLLM splits over the TP ranks as a whole (no core group to follow)
@@ -384,8 +433,10 @@ def _file_group_fraction_per_rank(arch: Architecture, tp: int) -> dict[str, floa
 
     full = arch.param_groups()
     full["lm_head"] = full["lm_head"] or 0
-    return {g: (sh.per_rank(tp) / full[g] if full.get(g) else 1.0 / tp)
-            for g, sh in params_per_rank_by_group(arch, tp=tp).items()}
+    return {
+        g: (sh.per_rank(tp) / full[g] if full.get(g) else 1.0 / tp)
+        for g, sh in params_per_rank_by_group(arch, tp=tp).items()
+    }
 
 
 def _mxfp4_expert_bytes_per_rank(arch: Architecture, tp: int) -> int:
@@ -394,15 +445,20 @@ def _mxfp4_expert_bytes_per_rank(arch: Architecture, tp: int) -> int:
     m = arch.mlp
     inter = _round_up(-(-m.moe_intermediate // tp), 128)
     hidden = _round_up(m.latent_dim or arch.hidden_size, 256)
-    per_expert = (2 * inter * hidden // 2 + 2 * inter * hidden // 32          # w13 weight + scales
-                  + hidden * inter // 2 + hidden * inter // 32)               # w2 weight + scales
+    per_expert = (
+        2 * inter * hidden // 2
+        + 2 * inter * hidden // 32  # w13 weight + scales
+        + hidden * inter // 2
+        + hidden * inter // 32
+    )  # w2 weight + scales
     if m.expert_bias:
         per_expert += (2 * inter + hidden) * 2
     return m.moe_layers * m.n_routed_experts * per_expert
 
 
-def vllm_weights_bytes_per_rank(model: Any, *, tp: int = 1, weights: str = "native",
-                                dtype_bytes: int | None = None) -> dict[str, int]:
+def vllm_weights_bytes_per_rank(
+    model: Any, *, tp: int = 1, weights: str = "native", dtype_bytes: int | None = None
+) -> dict[str, int]:
     """Bytes vLLM loads on each TP rank, by group, plus ``rope_cache`` and ``total``.
 
     The core's sharding rule (:func:`k3lib.core.memory.params_per_rank_by_group`: K/V
@@ -422,7 +478,7 @@ def vllm_weights_bytes_per_rank(model: Any, *, tp: int = 1, weights: str = "nati
         frac = _file_group_fraction_per_rank(arch, tp)
         for g, b in loaded.weights_bytes_by_group.items():
             if g == "mtp":
-                continue                              # MTP layers load only for speculative decoding
+                continue  # MTP layers load only for speculative decoding
             if g in frac:
                 out[g] = int(math.ceil(b * frac[g]))  # the core's rule, in the file's proportions
             else:
@@ -447,20 +503,22 @@ def vllm_weights_bytes_per_rank(model: Any, *, tp: int = 1, weights: str = "nati
 
 def _format_bits(fmt: str) -> float:
     from k3lib.core.precisions import get_weight_format
+
     return get_weight_format(fmt).bits
 
 
 def _default_rope_caches(arch: Architecture) -> tuple[tuple[int, int], ...]:
     rot = 0
-    for g in arch.attention:          # the first layer with a per-token cache gives the rotary width
+    for g in arch.attention:  # the first layer with a per-token cache gives the rotary width
         if kind_of(g).caches_kv_per_token:
             rot = kind_of(g).rope_dim(g)
             break
     return ((arch.max_context_tokens, rot),) if rot else ()
 
 
-def vllm_v0_batched_tokens(model: Any, *, max_model_len: int | None = None,
-                           vllm_version: "str | tuple[int, ...]" = "0.6.4") -> int:
+def vllm_v0_batched_tokens(
+    model: Any, *, max_model_len: int | None = None, vllm_version: str | tuple[int, ...] = "0.6.4"
+) -> int:
     """Tokens a V0 engine's profiling run pushes through the model (its default
     ``max_num_batched_tokens``): max(max_model_len, 2048), unless chunked prefill is on, which V0
     turns on by itself above 32,768 tokens for a model without sliding windows
@@ -474,11 +532,17 @@ def vllm_v0_batched_tokens(model: Any, *, max_model_len: int | None = None,
     return max(length, VLLM_V0_MIN_BATCHED_TOKENS)
 
 
-def vllm_activation_peak_bytes(model: Any, *, tp: int = 1, dtype_bytes: int = 2,
-                               max_num_batched_tokens: int | None = None,
-                               max_num_seqs: int = VLLM_MAX_NUM_SEQS,
-                               vllm_version: "str | tuple[int, ...]" = VLLM_DEFAULT_VERSION,
-                               engine: str | None = None, max_model_len: int | None = None) -> int:
+def vllm_activation_peak_bytes(
+    model: Any,
+    *,
+    tp: int = 1,
+    dtype_bytes: int = 2,
+    max_num_batched_tokens: int | None = None,
+    max_num_seqs: int = VLLM_MAX_NUM_SEQS,
+    vllm_version: str | tuple[int, ...] = VLLM_DEFAULT_VERSION,
+    engine: str | None = None,
+    max_model_len: int | None = None,
+) -> int:
     """The activation peak vLLM's profiling run records.
 
     **V0** (any 0.5–0.10 V0 engine): the profiling batch is ``max_num_batched_tokens`` tokens,
@@ -513,9 +577,12 @@ def vllm_activation_peak_bytes(model: Any, *, tp: int = 1, dtype_bytes: int = 2,
     m = arch.mlp
     if rules.engine == "V0":
         if max_num_batched_tokens is None:
-            max_num_batched_tokens = vllm_v0_batched_tokens(arch, max_model_len=max_model_len, vllm_version=vllm_version)
-        inter = (m.experts_per_token * m.moe_intermediate if m.moe_layers and not m.dense_layers
-                 else m.dense_intermediate)
+            max_num_batched_tokens = vllm_v0_batched_tokens(
+                arch, max_model_len=max_model_len, vllm_version=vllm_version
+            )
+        inter = (
+            m.experts_per_token * m.moe_intermediate if m.moe_layers and not m.dense_layers else m.dense_intermediate
+        )
         mlp = max_num_batched_tokens * (3 * -(-inter // tp) + 3 * arch.hidden_size) * dtype_bytes
         seqs = min(VLLM_V0_MAX_NUM_SEQS if max_num_seqs == VLLM_MAX_NUM_SEQS else max_num_seqs, max_num_batched_tokens)
         return int(max(mlp, seqs * arch.vocab_size * dtype_bytes))
@@ -537,10 +604,17 @@ def vllm_non_torch_bytes(*, tp: int = 1) -> int:
     return VLLM_NON_TORCH_BYTES_TP1 if tp == 1 else VLLM_NON_TORCH_BYTES_TP
 
 
-def vllm_available_kv_bytes(*, total_bytes: float, gpu_memory_utilization: float, weights_bytes: float,
-                            activation_bytes: float, non_torch_bytes: float, cudagraph_bytes: float = 0,
-                            vllm_version: "str | tuple[int, ...]" = VLLM_DEFAULT_VERSION,
-                            engine: str | None = None) -> int:
+def vllm_available_kv_bytes(
+    *,
+    total_bytes: float,
+    gpu_memory_utilization: float,
+    weights_bytes: float,
+    activation_bytes: float,
+    non_torch_bytes: float,
+    cudagraph_bytes: float = 0,
+    vllm_version: str | tuple[int, ...] = VLLM_DEFAULT_VERSION,
+    engine: str | None = None,
+) -> int:
     """Memory vLLM leaves for the KV cache: ``u × total − weights − activation − non-torch``
     (``− CUDA-graph estimate`` in 0.19 with ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1``).
 
@@ -557,8 +631,9 @@ def vllm_available_kv_bytes(*, total_bytes: float, gpu_memory_utilization: float
     """
     rules = vllm_rules(vllm_version, engine=engine)
     if not 0 < gpu_memory_utilization <= 1:
-        raise K3InputError("gpu_memory_utilization", f"{gpu_memory_utilization!r} is outside (0, 1]",
-                           "a fraction such as 0.9")
+        raise K3InputError(
+            "gpu_memory_utilization", f"{gpu_memory_utilization!r} is outside (0, 1]", "a fraction such as 0.9"
+        )
     if total_bytes <= 0:
         raise K3InputError("total_bytes", f"{total_bytes!r} is not a positive byte count", "the GPU's total bytes")
     cg = cudagraph_bytes if rules.version >= (0, 19, 0) else 0

@@ -32,7 +32,7 @@ def vllm_estimate(x: EstimateInputs) -> EngineEstimate:
     """One GPU under vLLM's rules (options: ``estimate_cuda_graphs``, ``cuda_graph_bytes``, ``max_num_seqs``,
     ``max_num_batched_tokens``, ``cpu_offload_gb``, ``vllm_version``)."""
     prof, model, arch, hw, n_gpus = x.profile, x.model, x.arch, x.gpu, x.gpus
-    tp_i, pp_i, ctx, n_batch, kv_dtype = x.tp, x.pp, x.context_tokens, x.batch, x.kv_dtype
+    tp_i, ctx, n_batch, kv_dtype = x.tp, x.context_tokens, x.batch, x.kv_dtype
     weights, dtype_bytes, options, base_b = x.weights, x.dtype_bytes, x.options, x.base_dtype_bytes
     check_tp(arch, tp_i)  # the core's rule (KV heads replicated when TP > K)
     staged = staged_estimate(x)

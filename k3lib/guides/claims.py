@@ -1,12 +1,13 @@
 """Guide claims: the rows of ``data/guide_claims.csv`` as frozen :class:`Claim` objects, and the
 guides' constants read from ``data/profiles/*.json``."""
+
 from __future__ import annotations
 
 import csv
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from k3lib.core.data import DATA_DIR
@@ -20,13 +21,20 @@ COLUMN_VERDICTS = ("holds", "contradicted", "stated input", "not checkable")
 GUIDES = ("guide-000", "guide-004")
 #: The unit each guide's "GB" means: guide 000 divides by 1024^3; guide 004 lists file sizes.
 GUIDE_UNIT = {"guide-000": "GiB", "guide-004": "GB"}
-BASES = ("guide's own numbers", "K3 architecture", "hardware catalogue", "k3lib rule", "arithmetic",
-         "published files", "none")
+BASES = (
+    "guide's own numbers",
+    "K3 architecture",
+    "hardware catalogue",
+    "k3lib rule",
+    "arithmetic",
+    "published files",
+    "none",
+)
 CLAIMS_CSV = "guide_claims.csv"
 EXPECTATIONS_CSV = "audit_expectations.csv"
 
 
-@lru_cache(maxsize=None)
+@cache
 def profile(guide: str) -> dict:
     """The raw JSON of ``data/profiles/kimi-k3@<guide>.json`` (the guide's stated inputs, with quotes)."""
     if guide not in GUIDES:
@@ -53,8 +61,8 @@ G004_RAM_BANDWIDTH = int(profile("guide-004")["offload"]["ram_bandwidth_gb_s"] *
 G004_OFFLOAD_VRAM = int(profile("guide-004")["offload"]["vram_gb"] * GB)
 G004_OFFLOAD_RAM = int(profile("guide-004")["offload"]["ram_gb"] * GB)
 G004_ACTIVE_PARAMS = int(profile("guide-004")["params_active"]["value"])
-Q4_BITS = 4.5                             # Q4_K, the 4-bit tier k3lib uses (data/weight_formats.csv)
-LONG_CONTEXT = 524288                     # 512K: where the guide's scaling rules are evaluated
+Q4_BITS = 4.5  # Q4_K, the 4-bit tier k3lib uses (data/weight_formats.csv)
+LONG_CONTEXT = 524288  # 512K: where the guide's scaling rules are evaluated
 
 
 # ---------------------------------------------------------------- data classes
@@ -118,8 +126,8 @@ class Claim:
     @property
     def approximate(self) -> bool:
         """The guide hedges the number ('~', 'roughly', 'about', 'maybe', 'approximately')."""
-        return bool(re.search(r"~|\broughly\b|\babout\b|\bmaybe\b|\bapproximately\b|\bnearly\b",
-                              self.quote, re.I))
+        return bool(re.search(r"~|\broughly\b|\babout\b|\bmaybe\b|\bapproximately\b|\bnearly\b", self.quote, re.I))
+
 
 # ---------------------------------------------------------------- claims
 
@@ -132,14 +140,25 @@ def claim_from_row(row: dict[str, str]) -> Claim:
     """Build a :class:`Claim` from one CSV row (strings)."""
     try:
         return Claim(
-            claim_id=row["claim_id"], guide=row["guide"], file=row["file"], section=row["section"],
-            quote=row["quote"], quantity=row["quantity"], value=float(row["value"]),
+            claim_id=row["claim_id"],
+            guide=row["guide"],
+            file=row["file"],
+            section=row["section"],
+            quote=row["quote"],
+            quantity=row["quantity"],
+            value=float(row["value"]),
             value_high=float(row["value_high"]) if row.get("value_high", "").strip() else None,
-            unit_as_written=row["unit_as_written"], claim_kind=row["claim_kind"],
-            precision=row.get("precision", ""), kv_dtype=row.get("kv_dtype", ""),
-            context_tokens=_int_or_none(row.get("context_tokens", "")), gpu=row.get("gpu", ""),
-            gpu_count=_int_or_none(row.get("gpu_count", "")), batch=_int_or_none(row.get("batch", "")),
-            device=row.get("device", ""), notes=row.get("notes", ""), value_text=row["value"].strip(),
+            unit_as_written=row["unit_as_written"],
+            claim_kind=row["claim_kind"],
+            precision=row.get("precision", ""),
+            kv_dtype=row.get("kv_dtype", ""),
+            context_tokens=_int_or_none(row.get("context_tokens", "")),
+            gpu=row.get("gpu", ""),
+            gpu_count=_int_or_none(row.get("gpu_count", "")),
+            batch=_int_or_none(row.get("batch", "")),
+            device=row.get("device", ""),
+            notes=row.get("notes", ""),
+            value_text=row["value"].strip(),
         )
     except (KeyError, ValueError) as exc:
         raise K3InputError("guide_claims.csv", f"row {row.get('claim_id', '?')!r}: {exc}") from None

@@ -1,11 +1,12 @@
 """References the audit compares against: K3's real architecture, its published files, and
 plans on the guides' own inputs."""
+
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Callable
+from functools import cache
 
 from k3lib.core.data import DATA_DIR
 from k3lib.core.errors import K3InputError
@@ -29,12 +30,14 @@ class PublishedFile:
     source: str
 
 
-@lru_cache(maxsize=None)
+@cache
 def published_files() -> tuple[PublishedFile, ...]:
     """Every row of ``data/measured/kimi-k3-published.csv``."""
     with open(DATA_DIR / PUBLISHED_CSV, newline="", encoding="utf-8") as fh:
-        return tuple(PublishedFile(r["engine"], r["label"], int(r["bytes"]), r["precision_note"] == "exact", r["source"])
-                     for r in csv.DictReader(fh))
+        return tuple(
+            PublishedFile(r["engine"], r["label"], int(r["bytes"]), r["precision_note"] == "exact", r["source"])
+            for r in csv.DictReader(fh)
+        )
 
 
 def published_bytes(label: str) -> int:
@@ -42,8 +45,7 @@ def published_bytes(label: str) -> int:
     for f in published_files():
         if f.label == label:
             return f.bytes
-    raise K3InputError("label", f"{label!r} is not a published K3 file",
-                       ", ".join(f.label for f in published_files()))
+    raise K3InputError("label", f"{label!r} is not a published K3 file", ", ".join(f.label for f in published_files()))
 
 
 def nearest_published(size_bytes: float, *, exact_only: bool = True) -> tuple[PublishedFile, float]:
@@ -59,20 +61,22 @@ def real_node_gpus(*, weights: str, kv_dtype: str, context: int, gpu: str = "h10
     return _real_node_gpus(weights, kv_dtype, int(context), gpu)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _real_node_gpus(weights: str, kv_dtype: str, context: int, gpu: str) -> int | None:
     from k3lib.studies.parallel import min_gpus as planner_min_gpus
-    plan = planner_min_gpus(model="kimi-k3", gpu=gpu, weights=weights, kv_dtype=kv_dtype, context=context,
-                            whole_nodes=True, gpus_per_node=8)
+
+    plan = planner_min_gpus(
+        model="kimi-k3", gpu=gpu, weights=weights, kv_dtype=kv_dtype, context=context, whole_nodes=True, gpus_per_node=8
+    )
     return None if plan is None else plan.gpus
 
 
-@lru_cache(maxsize=None)
+@cache
 def _k3():
     return get_model("kimi-k3")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _g000():
     return get_model("kimi-k3@guide-000")
 
@@ -100,6 +104,7 @@ def real_kv_bytes(*, kv_dtype: str, context_tokens: int, batch: int = 1, include
     k3 = _k3()
     if not include_state:
         from k3lib.core.precisions import get_kv_dtype
+
         return batch * context_tokens * k3.kv_bytes_per_token(get_kv_dtype(kv_dtype).bytes_per_element)
     return kv_cache_bytes(k3, context_tokens=context_tokens, batch=batch, kv_dtype=kv_dtype)
 
@@ -109,20 +114,52 @@ def real_state_bytes() -> int:
     return _k3().state_elements_per_sequence() * 4
 
 
-def _own_plan(*, weights: str, kv_dtype: str, context: int, gpus: int, overhead_total: int | None = None,
-              overhead_per_gpu: int | None = None, activation: int = G000_ACTIVATION, gpu: str = "h100"):
+def _own_plan(
+    *,
+    weights: str,
+    kv_dtype: str,
+    context: int,
+    gpus: int,
+    overhead_total: int | None = None,
+    overhead_per_gpu: int | None = None,
+    activation: int = G000_ACTIVATION,
+    gpu: str = "h100",
+):
     """A plan on guide 000's own numbers (profile ``kimi-k3@guide-000``), its GPUs one pool (the guide's reading)."""
-    return make_plan(model="kimi-k3@guide-000", gpu=gpu, gpus=gpus, nodes=1, weights=weights, kv_dtype=kv_dtype,
-                     context=context, assumptions=Assumptions(activation_bytes=activation,
-                                                              overhead_total_bytes=overhead_total,
-                                                              overhead_per_gpu_bytes=overhead_per_gpu))
+    return make_plan(
+        model="kimi-k3@guide-000",
+        gpu=gpu,
+        gpus=gpus,
+        nodes=1,
+        weights=weights,
+        kv_dtype=kv_dtype,
+        context=context,
+        assumptions=Assumptions(
+            activation_bytes=activation, overhead_total_bytes=overhead_total, overhead_per_gpu_bytes=overhead_per_gpu
+        ),
+    )
 
 
-def _real_plan(*, weights: str, kv_dtype: str, context: int, gpus: int, overhead_per_gpu: int = G000_OVERHEAD_PER_GPU_RULE,
-               activation: int = G000_ACTIVATION, gpu: str = "h100"):
+def _real_plan(
+    *,
+    weights: str,
+    kv_dtype: str,
+    context: int,
+    gpus: int,
+    overhead_per_gpu: int = G000_OVERHEAD_PER_GPU_RULE,
+    activation: int = G000_ACTIVATION,
+    gpu: str = "h100",
+):
     """A plan for K3's real architecture, with guide 000's activation and per-GPU overhead."""
-    return make_plan(model="kimi-k3", gpu=gpu, gpus=gpus, weights=weights, kv_dtype=kv_dtype, context=context,
-                     assumptions=Assumptions(activation_bytes=activation, overhead_per_gpu_bytes=overhead_per_gpu))
+    return make_plan(
+        model="kimi-k3",
+        gpu=gpu,
+        gpus=gpus,
+        weights=weights,
+        kv_dtype=kv_dtype,
+        context=context,
+        assumptions=Assumptions(activation_bytes=activation, overhead_per_gpu_bytes=overhead_per_gpu),
+    )
 
 
 def min_gpus(make: Callable[[int], Plan], limit: int = 256, start: int = 1) -> int | None:
@@ -140,8 +177,7 @@ def min_gpus(make: Callable[[int], Plan], limit: int = 256, start: int = 1) -> i
 # ---------------------------------------------------------------- tolerance
 
 
-
-@lru_cache(maxsize=None)
+@cache
 def measured_outside_weights_kv_gib(utilization: float = 0.95) -> tuple[float, ...]:
     """Per-GPU memory outside weights and KV in each vLLM 0.19 H100 run of
     ``data/measured/vllm-0.19-h100-sweep.csv`` at one ``gpu_memory_utilization`` (0.95, the
@@ -162,8 +198,11 @@ def measured_outside_weights_kv_gib(utilization: float = 0.95) -> tuple[float, .
             m = re.search(r"\(([\d.]+) GiB each", gpu)
             u = re.search(r"gpu_memory_utilization=([\d.]+)", gpu)
             if m and u and float(u.group(1)) == utilization:
-                out.append(float(m.group(1)) - float(d["weights_memory_per_gpu"]["value"])
-                           - float(d["kv_cache_memory_per_gpu"]["value"]))
+                out.append(
+                    float(m.group(1))
+                    - float(d["weights_memory_per_gpu"]["value"])
+                    - float(d["kv_cache_memory_per_gpu"]["value"])
+                )
     if not out:
         raise K3InputError("vllm-0.19-h100-sweep.csv", "no run with weights, KV and a printed capacity")
     return tuple(sorted(out))

@@ -17,11 +17,12 @@ own contradicted → ``contradicted``; own holds (or stated input) and real hold
 ``reproduced``; own holds, real contradicted → ``reproduced only under assumption``;
 stated input, real contradicted → ``contradicted``.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from k3lib.core.errors import K3InputError
 from k3lib.guides.claims import BASES, COLUMN_VERDICTS, Claim
@@ -33,7 +34,7 @@ class Figure:
 
     name: str
     formula: str
-    value: float | None     # None: no such figure (e.g. no GPU count up to the search's limit fits)
+    value: float | None  # None: no such figure (e.g. no GPU count up to the search's limit fits)
     unit: str
 
 
@@ -89,8 +90,9 @@ def written_tolerance(claim: Claim, *, rel_if_approximate: float = 0.05) -> Tole
     return Tolerance(abs=half, text=f"±{half:g} (rounding to the digit written)")
 
 
-def judge(claim: Claim, computed: float | None, tol: Tolerance | None, *, stated_input: bool = False,
-          negated: bool = False) -> str:
+def judge(
+    claim: Claim, computed: float | None, tol: Tolerance | None, *, stated_input: bool = False, negated: bool = False
+) -> str:
     """One column's verdict: the claim's value (or range) against ``computed`` under ``tol``.
     ``negated``: the guide *denies* the value ("nowhere near 5.6 TB"), so the claim holds when the
     computed value is outside the tolerance."""
@@ -176,10 +178,23 @@ def pct(x: float) -> str:
 # ---------------------------------------------------------------- building a verdict
 
 
-def make(claim: Claim, *, own: float | None, real: float | None, unit: str, tol: Tolerance | None,
-         explanation: str, basis: str, stated_input: bool = False, assumption: str = "", formula: str = "",
-         figures: Sequence[Figure] = (), tolerance_free: str = "", negated: bool = False,
-         real_tol: Tolerance | None = None) -> Verdict:
+def make(
+    claim: Claim,
+    *,
+    own: float | None,
+    real: float | None,
+    unit: str,
+    tol: Tolerance | None,
+    explanation: str,
+    basis: str,
+    stated_input: bool = False,
+    assumption: str = "",
+    formula: str = "",
+    figures: Sequence[Figure] = (),
+    tolerance_free: str = "",
+    negated: bool = False,
+    real_tol: Tolerance | None = None,
+) -> Verdict:
     """Compare ``claim`` with ``own`` and ``real`` under ``tol`` and record both verdicts.
 
     ``stated_input``: the claim is an input the guide states (K3's parameter count, a KV rate), so
@@ -199,22 +214,42 @@ def make(claim: Claim, *, own: float | None, real: float | None, unit: str, tol:
         if real_v == "not checkable":
             reasons.append("real: needs a measurement or a source the repository lacks (see the explanation)")
         tolerance_free = "; ".join(reasons)
-    return Verdict(claim_id=claim.claim_id, own_verdict=own_v, real_verdict=real_v,
-                   own_value=None if own is None else float(own), real_value=None if real is None else float(real),
-                   unit=unit, tolerance=(tol.text if tol else "none") + (f"; real: {real_tol.text}" if real_tol else ""),
-                   assumption=assumption,
-                   explanation=explanation, formula=formula, basis=basis, figures=tuple(figures),
-                   tolerance_free=tolerance_free, negated=negated)
+    return Verdict(
+        claim_id=claim.claim_id,
+        own_verdict=own_v,
+        real_verdict=real_v,
+        own_value=None if own is None else float(own),
+        real_value=None if real is None else float(real),
+        unit=unit,
+        tolerance=(tol.text if tol else "none") + (f"; real: {real_tol.text}" if real_tol else ""),
+        assumption=assumption,
+        explanation=explanation,
+        formula=formula,
+        basis=basis,
+        figures=tuple(figures),
+        tolerance_free=tolerance_free,
+        negated=negated,
+    )
 
 
-def not_checkable(reason: str, *, computed: Callable[[], float | None] | None = None, unit: str = "",
-                  basis: str = "none") -> "Check":
+def not_checkable(
+    reason: str, *, computed: Callable[[], float | None] | None = None, unit: str = "", basis: str = "none"
+) -> Check:
     """A check for claims no computation settles (advice, a missing table, a measurement)."""
+
     def fn(claim: Claim) -> Verdict:
         x = computed() if computed else None
-        return make(claim, own=None, real=None, unit=unit or claim.unit_as_written, tol=None,
-                    explanation=reason, basis=basis if computed else "none",
-                    figures=[Figure("reference", basis, x, unit)] if x is not None else ())
+        return make(
+            claim,
+            own=None,
+            real=None,
+            unit=unit or claim.unit_as_written,
+            tol=None,
+            explanation=reason,
+            basis=basis if computed else "none",
+            figures=[Figure("reference", basis, x, unit)] if x is not None else (),
+        )
+
     fn.__name__ = "not_checkable"
     return fn
 

@@ -17,20 +17,28 @@ Each returns a frozen :class:`LoadedModel`; :func:`plan_for_loaded` makes a
 >>> tensor_group("blk.7.ffn_down_exps.weight")
 'routed_experts'
 """
+
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
 from k3lib.core.errors import K3InputError
-from k3lib.loaders._common import TENSOR_GROUPS, LoadedModel, TensorInfo, is_expert_tensor, plan_for_loaded, tensor_group
+from k3lib.loaders._common import (
+    TENSOR_GROUPS,
+    LoadedModel,
+    TensorInfo,
+    is_expert_tensor,
+    plan_for_loaded,
+    tensor_group,
+)
 from k3lib.loaders.config import load_config, read_config_json
 from k3lib.loaders.gguf_file import architecture_from_gguf, load_gguf, scan_gguf_header
 from k3lib.loaders.hub import is_repo_spec, load_hub
 from k3lib.loaders.safetensors_file import DTYPE_BITS, load_safetensors, read_safetensors_header
 
 
-def load_path(path: "str | os.PathLike[str]") -> LoadedModel:
+def load_path(path: str | os.PathLike[str]) -> LoadedModel:
     """Load whatever ``path`` is: a ``.gguf`` file, a ``.safetensors`` file or a folder
     of shards, or a ``config.json`` (or a folder holding only that)."""
     p = Path(path)
@@ -68,6 +76,24 @@ def load_source(*, config: object = None, gguf: object = None, safetensors: obje
     return None
 
 
-__all__ = ["LoadedModel", "load_source", "MODEL_SOURCES", "TensorInfo", "TENSOR_GROUPS", "DTYPE_BITS", "load_config", "load_gguf",
-           "load_safetensors", "load_path", "load_hub", "is_repo_spec", "plan_for_loaded", "tensor_group", "is_expert_tensor",
-           "read_config_json", "read_safetensors_header", "scan_gguf_header", "architecture_from_gguf"]
+__all__ = [
+    "LoadedModel",
+    "load_source",
+    "MODEL_SOURCES",
+    "TensorInfo",
+    "TENSOR_GROUPS",
+    "DTYPE_BITS",
+    "load_config",
+    "load_gguf",
+    "load_safetensors",
+    "load_path",
+    "load_hub",
+    "is_repo_spec",
+    "plan_for_loaded",
+    "tensor_group",
+    "is_expert_tensor",
+    "read_config_json",
+    "read_safetensors_header",
+    "scan_gguf_header",
+    "architecture_from_gguf",
+]

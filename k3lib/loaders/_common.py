@@ -2,13 +2,13 @@
 weight files, the exact bytes of every tensor), and :func:`plan_for_loaded`,
 which turns it into a :class:`~k3lib.core.plan.Plan` whose weights are those bytes.
 """
+
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
-from dataclasses import dataclass, field
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from k3lib.core.architecture import Architecture
@@ -18,12 +18,32 @@ if TYPE_CHECKING:
     from k3lib.core.plan import Plan
 
 #: groups a tensor can fall in: k3lib's parameter groups plus what an architecture does not count
-TENSOR_GROUPS = ("embedding", "lm_head", "attention", "dense_mlp", "shared_experts", "routed_experts",
-                 "moe_other", "norms", "vision", "mtp", "other")
+TENSOR_GROUPS = (
+    "embedding",
+    "lm_head",
+    "attention",
+    "dense_mlp",
+    "shared_experts",
+    "routed_experts",
+    "moe_other",
+    "norms",
+    "vision",
+    "mtp",
+    "other",
+)
 
 _LAYER_RE = re.compile(r"(?:^|\.)(?:blk|layers|h|layer|block)\.(\d+)\.")
-_VISION_MARKS = ("vision_tower", "vision_model", "visual.", "multi_modal_projector", "mm_projector",
-                 "vision_encoder", "patch_merger", "image_newline", "vision_embed")
+_VISION_MARKS = (
+    "vision_tower",
+    "vision_model",
+    "visual.",
+    "multi_modal_projector",
+    "mm_projector",
+    "vision_encoder",
+    "patch_merger",
+    "image_newline",
+    "vision_embed",
+)
 _VISION_PREFIXES = ("v.", "mm.")  # a GGUF mmproj file
 
 
@@ -71,7 +91,7 @@ def tensor_group(name: str, *, num_layers: int | None = None) -> str:
     if "nextn." in n or n.startswith("mtp.") or ".mtp." in n:
         return "mtp"
     parts = n.split(".")
-    module = parts[-2] if len(parts) >= 2 else parts[-1]   # "input_layernorm" in "….input_layernorm.weight"
+    module = parts[-2] if len(parts) >= 2 else parts[-1]  # "input_layernorm" in "….input_layernorm.weight"
     base = n.split(".", 2)[2] if n.startswith("blk.") and n.count(".") >= 2 else n
     # ---- GGUF names ----
     if n.startswith("token_embd") or n.startswith("token_types") or n.startswith("position_embd"):
@@ -87,8 +107,17 @@ def tensor_group(name: str, *, num_layers: int | None = None) -> str:
             return "shared_experts"
         if base.startswith(("ffn_gate_inp", "exp_probs_b", "ffn_exp_probs")):
             return "moe_other"
-        if base.startswith(("attn_norm", "ffn_norm", "post_attention_norm", "post_ffw_norm", "layer_output_norm",
-                            "attn_post_norm", "ffn_post_norm")):
+        if base.startswith(
+            (
+                "attn_norm",
+                "ffn_norm",
+                "post_attention_norm",
+                "post_ffw_norm",
+                "layer_output_norm",
+                "attn_post_norm",
+                "ffn_post_norm",
+            )
+        ):
             return "norms"
         if base.startswith(("attn_", "ssm_", "time_mix", "wkv")):
             return "attention"
@@ -104,8 +133,12 @@ def tensor_group(name: str, *, num_layers: int | None = None) -> str:
         return "shared_experts"
     if ".experts." in n or n.endswith(".experts") or "block_sparse_moe.experts" in n:
         return "routed_experts"
-    if re.search(r"\.(mlp|block_sparse_moe|feed_forward)\.(gate|router)(\.|$)", n) or "e_score_correction_bias" in n \
-            or "shared_expert_gate" in n or ".router." in n:
+    if (
+        re.search(r"\.(mlp|block_sparse_moe|feed_forward)\.(gate|router)(\.|$)", n)
+        or "e_score_correction_bias" in n
+        or "shared_expert_gate" in n
+        or ".router." in n
+    ):
         return "moe_other"
     if any(k in n for k in ("self_attn", ".attention.", "linear_attn", ".attn.", "mixer.")):
         return "attention"
@@ -183,8 +216,11 @@ class LoadedModel:
 
     def require_architecture(self) -> Architecture:
         if self.architecture is None:
-            raise K3InputError("config", f"{self.source}: no architecture (config.json or GGUF metadata) was found; "
-                               "the KV cache needs one", "a folder with config.json, or pass config=PATH")
+            raise K3InputError(
+                "config",
+                f"{self.source}: no architecture (config.json or GGUF metadata) was found; the KV cache needs one",
+                "a folder with config.json, or pass config=PATH",
+            )
         return self.architecture
 
     def bytes_by_group_and_dtype(self) -> dict[str, dict[str, int]]:
@@ -203,17 +239,25 @@ class LoadedModel:
         """A JSON-ready breakdown (sizes in bytes)."""
         arch = self.architecture
         return {
-            "source": self.source, "format": self.file_format, "exact": self.exact,
-            "weights_bytes": self.weights_bytes, "expert_bytes": self.expert_bytes,
+            "source": self.source,
+            "format": self.file_format,
+            "exact": self.exact,
+            "weights_bytes": self.weights_bytes,
+            "expert_bytes": self.expert_bytes,
             "tensor_count": self.tensor_count,
             "weights_bytes_by_group": dict(self.weights_bytes_by_group),
             "bytes_by_dtype": dict(self.bytes_by_dtype),
-            "architecture": None if arch is None else {
-                "id": arch.id, "family": arch.family, "params_total_formula": arch.params_total,
+            "architecture": None
+            if arch is None
+            else {
+                "id": arch.id,
+                "family": arch.family,
+                "params_total_formula": arch.params_total,
                 "kv_bytes_per_token_bf16": arch.kv_bytes_per_token(2),
                 "attention": [(g.kind, g.count) for g in arch.attention],
             },
-            "vision_params": self.vision_params, "notes": list(self.notes),
+            "vision_params": self.vision_params,
+            "notes": list(self.notes),
         }
 
 
@@ -233,7 +277,7 @@ def assumed_context_note(field: str, source: object) -> str:
     return f"{field} missing in {source}: assumed a context window of {ASSUMED_CONTEXT_TOKENS:,} tokens"
 
 
-def zero_sized_tensors_note(tensors: "list[TensorInfo] | tuple[TensorInfo, ...]") -> str | None:
+def zero_sized_tensors_note(tensors: list[TensorInfo] | tuple[TensorInfo, ...]) -> str | None:
     """A note naming the tensors with a 0 dimension (0 elements, 0 bytes), or None when there
     are none. Such a tensor adds nothing to the bytes, but a 0 in a shape is a converter bug or
     a truncated export more often than a design, so it is said rather than counted silently.
@@ -246,8 +290,10 @@ def zero_sized_tensors_note(tensors: "list[TensorInfo] | tuple[TensorInfo, ...]"
     if not zero:
         return None
     shown = ", ".join(f"{t.name!r} {tuple(t.shape)}" for t in zero[:5]) + (" …" if len(zero) > 5 else "")
-    return (f"{len(zero):,} zero-sized tensor{'s' if len(zero) != 1 else ''} "
-            f"(a 0 in {'their shapes' if len(zero) != 1 else 'its shape'}: 0 bytes, nothing to load): {shown}")
+    return (
+        f"{len(zero):,} zero-sized tensor{'s' if len(zero) != 1 else ''} "
+        f"(a 0 in {'their shapes' if len(zero) != 1 else 'its shape'}: 0 bytes, nothing to load): {shown}"
+    )
 
 
 def summarise_tensors(tensors: list[TensorInfo]) -> tuple[dict[str, int], dict[str, int], dict[int, int]]:
@@ -288,17 +334,26 @@ def plan_for_loaded(loaded: LoadedModel, *, include_mtp: bool = False, **make_pl
     if native and loaded.exact:
         mtp = 0 if include_mtp else loaded.weights_bytes_by_group.get("mtp", 0)
         exact = loaded.weights_bytes - mtp
-        notes = (f"weights: exact bytes of {loaded.tensor_count:,} tensors in {loaded.source}"
-                 + (f", less {mtp:,} bytes of MTP layers (loaded only for speculative decoding)" if mtp else ""),)
+        notes = (
+            f"weights: exact bytes of {loaded.tensor_count:,} tensors in {loaded.source}"
+            + (f", less {mtp:,} bytes of MTP layers (loaded only for speculative decoding)" if mtp else ""),
+        )
     elif native and loaded.vision_params:
         exact = weights_bytes(arch, "native") + loaded.vision_params * loaded.dtype_bytes
-        notes = (f"weights: text weights from the architecture + vision tower ≈ {loaded.vision_params:,} "
-                 f"parameters at {loaded.dtype_bytes} B (estimated from vision_config)",)
+        notes = (
+            f"weights: text weights from the architecture + vision tower ≈ {loaded.vision_params:,} "
+            f"parameters at {loaded.dtype_bytes} B (estimated from vision_config)",
+        )
     if exact is None:
         # the loader's notes (assumed fields, zero-sized tensors) travel with every plan
         return make_plan(model=arch, weights=weights, extra_notes=tuple(loaded.notes), **make_plan_kwargs)
-    return make_plan(model=arch, weights=weights, weights_total_bytes=exact,
-                     extra_notes=notes + tuple(loaded.notes), **make_plan_kwargs)
+    return make_plan(
+        model=arch,
+        weights=weights,
+        weights_total_bytes=exact,
+        extra_notes=notes + tuple(loaded.notes),
+        **make_plan_kwargs,
+    )
 
 
 #: JSON nested deeper than this is refused (a config.json is 3–4 levels deep; a safetensors header 2)
@@ -323,8 +378,9 @@ def json_depth_exceeds(doc: Any, max_depth: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
-def parse_json_bounded(text: "str | bytes", field: str, source: object, *, max_bytes: int,
-                       max_depth: int = MAX_JSON_DEPTH) -> Any:
+def parse_json_bounded(
+    text: str | bytes, field: str, source: object, *, max_bytes: int, max_depth: int = MAX_JSON_DEPTH
+) -> Any:
     """``json.loads`` with a size cap checked before parsing and a nesting cap after it.
 
     Text over ``max_bytes``, invalid JSON, nesting deeper than ``max_depth`` (or deep enough
@@ -340,9 +396,11 @@ def parse_json_bounded(text: "str | bytes", field: str, source: object, *, max_b
     except UnicodeDecodeError as exc:
         raise K3InputError(field, f"{source}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
-        raise K3InputError(field, f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") \
-            from None
+        raise K3InputError(
+            field, f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
     if json_depth_exceeds(doc, max_depth):
-        raise K3InputError(field, f"{source}: JSON nested deeper than {max_depth} levels",
-                           f"at most {max_depth} levels")
+        raise K3InputError(
+            field, f"{source}: JSON nested deeper than {max_depth} levels", f"at most {max_depth} levels"
+        )
     return doc

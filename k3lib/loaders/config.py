@@ -6,22 +6,29 @@ naming the field (``config.hidden_size``) and the file; an unknown
 ``model_type`` with the standard fields loads with an
 :class:`~k3lib.loaders.hf_config.AssumedFieldWarning` listing what was assumed.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from k3lib.core.errors import K3InputError
-from k3lib.loaders.hf_config import (architecture_from_hf_config, checkpoint_dtype_bytes, config_notes, rope_caches,
-                                     vision_tower_params)
 from k3lib.loaders._common import LoadedModel, parse_json_bounded
+from k3lib.loaders.hf_config import (
+    architecture_from_hf_config,
+    checkpoint_dtype_bytes,
+    config_notes,
+    rope_caches,
+    vision_tower_params,
+)
 
 #: refuse config files larger than this (a config is a few KiB; a tokenizer.json passed by mistake is MBs)
 MAX_CONFIG_BYTES = 16 * 2**20
 
 
-def _resolve(path: "str | os.PathLike[str]") -> Path:
+def _resolve(path: str | os.PathLike[str]) -> Path:
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
@@ -30,13 +37,14 @@ def _resolve(path: "str | os.PathLike[str]") -> Path:
     return p
 
 
-def read_config_json(path: "str | os.PathLike[str]") -> tuple[dict[str, Any], Path]:
+def read_config_json(path: str | os.PathLike[str]) -> tuple[dict[str, Any], Path]:
     """Parse a config.json (file or folder) into a dict; errors name the file and the line."""
     p = _resolve(path)
     size = p.stat().st_size
     if size > MAX_CONFIG_BYTES:
-        raise K3InputError("config", f"{p}: {size:,} bytes is too large for a config.json",
-                           f"at most {MAX_CONFIG_BYTES:,} bytes")
+        raise K3InputError(
+            "config", f"{p}: {size:,} bytes is too large for a config.json", f"at most {MAX_CONFIG_BYTES:,} bytes"
+        )
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -56,7 +64,7 @@ def _model_id(cfg: Mapping[str, Any], p: Path) -> str:
     return p.stem
 
 
-def load_config(path: "str | os.PathLike[str]", *, id: str | None = None, name: str | None = None) -> LoadedModel:
+def load_config(path: str | os.PathLike[str], *, id: str | None = None, name: str | None = None) -> LoadedModel:
     """Load ``config.json`` (or its folder) into a :class:`LoadedModel` without weights.
 
     The architecture gives parameters and KV bytes; the vision tower is estimated
@@ -66,10 +74,17 @@ def load_config(path: "str | os.PathLike[str]", *, id: str | None = None, name: 
     cfg, p = read_config_json(path)
     mid = id or _model_id(cfg, p)
     arch = architecture_from_hf_config(cfg, id=mid, name=name or mid, source=str(p))
-    notes = config_notes(cfg, p)          # assumed fields and an unknown model_type, stated on screen
+    notes = config_notes(cfg, p)  # assumed fields and an unknown model_type, stated on screen
     vision = vision_tower_params(cfg)
     if vision:
         notes.append(f"vision tower ≈ {vision:,} parameters, estimated from vision_config")
-    return LoadedModel(architecture=arch, source=str(p), file_format="config", rope_caches=rope_caches(cfg),
-                       vision_params=vision, dtype_bytes=checkpoint_dtype_bytes(cfg),
-                       metadata={"model_type": cfg.get("model_type"), "config": cfg}, notes=tuple(notes))
+    return LoadedModel(
+        architecture=arch,
+        source=str(p),
+        file_format="config",
+        rope_caches=rope_caches(cfg),
+        vision_params=vision,
+        dtype_bytes=checkpoint_dtype_bytes(cfg),
+        metadata={"model_type": cfg.get("model_type"), "config": cfg},
+        notes=tuple(notes),
+    )

@@ -56,6 +56,7 @@ with one :class:`AssumedFieldWarning` that lists every field it assumed.
 >>> arch.params_total, arch.kv_bytes_per_token(2)     # 2·32·8·128·2 B
 (8030261248, 131072)
 """
+
 from __future__ import annotations
 
 import re
@@ -63,19 +64,51 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from k3lib.core.architecture import (AttentionGroup, Architecture, MLPSpec, first_dense_moe_indices,
-                                     interleaved_moe_indices)
+from k3lib.core.architecture import (
+    Architecture,
+    AttentionGroup,
+    MLPSpec,
+    first_dense_moe_indices,
+    interleaved_moe_indices,
+)
 from k3lib.core.errors import K3InputError
 from k3lib.loaders.config_schema import validate_hf_config
 
 KNOWN_MODEL_TYPES = (
-    "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "qwen3_next", "mixtral",
-    "deepseek_v3", "kimi_k2", "kimi_linear", "kimi_k3", "gpt_oss", "gemma3",
-    "gemma3_text", "llama4", "llama4_text", "minimax_m2", "glm4_moe",
-    "gemma", "gemma2", "phi3", "deepseek_v2", "qwen2_moe",
-    "gemma3n", "gemma3n_text", "gemma4", "gemma4_text",
-    "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text",
-    "falcon_h1", "mamba2", "lfm2",
+    "llama",
+    "mistral",
+    "qwen2",
+    "qwen3",
+    "qwen3_moe",
+    "qwen3_next",
+    "mixtral",
+    "deepseek_v3",
+    "kimi_k2",
+    "kimi_linear",
+    "kimi_k3",
+    "gpt_oss",
+    "gemma3",
+    "gemma3_text",
+    "llama4",
+    "llama4_text",
+    "minimax_m2",
+    "glm4_moe",
+    "gemma",
+    "gemma2",
+    "phi3",
+    "deepseek_v2",
+    "qwen2_moe",
+    "gemma3n",
+    "gemma3n_text",
+    "gemma4",
+    "gemma4_text",
+    "qwen3_5",
+    "qwen3_5_text",
+    "qwen3_5_moe",
+    "qwen3_5_moe_text",
+    "falcon_h1",
+    "mamba2",
+    "lfm2",
 )
 #: Qwen3-Next and Qwen3.5 (transformers ``Qwen3_5TextConfig`` builds on Qwen3-Next: gated attention
 #: every ``full_attention_interval``-th layer, Gated DeltaNet between, QK-norm, a gated shared expert);
@@ -98,18 +131,22 @@ _GROUP_MODULES = {
     "lm_head": ("lm_head",),
 }
 
+
 class AssumedFieldWarning(UserWarning):
     """A config lacked a field and a standard default was assumed."""
 
 
-def warn_assumed(what: str, source: str, assumed: "list[str]", *, unknown: bool, read_as: str) -> None:
+def warn_assumed(what: str, source: str, assumed: list[str], *, unknown: bool, read_as: str) -> None:
     """One :class:`AssumedFieldWarning` for a model read from a file: an unknown ``what`` (a
     config's ``model_type``, a GGUF's ``general.architecture``) names how it was read and what
     was assumed; a known one with missing keys names those."""
     if unknown:
         fields = "; ".join(assumed) if assumed else "no field was missing"
-        warnings.warn(f"{what} is not one k3lib knows ({source}); read as {read_as}. Assumed: {fields}",
-                      AssumedFieldWarning, stacklevel=3)
+        warnings.warn(
+            f"{what} is not one k3lib knows ({source}); read as {read_as}. Assumed: {fields}",
+            AssumedFieldWarning,
+            stacklevel=3,
+        )
     elif assumed:
         warnings.warn(f"{source}: assumed " + "; ".join(assumed), AssumedFieldWarning, stacklevel=3)
 
@@ -162,8 +199,10 @@ def max_context_from_config(cfg: Mapping[str, Any], source: object = "config.jso
     candidates = [(tc, prefix, "max_position_embeddings"), (tc, prefix, "model_max_length")]
     if tc is not cfg:
         candidates.append((cfg, "config.", "max_position_embeddings"))
-    allowed = ("a whole number of positions ≥ 1 (the model's context window), or leave the field out "
-               f"to assume {ASSUMED_CONTEXT_TOKENS:,}")
+    allowed = (
+        "a whole number of positions ≥ 1 (the model's context window), or leave the field out "
+        f"to assume {ASSUMED_CONTEXT_TOKENS:,}"
+    )
     found, nulls = None, []
     for doc, pre, key in candidates:
         if key not in doc:
@@ -191,8 +230,9 @@ def config_notes(cfg: Mapping[str, Any], source: object = "config.json") -> list
     notes = []
     mtype = model_type_of(cfg)
     if mtype not in KNOWN_MODEL_TYPES:
-        notes.append(f"model_type {mtype!r} is not one k3lib knows: read as a dense transformer from the "
-                     "standard fields")
+        notes.append(
+            f"model_type {mtype!r} is not one k3lib knows: read as a dense transformer from the standard fields"
+        )
     assumed = max_context_from_config(cfg, source)[1]
     if assumed:
         notes.append(assumed)
@@ -254,8 +294,9 @@ def _moe_layer_indices(tc: Mapping[str, Any], n_layers: int) -> tuple[int, ...]:
     if tc.get("decoder_sparse_step") is not None or isinstance(tc.get("mlp_only_layers"), list):
         skip = tuple(i for i in (tc.get("mlp_only_layers") or []) if isinstance(i, int))
         return interleaved_moe_indices(n_layers, _int_or(tc.get("decoder_sparse_step"), 1) or 1, skip=skip)
-    return first_dense_moe_indices(n_layers, _int_or(tc.get("first_k_dense_replace"), 0),
-                                   _int_or(tc.get("moe_layer_freq"), 1) or 1)
+    return first_dense_moe_indices(
+        n_layers, _int_or(tc.get("first_k_dense_replace"), 0), _int_or(tc.get("moe_layer_freq"), 1) or 1
+    )
 
 
 def _group_layers(tc: Mapping[str, Any]) -> dict[str, list[int]]:
@@ -268,11 +309,16 @@ def _group_layers(tc: Mapping[str, Any]) -> dict[str, list[int]]:
     moe = set(_moe_layer_indices(tc, n)) if experts else set()
     every = list(range(n))
     sparse = [i for i in every if i in moe]
-    return {"attention": every, "dense_mlp": [i for i in every if i not in moe], "shared_experts": sparse,
-            "routed_experts": sparse, "lm_head": []}
+    return {
+        "attention": every,
+        "dense_mlp": [i for i in every if i not in moe],
+        "shared_experts": sparse,
+        "routed_experts": sparse,
+        "lm_head": [],
+    }
 
 
-def _attention_order(groups: "list[AttentionGroup]", kinds: "list[str] | None") -> tuple[int, ...]:
+def _attention_order(groups: list[AttentionGroup], kinds: list[str] | None) -> tuple[int, ...]:
     """The group index of each layer from a per-layer kind list (``sliding``/``full``,
     ``mla``/``kda``, ``full``/``gdn``): a KV-sharing group takes the last layers of its kind,
     the owning group the first. () when no list is known or it does not match the groups."""
@@ -286,7 +332,7 @@ def _attention_order(groups: "list[AttentionGroup]", kinds: "list[str] | None") 
             free = [i for i, k in enumerate(kinds) if k == g.kind and out[i] < 0]
             if len(free) < g.count:
                 return ()
-            for i in (free[len(free) - g.count:] if kv_shared else free[:g.count]):
+            for i in free[len(free) - g.count :] if kv_shared else free[: g.count]:
                 out[i] = j
     return tuple(out) if all(j >= 0 for j in out) else ()
 
@@ -306,7 +352,7 @@ def _sliding_kinds(mtype: str, tc: Mapping[str, Any], n_layers: int, n_slide: in
         elif mtype.startswith("llama4"):
             nope = tc.get("no_rope_layers")
             if isinstance(nope, list) and len(nope) == n_layers:
-                kinds = ["sliding" if x else "full" for x in nope]   # 1 = uses RoPE = chunked attention
+                kinds = ["sliding" if x else "full" for x in nope]  # 1 = uses RoPE = chunked attention
             else:
                 kinds = ["full" if (i + 1) % 4 == 0 else "sliding" for i in rng]
         elif mtype == "gemma2":
@@ -396,7 +442,7 @@ def _native_formats(cfg: Mapping[str, Any], tc: Mapping[str, Any]) -> dict[str, 
             grp = "ch" if str(weights.get("strategy", "")).lower() == "channel" else _group_size(weights, 128)
             body = f"ct-int4-g{grp}" + ("" if weights.get("symmetric", True) is not False else "-asym")
         elif bits == 8:
-            body = "fp8"            # FP8 or INT8: one byte per weight (per-channel scales: 16/K bits)
+            body = "fp8"  # FP8 or INT8: one byte per weight (per-channel scales: 16/K bits)
         else:
             return {"*": "bf16"}
         return _formats_for(body, listed, tc)
@@ -446,10 +492,14 @@ def _kv_shared_counts(mtype: str, tc: Mapping[str, Any], n_layers: int, src: str
         return {}
     kinds = _layer_kinds(mtype, tc, n_layers)
     if kinds is None:
-        raise K3InputError(prefix + "layer_types", f"missing in {src}: num_kv_shared_layers = {n_shared} needs "
-                           "to know which layers are sliding and which full", "a list with one entry per layer")
+        raise K3InputError(
+            prefix + "layer_types",
+            f"missing in {src}: num_kv_shared_layers = {n_shared} needs "
+            "to know which layers are sliding and which full",
+            "a list with one entry per layer",
+        )
     out: dict[str, int] = {}
-    for kind in kinds[n_layers - n_shared:]:
+    for kind in kinds[n_layers - n_shared :]:
         out[kind] = out.get(kind, 0) + 1
     return out
 
@@ -466,12 +516,11 @@ def _intermediate(tc: Mapping[str, Any], key: str, n_shared: int) -> int:
     else:
         return 0
     if tc.get("use_double_wide_mlp") and n_shared:
-        widths = widths[:len(widths) - n_shared] + [2 * w for w in widths[len(widths) - n_shared:]]
+        widths = widths[: len(widths) - n_shared] + [2 * w for w in widths[len(widths) - n_shared :]]
     return int(round(sum(widths) / len(widths)))
 
 
-def _sliding_layers(mtype: str, tc: Mapping[str, Any], n_layers: int, window: int,
-                    assumed: list[str]) -> int:
+def _sliding_layers(mtype: str, tc: Mapping[str, Any], n_layers: int, window: int, assumed: list[str]) -> int:
     """How many of the ``n_layers`` layers use the sliding (or chunked) window."""
     layer_types = tc.get("layer_types")
     if isinstance(layer_types, list) and window:
@@ -489,9 +538,9 @@ def _sliding_layers(mtype: str, tc: Mapping[str, Any], n_layers: int, window: in
     if mtype == "mistral":
         return n_layers
     if mtype == "gemma2":
-        return (n_layers + 1) // 2        # even layers (0, 2, …) slide
+        return (n_layers + 1) // 2  # even layers (0, 2, …) slide
     if mtype in ("gemma3", "gemma3_text"):
-        return n_layers - n_layers // 6   # 5 local : 1 global (sliding_window_pattern = 6)
+        return n_layers - n_layers // 6  # 5 local : 1 global (sliding_window_pattern = 6)
     if mtype in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
         first = tc.get("max_window_layers")
         first = first if isinstance(first, int) and 0 <= first <= n_layers else 0
@@ -502,8 +551,9 @@ def _sliding_layers(mtype: str, tc: Mapping[str, Any], n_layers: int, window: in
     return n_layers
 
 
-def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | None = None,
-                                source: str = "") -> Architecture:
+def architecture_from_hf_config(
+    cfg: Mapping[str, Any], *, id: str, name: str | None = None, source: str = ""
+) -> Architecture:
     """Build an :class:`Architecture` from a parsed config.json dict."""
     if not isinstance(cfg, Mapping):
         raise K3InputError("config", "must be a JSON object")
@@ -511,7 +561,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
     prefix = "config.text_config." if tc is not cfg else "config."
     mtype = model_type_of(cfg)
     src = source or "config.json"
-    validate_hf_config(cfg, tc, prefix, src)       # types, bounds and cross-field rules first
+    validate_hf_config(cfg, tc, prefix, src)  # types, bounds and cross-field rules first
     assumed: list[str] = []
     unknown = mtype not in KNOWN_MODEL_TYPES
     d = _req(tc, "hidden_size", src, prefix)
@@ -529,39 +579,59 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
         head_dim = d // heads
         if unknown:
             assumed.append(f"head_dim = hidden_size / num_attention_heads = {head_dim}")
-        elif mtype not in ("llama", "mistral", "qwen2", "mixtral", "qwen2_moe", "phi3", "lfm2", "") and not tc.get("kv_lora_rank"):
-            warnings.warn(f"head_dim missing: assumed hidden_size / num_attention_heads = {head_dim}",
-                          AssumedFieldWarning, stacklevel=2)
+        elif mtype not in ("llama", "mistral", "qwen2", "mixtral", "qwen2_moe", "phi3", "lfm2", "") and not tc.get(
+            "kv_lora_rank"
+        ):
+            warnings.warn(
+                f"head_dim missing: assumed hidden_size / num_attention_heads = {head_dim}",
+                AssumedFieldWarning,
+                stacklevel=2,
+            )
     max_ctx, ctx_assumed = max_context_from_config(cfg, src)
     if ctx_assumed:
         assumed.append(f"max_position_embeddings = {max_ctx} (the file states no context window)")
     groups: list[AttentionGroup] = []
     attn_kinds: list[str] | None = None
-    gqa: dict[str, Any] = dict(num_heads=heads, kv_heads=kv_heads, head_dim=head_dim,
-               qkv_bias=bool(tc.get("attention_bias") or mtype == "qwen2"),
-               o_bias=bool(tc.get("attention_bias") and mtype == "gpt_oss"),
-               qk_norm=mtype in ("qwen3", "qwen3_moe", "glm4_moe") or mtype in _QWEN_NEXT_TYPES or mtype in _GEMMA_QK_NORM
-               or bool(tc.get("use_qk_norm")),
-               sinks=mtype == "gpt_oss")
+    gqa: dict[str, Any] = dict(
+        num_heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        qkv_bias=bool(tc.get("attention_bias") or mtype == "qwen2"),
+        o_bias=bool(tc.get("attention_bias") and mtype == "gpt_oss"),
+        qk_norm=mtype in ("qwen3", "qwen3_moe", "glm4_moe")
+        or mtype in _QWEN_NEXT_TYPES
+        or mtype in _GEMMA_QK_NORM
+        or bool(tc.get("use_qk_norm")),
+        sinks=mtype == "gpt_oss",
+    )
     if mtype in ("qwen2", "qwen2_moe") and "attention_bias" not in tc:
         gqa["qkv_bias"] = True
     lac = tc.get("linear_attn_config")
     if mtype == "falcon_h1":
         # Falcon-H1 (transformers FalconH1Config): a Mamba-2 mixer beside the attention in every layer;
         # d_inner = mamba_d_ssm, else mamba_expand × hidden_size (convert_hf_to_gguf.py FalconH1Model)
-        gqa.update(parallel_ssm=True, ssm_inner=_opt_int(tc, "mamba_d_ssm", src, 0, prefix)
-                   or _opt_int(tc, "mamba_expand", src, 2, prefix) * d,
-                   ssm_state=_opt_int(tc, "mamba_d_state", src, 256, prefix),
-                   ssm_groups=_opt_int(tc, "mamba_n_groups", src, 1, prefix),
-                   ssm_heads=_opt_int(tc, "mamba_n_heads", src, 128, prefix),
-                   conv_kernel=_opt_int(tc, "mamba_d_conv", src, 4, prefix))
+        gqa.update(
+            parallel_ssm=True,
+            ssm_inner=_opt_int(tc, "mamba_d_ssm", src, 0, prefix) or _opt_int(tc, "mamba_expand", src, 2, prefix) * d,
+            ssm_state=_opt_int(tc, "mamba_d_state", src, 256, prefix),
+            ssm_groups=_opt_int(tc, "mamba_n_groups", src, 1, prefix),
+            ssm_heads=_opt_int(tc, "mamba_n_heads", src, 128, prefix),
+            conv_kernel=_opt_int(tc, "mamba_d_conv", src, 4, prefix),
+        )
     if mtype == "mamba2":
         # transformers Mamba2Config / Mamba2Mixer: intermediate_size = expand × hidden_size
-        groups.append(AttentionGroup(kind="mamba", count=n_layers, num_heads=heads, ssm_heads=heads,
-                                     ssm_inner=int(float(tc.get("expand") or 2) * d),
-                                     ssm_state=_opt_int(tc, "state_size", src, 128, prefix),
-                                     ssm_groups=_opt_int(tc, "n_groups", src, 8, prefix),
-                                     conv_kernel=_opt_int(tc, "conv_kernel", src, 4, prefix)))
+        groups.append(
+            AttentionGroup(
+                kind="mamba",
+                count=n_layers,
+                num_heads=heads,
+                ssm_heads=heads,
+                ssm_inner=int(float(tc.get("expand") or 2) * d),
+                ssm_state=_opt_int(tc, "state_size", src, 128, prefix),
+                ssm_groups=_opt_int(tc, "n_groups", src, 8, prefix),
+                conv_kernel=_opt_int(tc, "conv_kernel", src, 4, prefix),
+            )
+        )
     elif mtype == "lfm2":
         # transformers Lfm2Config: layer_types ("conv" / "full_attention"), else full_attn_idxs; the conv
         # layers are gated short convolutions over hidden_size channels with conv_L_cache taps
@@ -574,30 +644,50 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
         if n_full:
             groups.append(AttentionGroup(kind="full", count=n_full, **dict(gqa, qk_norm=True)))
         if n_layers - n_full:
-            groups.append(AttentionGroup(kind="shortconv", count=n_layers - n_full, num_heads=1, ssm_inner=d,
-                                         conv_kernel=_opt_int(tc, "conv_L_cache", src, 3, prefix)))
+            groups.append(
+                AttentionGroup(
+                    kind="shortconv",
+                    count=n_layers - n_full,
+                    num_heads=1,
+                    ssm_inner=d,
+                    conv_kernel=_opt_int(tc, "conv_L_cache", src, 3, prefix),
+                )
+            )
     elif tc.get("kv_lora_rank"):
-        mla = dict(kind="mla", num_heads=heads, q_lora_rank=tc.get("q_lora_rank") or 0,
-                   kv_lora_rank=_req(tc, "kv_lora_rank", src, prefix),
-                   qk_nope_head_dim=tc.get("qk_nope_head_dim", 128),
-                   qk_rope_head_dim=tc.get("qk_rope_head_dim", 64), v_head_dim=tc.get("v_head_dim", 128),
-                   output_gate=bool(tc.get("mla_use_output_gate")))
+        mla = dict(
+            kind="mla",
+            num_heads=heads,
+            q_lora_rank=tc.get("q_lora_rank") or 0,
+            kv_lora_rank=_req(tc, "kv_lora_rank", src, prefix),
+            qk_nope_head_dim=tc.get("qk_nope_head_dim", 128),
+            qk_rope_head_dim=tc.get("qk_rope_head_dim", 64),
+            v_head_dim=tc.get("v_head_dim", 128),
+            output_gate=bool(tc.get("mla_use_output_gate")),
+        )
         if isinstance(lac, Mapping):
             lprefix = prefix + "linear_attn_config."
             n_full = len(lac.get("full_attn_layers") or [])
             n_kda = len(lac.get("kda_layers") or [])
             if n_full + n_kda != n_layers:
-                raise K3InputError(prefix + "linear_attn_config",
-                                   f"kda_layers ({n_kda}) + full_attn_layers ({n_full}) != num_hidden_layers ({n_layers})")
+                raise K3InputError(
+                    prefix + "linear_attn_config",
+                    f"kda_layers ({n_kda}) + full_attn_layers ({n_full}) != num_hidden_layers ({n_layers})",
+                )
             # the lists are 1-based layer numbers (K3: full 4, 8, …, 92, 93)
             full_at = {i - 1 for i in (lac.get("full_attn_layers") or []) if isinstance(i, int)}
             attn_kinds = ["mla" if i in full_at else "kda" for i in range(n_layers)]
             groups.append(AttentionGroup(count=n_full, **mla))
-            groups.append(AttentionGroup(kind="kda", count=n_kda, num_heads=_req(lac, "num_heads", src, lprefix),
-                                         head_dim=_req(lac, "head_dim", src, lprefix),
-                                         v_head_dim=lac["head_dim"],
-                                         conv_kernel=_opt_int(lac, "short_conv_kernel_size", src, 4, lprefix),
-                                         full_rank_gate=bool(lac.get("use_full_rank_gate"))))
+            groups.append(
+                AttentionGroup(
+                    kind="kda",
+                    count=n_kda,
+                    num_heads=_req(lac, "num_heads", src, lprefix),
+                    head_dim=_req(lac, "head_dim", src, lprefix),
+                    v_head_dim=lac["head_dim"],
+                    conv_kernel=_opt_int(lac, "short_conv_kernel_size", src, 4, lprefix),
+                    full_rank_gate=bool(lac.get("use_full_rank_gate")),
+                )
+            )
         else:
             groups.append(AttentionGroup(count=n_layers, **mla))
     elif mtype in _QWEN_NEXT_TYPES or tc.get("full_attention_interval"):
@@ -606,12 +696,17 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
         # transformers Qwen3NextConfig: layer i is full attention when (i+1) % interval == 0
         attn_kinds = ["full" if (i + 1) % interval == 0 else "gdn" for i in range(n_layers)]
         groups.append(AttentionGroup(kind="full", count=n_full, output_gate=True, **gqa))
-        groups.append(AttentionGroup(kind="gdn", count=n_layers - n_full,
-                                     num_heads=_req(tc, "linear_num_key_heads", src, prefix),
-                                     linear_value_heads=_req(tc, "linear_num_value_heads", src, prefix),
-                                     head_dim=_req(tc, "linear_key_head_dim", src, prefix),
-                                     v_head_dim=_req(tc, "linear_value_head_dim", src, prefix),
-                                     conv_kernel=_opt_int(tc, "linear_conv_kernel_dim", src, 4, prefix)))
+        groups.append(
+            AttentionGroup(
+                kind="gdn",
+                count=n_layers - n_full,
+                num_heads=_req(tc, "linear_num_key_heads", src, prefix),
+                linear_value_heads=_req(tc, "linear_num_value_heads", src, prefix),
+                head_dim=_req(tc, "linear_key_head_dim", src, prefix),
+                v_head_dim=_req(tc, "linear_value_head_dim", src, prefix),
+                conv_kernel=_opt_int(tc, "linear_conv_kernel_dim", src, 4, prefix),
+            )
+        )
     else:
         window = tc.get("sliding_window") or tc.get("attention_chunk_size") or 0
         if mtype in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe") and not tc.get("use_sliding_window"):
@@ -621,7 +716,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
         n_slide = _sliding_layers(mtype, tc, n_layers, window, assumed)
         attn_kinds = _sliding_kinds(mtype, tc, n_layers, n_slide)
         n_kv_shared = tc.get("num_kv_shared_layers") or 0
-        if n_slide in (0, n_layers):            # one kind everywhere: the last N share
+        if n_slide in (0, n_layers):  # one kind everywhere: the last N share
             shared = {"sliding" if n_slide else "full": n_kv_shared}
         else:
             shared = _kv_shared_counts(mtype, tc, n_layers, src, prefix)
@@ -630,20 +725,24 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
             full_gqa["head_dim"] = _req(tc, "global_head_dim", src, prefix)
         if tc.get("attention_k_eq_v") and tc.get("num_global_key_value_heads"):
             full_gqa["kv_heads"] = _req(tc, "num_global_key_value_heads", src, prefix)
-        for kind, n, extra in (("sliding", n_slide, dict(window_tokens=window, **gqa)),
-                               ("full", n_layers - n_slide, full_gqa)):
+        for kind, n, extra in (
+            ("sliding", n_slide, dict(window_tokens=window, **gqa)),
+            ("full", n_layers - n_slide, full_gqa),
+        ):
             n_sh = min(shared.get(kind, 0), n)
             if n - n_sh:
                 groups.append(AttentionGroup(kind=kind, count=n - n_sh, **extra))
             if n_sh:
                 groups.append(AttentionGroup(kind=kind, count=n_sh, kv_shared=True, **extra))
     # ---- MLP ----
-    n_experts = (tc.get("n_routed_experts") or tc.get("num_experts") or tc.get("num_local_experts") or 0)
+    n_experts = tc.get("n_routed_experts") or tc.get("num_experts") or tc.get("num_local_experts") or 0
     top_k = tc.get("num_experts_per_tok") or tc.get("num_experts_per_token") or tc.get("experts_per_token") or 0
     if n_experts:
         if not top_k:
-            raise K3InputError(prefix + "num_experts_per_tok",
-                               f"missing in {src}: a MoE config must say how many experts each token uses")
+            raise K3InputError(
+                prefix + "num_experts_per_tok",
+                f"missing in {src}: a MoE config must say how many experts each token uses",
+            )
         moe_at = _moe_layer_indices(tc, n_layers)
         moe_layers = len(moe_at)
         dense_layers = n_layers - moe_layers
@@ -661,16 +760,24 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
         dense_inter = tc.get("intermediate_size_mlp") or _intermediate(tc, "intermediate_size", 0)
         if dense_layers and not dense_inter:
             raise K3InputError(prefix + "intermediate_size", f"missing in {src}: needed by the dense layers")
-        mlp = MLPSpec(dense_layers=dense_layers, dense_intermediate=dense_inter if dense_layers else 0,
-                      moe_layers=moe_layers, n_routed_experts=n_experts, experts_per_token=top_k,
-                      moe_intermediate=moe_inter, n_shared_experts=n_shared, shared_intermediate=shared_inter,
-                      latent_dim=tc.get("routed_expert_hidden_size") or 0,
-                      expert_bias=mtype == "gpt_oss", router_bias=mtype == "gpt_oss",
-                      router_score_bias=mtype in ("deepseek_v3", "kimi_k2", "kimi_linear", "kimi_k3", "glm4_moe", "minimax_m2")
-                      or tc.get("topk_method") == "noaux_tc",
-                      shared_expert_gate=mtype in _QWEN_NEXT_TYPES or mtype == "qwen2_moe")
+        mlp = MLPSpec(
+            dense_layers=dense_layers,
+            dense_intermediate=dense_inter if dense_layers else 0,
+            moe_layers=moe_layers,
+            n_routed_experts=n_experts,
+            experts_per_token=top_k,
+            moe_intermediate=moe_inter,
+            n_shared_experts=n_shared,
+            shared_intermediate=shared_inter,
+            latent_dim=tc.get("routed_expert_hidden_size") or 0,
+            expert_bias=mtype == "gpt_oss",
+            router_bias=mtype == "gpt_oss",
+            router_score_bias=mtype in ("deepseek_v3", "kimi_k2", "kimi_linear", "kimi_k3", "glm4_moe", "minimax_m2")
+            or tc.get("topk_method") == "noaux_tc",
+            shared_expert_gate=mtype in _QWEN_NEXT_TYPES or mtype == "qwen2_moe",
+        )
     elif mtype == "mamba2":
-        mlp = MLPSpec(dense_layers=n_layers, dense_intermediate=0)       # no FFN: the mixer is the layer
+        mlp = MLPSpec(dense_layers=n_layers, dense_intermediate=0)  # no FFN: the mixer is the layer
         moe_at = ()
     else:
         inter = _intermediate(tc, "intermediate_size", tc.get("num_kv_shared_layers") or 0)
@@ -689,17 +796,32 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
     tie = bool(tc.get("tie_word_embeddings", cfg.get("tie_word_embeddings", tie_default)))
     if unknown and "tie_word_embeddings" not in tc and "tie_word_embeddings" not in cfg:
         assumed.append("tie_word_embeddings = false (separate lm_head)")
-    warn_assumed(f"model_type {mtype!r}", src, assumed, unknown=unknown,
-                 read_as="a dense gated-MLP transformer with full attention from the standard fields")
+    warn_assumed(
+        f"model_type {mtype!r}",
+        src,
+        assumed,
+        unknown=unknown,
+        read_as="a dense gated-MLP transformer with full attention from the standard fields",
+    )
     return Architecture(
-        id=id, name=name or id, hidden_size=d, vocab_size=vocab, num_layers=n_layers,
-        attention=tuple(groups), mlp=mlp, max_context_tokens=int(max_ctx), tie_word_embeddings=tie,
-        native_formats=_native_formats(cfg, tc), source=src, family=mtype,
+        id=id,
+        name=name or id,
+        hidden_size=d,
+        vocab_size=vocab,
+        num_layers=n_layers,
+        attention=tuple(groups),
+        mlp=mlp,
+        max_context_tokens=int(max_ctx),
+        tie_word_embeddings=tie,
+        native_formats=_native_formats(cfg, tc),
+        source=src,
+        family=mtype,
         mtp_layers=int(tc.get("num_nextn_predict_layers") or 0),
         norms_per_layer=4 if mtype.startswith(("gemma2", "gemma3", "gemma4")) else 1 if mtype == "mamba2" else 2,
         per_layer_input_dim=int(tc.get("hidden_size_per_layer_input") or 0),
         per_layer_input_vocab=int(tc.get("vocab_size_per_layer_input") or 0)
-        if tc.get("hidden_size_per_layer_input") else 0,
+        if tc.get("hidden_size_per_layer_input")
+        else 0,
         layer_attention_groups=_attention_order(groups, attn_kinds),
         moe_layer_indices=moe_at if 0 < len(moe_at) < n_layers else (),
     )
@@ -709,6 +831,7 @@ def architecture_from_hf_config(cfg: Mapping[str, Any], *, id: str, name: str | 
 # Facts outside the Architecture schema that engines need: rotary caches, the
 # vision tower, the checkpoint dtype.
 # ---------------------------------------------------------------------------
+
 
 def rope_caches(cfg: Mapping[str, Any]) -> tuple[tuple[int, int], ...]:
     """The rotary cos/sin caches an engine precomputes: ``(positions, rotary_dim)`` each.
@@ -744,7 +867,7 @@ def rope_caches(cfg: Mapping[str, Any]) -> tuple[tuple[int, int], ...]:
     if rot <= 0:
         return ()
     if mtype in _GEMMA_QK_NORM:
-        return ((positions, rot), (max_pos, rot))   # global (scaled) + local (rope_local_base_freq)
+        return ((positions, rot), (max_pos, rot))  # global (scaled) + local (rope_local_base_freq)
     return ((positions, rot),)
 
 
@@ -775,7 +898,7 @@ def vision_tower_params(cfg: Mapping[str, Any]) -> int:
     vt = str(v.get("model_type") or "")
     if top == "mistral3" or vt == "pixtral":
         merge = cfg.get("spatial_merge_size", 2)
-        n = _vit_params(v, gated=True, biases=False) + h          # + ln_pre
+        n = _vit_params(v, gated=True, biases=False) + h  # + ln_pre
         return int(n + h * merge * merge * h + h + h * d + d * d)  # patch merger, norm, 2-layer projector
     if top == "kimi_vl" or vt == "moonvit":
         kh, kw = (v.get("merge_kernel_size") or [2, 2])[:2]
@@ -788,7 +911,7 @@ def vision_tower_params(cfg: Mapping[str, Any]) -> int:
         proj_in, proj_out = v.get("projector_input_dim", 4096), v.get("projector_output_dim", 4096)
         ratio = v.get("pixel_shuffle_ratio", 0.5)
         shuffled = int(h / (ratio * ratio))
-        n = _vit_params(v) - h + tokens * h + h + 4 * h             # no patch bias; pos emb, class emb, pre/post norms
+        n = _vit_params(v) - h + tokens * h + h + 4 * h  # no patch bias; pos emb, class emb, pre/post norms
         return int(n + shuffled * proj_in + proj_in * proj_out + v.get("vision_output_dim", proj_out) * d)
     # SigLIP (Gemma 3) and other plain ViTs: learned position embedding + post-norm + projector
     img, p = v.get("image_size", 224), v.get("patch_size", 14)
@@ -803,5 +926,15 @@ def checkpoint_dtype_bytes(cfg: Mapping[str, Any]) -> int:
     return 4 if "32" in dt else 2
 
 
-__all__ = ["AssumedFieldWarning", "KNOWN_MODEL_TYPES", "WRAPPER_MODEL_TYPES", "architecture_from_hf_config",
-           "model_type_of", "max_context_from_config", "config_notes", "rope_caches", "vision_tower_params", "checkpoint_dtype_bytes"]
+__all__ = [
+    "AssumedFieldWarning",
+    "KNOWN_MODEL_TYPES",
+    "WRAPPER_MODEL_TYPES",
+    "architecture_from_hf_config",
+    "model_type_of",
+    "max_context_from_config",
+    "config_notes",
+    "rope_caches",
+    "vision_tower_params",
+    "checkpoint_dtype_bytes",
+]

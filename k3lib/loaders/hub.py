@@ -24,6 +24,7 @@ name, a repository whose only weights are one ``.gguf`` file uses it.
 A model found nowhere is one :class:`~k3lib.core.errors.K3InputError` naming ``model`` that says
 which file was looked for where.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,7 +34,6 @@ import re
 import struct
 import tempfile
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from k3lib.core.errors import K3InputError
 from k3lib.loaders._common import LoadedModel
@@ -71,10 +71,17 @@ def parse_repo_spec(text: str) -> tuple[str, str | None]:
     """``org/name`` → (``org/name``, None); ``org/name/path/FILE.gguf`` → (``org/name``, ``path/FILE.gguf``)."""
     s = str(text).strip()
     parts = s.split("/")
-    if len(parts) < 2 or not all(_PART.fullmatch(p) for p in parts[:2]) or ".." in parts[0] + parts[1] \
-            or "--" in parts[0] + parts[1]:
-        raise K3InputError("model", f"{s!r} is not a Hugging Face repository id", _HELP
-                           + "; a local file goes to --config, --gguf or --safetensors")
+    if (
+        len(parts) < 2
+        or not all(_PART.fullmatch(p) for p in parts[:2])
+        or ".." in parts[0] + parts[1]
+        or "--" in parts[0] + parts[1]
+    ):
+        raise K3InputError(
+            "model",
+            f"{s!r} is not a Hugging Face repository id",
+            _HELP + "; a local file goes to --config, --gguf or --safetensors",
+        )
     filename = "/".join(parts[2:]) or None
     if filename is not None:
         if any(p in ("", ".", "..") for p in parts[2:]):
@@ -159,7 +166,7 @@ def _from_cache(cache: Path, repo_id: str, filename: str | None, revision: str) 
             doc = json.loads(index.read_text(encoding="utf-8"))
             shards = sorted({str(v) for v in doc["weight_map"].values()})
         except (ValueError, KeyError, TypeError, AttributeError):
-            shards = []          # load_safetensors states what is wrong with it
+            shards = []  # load_safetensors states what is wrong with it
         if all(_cached(cache, repo_id, s, revision) for s in shards):
             return _sourced(load_safetensors(snap, id=repo_id), snap, repo_id, None)
         return None
@@ -205,8 +212,8 @@ def _remote_bytes(repo_id: str, filename: str, revision: str, start: int, end: i
     body = bytes(resp.content)
     rng = resp.headers.get("Content-Range", "")
     total = int(rng.rsplit("/", 1)[1]) if "/" in rng and rng.rsplit("/", 1)[1].isdigit() else len(body)
-    if resp.status_code == 200:       # the server ignored the range: it sent the whole file
-        body = body[start:end + 1]
+    if resp.status_code == 200:  # the server ignored the range: it sent the whole file
+        body = body[start : end + 1]
     return body, total
 
 
@@ -263,20 +270,24 @@ def _read_remote(repo_id: str, filename: str | None, revision: str, dest: Path) 
                 head, total = _remote_bytes(repo_id, shard, revision, 0, 7)
                 (n,) = struct.unpack("<Q", head[:8].ljust(8, b"\0"))
                 if n > MAX_HEADER_BYTES or 8 + n > total:
-                    raise K3InputError("model", f"{repo_id}/{shard}: header length {n:,} does not fit the "
-                                                f"{total:,}-byte file")
+                    raise K3InputError(
+                        "model", f"{repo_id}/{shard}: header length {n:,} does not fit the {total:,}-byte file"
+                    )
                 body, _ = _remote_bytes(repo_id, shard, revision, 8, 7 + n)
                 _sparse(dest / shard, head[:8] + body, total)
                 read += 8 + n
             loaded = load_safetensors(dest, id=repo_id)
-            note = (f"Hugging Face {repo_id}@{revision}: read over the network — config.json, the index and "
-                    f"{len(st)} safetensors header(s), {read:,} bytes; no weights downloaded")
+            note = (
+                f"Hugging Face {repo_id}@{revision}: read over the network — config.json, the index and "
+                f"{len(st)} safetensors header(s), {read:,} bytes; no weights downloaded"
+            )
             return dataclasses.replace(loaded, source=f"hf://{repo_id}@{revision}", notes=(note,) + loaded.notes)
         ggufs = sorted(f for f in files if f.lower().endswith(".gguf"))
         if not ggufs:
             if "config.json" not in files:
-                raise K3InputError("model", f"{repo_id}: the repository has no config.json, safetensors or "
-                                            f"GGUF file", _HELP)
+                raise K3InputError(
+                    "model", f"{repo_id}: the repository has no config.json, safetensors or GGUF file", _HELP
+                )
             from k3lib.loaders.config import load_config
 
             _fetch_small(repo_id, "config.json", revision, dest)
@@ -284,8 +295,11 @@ def _read_remote(repo_id: str, filename: str | None, revision: str, dest: Path) 
             return dataclasses.replace(loaded, source=f"hf://{repo_id}@{revision}/config.json")
         filename = _only_gguf(repo_id, ggufs, "in the repository")
     elif filename not in files:
-        raise K3InputError("model", f"{repo_id}: no file {filename!r} in the repository",
-                           ", ".join(f for f in files if f.lower().endswith(".gguf"))[:400] or "no .gguf files")
+        raise K3InputError(
+            "model",
+            f"{repo_id}: no file {filename!r} in the repository",
+            ", ".join(f for f in files if f.lower().endswith(".gguf"))[:400] or "no .gguf files",
+        )
     path = dest / PurePosixPath(filename).name
     want = 4 * 2**20
     while True:
@@ -299,12 +313,15 @@ def _read_remote(repo_id: str, filename: str | None, revision: str, dest: Path) 
             if len(head) >= total:
                 raise
         if want >= MAX_REMOTE_GGUF_HEADER or len(head) >= total:
-            raise K3InputError("model", f"{repo_id}/{filename}: no complete GGUF header in its first "
-                                        f"{len(head):,} bytes")
+            raise K3InputError(
+                "model", f"{repo_id}/{filename}: no complete GGUF header in its first {len(head):,} bytes"
+            )
         want *= 4
     loaded = load_gguf(path, id=repo_id)
-    note = (f"Hugging Face {repo_id}/{filename}@{revision}: read over the network — its GGUF header, "
-            f"{len(head):,} bytes; no weights downloaded")
+    note = (
+        f"Hugging Face {repo_id}/{filename}@{revision}: read over the network — its GGUF header, "
+        f"{len(head):,} bytes; no weights downloaded"
+    )
     return dataclasses.replace(loaded, source=f"hf://{repo_id}@{revision}/{filename}", notes=(note,) + loaded.notes)
 
 
@@ -334,17 +351,24 @@ def load_hub(spec: str, *, revision: str = REVISION) -> LoadedModel:
             from k3lib.loaders.config import load_config
 
             loaded = load_config(config, id=repo_id)
-            return dataclasses.replace(loaded, notes=(f"Hugging Face {repo_id}: config.json from the cache at "
-                                                      f"{config}; its weights are not in the cache, so they are "
-                                                      f"computed from --weights",) + loaded.notes)
+            return dataclasses.replace(
+                loaded,
+                notes=(
+                    f"Hugging Face {repo_id}: config.json from the cache at "
+                    f"{config}; its weights are not in the cache, so they are "
+                    f"computed from --weights",
+                )
+                + loaded.notes,
+            )
     folder = _repo_folder(cache, repo_id)
     snap = _snapshot(cache, repo_id, revision)
     where = snap if snap is not None else folder / "snapshots" / f"<{folder / 'refs' / revision}>"
     looked = filename or "config.json and model.safetensors.index.json / *.safetensors / *.gguf"
     why = "" if folder.is_dir() else f" ({folder} does not exist)"
     offline = " (HF_HUB_OFFLINE is set)" if hub_offline() else network_error
-    raise K3InputError("model", f"{repo_id}: not in the Hugging Face cache: looked for {looked} in {where}{why}"
-                                f"{offline}", _HELP)
+    raise K3InputError(
+        "model", f"{repo_id}: not in the Hugging Face cache: looked for {looked} in {where}{why}{offline}", _HELP
+    )
 
 
 __all__ = ["load_hub", "parse_repo_spec", "is_repo_spec", "hub_cache_dir", "hub_offline"]

@@ -1,6 +1,7 @@
 """Configurations near a plan that fit, cheapest first, from two vectorized sweeps (the
 same code as the plan): the same GPU with smaller formats or a shorter context, and other
 GPUs of the same class. GPU counts are the deployable ones (one node, then whole nodes)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ class Alternative:
     available_bytes_per_gpu: int
     cost_usd: float | None
     changes: tuple[str, ...]
-    settings_changed: int = 0   # of GPU type, weights, KV dtype, context (the GPU count not counted)
+    settings_changed: int = 0  # of GPU type, weights, KV dtype, context (the GPU count not counted)
     nodes: int = 1
 
     @property
@@ -43,7 +44,7 @@ def _smaller_weight_formats(plan, limit: int = 3) -> list[str]:
     sizes: dict[int, str] = {}
     for f in weight_formats():
         if f.kind == "checkpoint method":
-            continue                        # how a checkpoint was quantized, not a format a user picks
+            continue  # how a checkpoint was quantized, not a format a user picks
         try:
             n = weights_bytes(plan.model, f)
         except K3InputError:
@@ -98,8 +99,11 @@ def alternatives(plan, *, limit: int = 8, max_changes: int = 2) -> list[Alternat
     weights = _smaller_weight_formats(plan)
     kvs = _smaller_kv_dtypes(plan)
     contexts = [plan.context_tokens] + [plan.context_tokens // d for d in (2, 4) if plan.context_tokens // d >= 4096]
-    others = [g for g in list_gpus() if g.id != plan.gpu.id and g.price_usd is not None
-              and g.device_class == plan.gpu.device_class]
+    others = [
+        g
+        for g in list_gpus()
+        if g.id != plan.gpu.id and g.price_usd is not None and g.device_class == plan.gpu.device_class
+    ]
     counts = search_counts(plan)
     found: dict[tuple, Alternative] = {}
 
@@ -110,10 +114,16 @@ def alternatives(plan, *, limit: int = 8, max_changes: int = 2) -> list[Alternat
             for wi, w in enumerate(res.weights):
                 for ki, k in enumerate(res.kv_dtypes):
                     for ci, c in enumerate(res.contexts):
-                        changes = [text for changed, text in (
-                            (hw.id != plan.gpu.id, f"GPU {hw.name}"), (w != plan.weight_format, f"weights {w}"),
-                            (k != plan.kv_dtype, f"KV {k}"), (c != plan.context_tokens, f"context {c // 1024}K"))
-                            if changed]
+                        changes = [
+                            text
+                            for changed, text in (
+                                (hw.id != plan.gpu.id, f"GPU {hw.name}"),
+                                (w != plan.weight_format, f"weights {w}"),
+                                (k != plan.kv_dtype, f"KV {k}"),
+                                (c != plan.context_tokens, f"context {c // 1024}K"),
+                            )
+                            if changed
+                        ]
                         if len(changes) > max_changes or (hw.id != plan.gpu.id and len(changes) > 1):
                             continue
                         key = (hw.id, w, k, int(c))
@@ -124,28 +134,54 @@ def alternatives(plan, *, limit: int = 8, max_changes: int = 2) -> list[Alternat
                                 break  # the requested plan itself
                             shown = changes + ([f"{n} GPUs ({n - plan.gpus:+d})"] if n != plan.gpus else [])
                             found[key] = Alternative(
-                                gpu=hw.id, gpu_name=hw.name, gpus=n, weights=w, kv_dtype=k, context_tokens=int(c),
+                                gpu=hw.id,
+                                gpu_name=hw.name,
+                                gpus=n,
+                                weights=w,
+                                kv_dtype=k,
+                                context_tokens=int(c),
                                 total_bytes_per_gpu=int(total[0, gi, ni, wi, ki, ci]),
                                 available_bytes_per_gpu=int(avail[0, gi, ni, wi, ki, ci]),
-                                cost_usd=None if hw.price_usd is None else n * hw.price_usd, changes=tuple(shown),
-                                settings_changed=len(changes), nodes=-(-n // per_node))
+                                cost_usd=None if hw.price_usd is None else n * hw.price_usd,
+                                changes=tuple(shown),
+                                settings_changed=len(changes),
+                                nodes=-(-n // per_node),
+                            )
                             break
 
     kw = dict(models=[plan.model], counts=counts, batch=plan.batch, assumptions=plan.assumptions)
     collect(sweep(gpus=[plan.gpu.id], weights=weights, kv_dtypes=kvs, contexts=contexts, **kw), [plan.gpu])
     if others:
-        collect(sweep(gpus=[g.id for g in others], weights=[plan.weight_format], kv_dtypes=[plan.kv_dtype],
-                      contexts=[plan.context_tokens], **kw), others)
+        collect(
+            sweep(
+                gpus=[g.id for g in others],
+                weights=[plan.weight_format],
+                kv_dtypes=[plan.kv_dtype],
+                contexts=[plan.context_tokens],
+                **kw,
+            ),
+            others,
+        )
 
     def cost(a: Alternative):
         return (a.cost_usd is None, a.cost_usd if a.cost_usd is not None else a.gpus)
 
     options = list(found.values())
-    if getattr(plan, "engine", None) is not None:   # the plan's engine decides what fits, here too
+    if getattr(plan, "engine", None) is not None:  # the plan's engine decides what fits, here too
         options = [a for a in (_engine_checked(plan, a, counts) for a in options) if a is not None]
-    if plan.fits:   # the plan itself already fits: only what is cheaper is an alternative
-        here = Alternative(plan.gpu.id, plan.gpu.name, plan.gpus, plan.weight_format, plan.kv_dtype,
-                           plan.context_tokens, 0, 0, cost_usd(plan), ())
+    if plan.fits:  # the plan itself already fits: only what is cheaper is an alternative
+        here = Alternative(
+            plan.gpu.id,
+            plan.gpu.name,
+            plan.gpus,
+            plan.weight_format,
+            plan.kv_dtype,
+            plan.context_tokens,
+            0,
+            0,
+            cost_usd(plan),
+            (),
+        )
         options = [a for a in options if cost(a) < cost(here)]
     nearest = sorted(options, key=lambda a: (a.settings_changed, cost(a), -a.context_tokens))[:limit]
     return sorted(nearest, key=lambda a: (cost(a), a.settings_changed, -a.context_tokens))
@@ -159,23 +195,43 @@ def _engine_checked(plan, alt: Alternative, counts) -> Alternative | None:
 
     from k3lib.engines.deployment import EngineSettings, plan_for_engine
 
-    settings = EngineSettings(plan.engine.engine, **{k: v for k, v in plan.engine.settings
-                                                     if k in ("gpu_memory_utilization", "max_num_seqs",
-                                                              "mem_fraction_static")})
+    settings = EngineSettings(
+        plan.engine.engine,
+        **{
+            k: v
+            for k, v in plan.engine.settings
+            if k in ("gpu_memory_utilization", "max_num_seqs", "mem_fraction_static")
+        },
+    )
     for n in [c for c in counts if c >= alt.gpus]:
         try:
-            p = plan_for_engine(model=plan.model, engine=settings, gpu=alt.gpu, gpus=n, weights=alt.weights,
-                                kv_dtype=alt.kv_dtype, context=alt.context_tokens, batch=plan.batch,
-                                with_limits=False)
+            p = plan_for_engine(
+                model=plan.model,
+                engine=settings,
+                gpu=alt.gpu,
+                gpus=n,
+                weights=alt.weights,
+                kv_dtype=alt.kv_dtype,
+                context=alt.context_tokens,
+                batch=plan.batch,
+                with_limits=False,
+            )
         except K3InputError:
             return None
         if p.fits:
             changes = tuple(c for c in alt.changes if " GPUs (" not in c) + (
-                (f"{n} GPUs ({n - plan.gpus:+d})",) if n != plan.gpus else ())
+                (f"{n} GPUs ({n - plan.gpus:+d})",) if n != plan.gpus else ()
+            )
             price = p.gpu.price_usd
-            return dataclasses.replace(alt, gpus=n, nodes=p.nodes, total_bytes_per_gpu=p.per_gpu.total_bytes,
-                                       available_bytes_per_gpu=p.per_gpu.available_bytes, changes=changes,
-                                       cost_usd=None if price is None else n * price)
+            return dataclasses.replace(
+                alt,
+                gpus=n,
+                nodes=p.nodes,
+                total_bytes_per_gpu=p.per_gpu.total_bytes,
+                available_bytes_per_gpu=p.per_gpu.available_bytes,
+                changes=changes,
+                cost_usd=None if price is None else n * price,
+            )
     return None
 
 
@@ -185,11 +241,22 @@ def alternatives_html(plan, *, limit: int = 8) -> str:
     if not alts:
         most = search_counts(plan)[-1]
         what = "cheaper configuration" if plan.fits else "configuration near this one"
-        return no_math(f"<p>No {what} fits (searched: 1 to {most} GPUs in deployable layouts, smaller weight and "
-                       "KV formats, ½ and ¼ of the context, other GPUs of the same class with a known price).</p>")
-    rows = [{"#": i + 1, "GPUs": f"{a.gpus}× {a.gpu_name}" + (f" ({a.nodes} nodes)" if a.nodes > 1 else ""),
-             "weights": a.weights, "KV": a.kv_dtype, "context": context_text(a.context_tokens),
-             "fullest GPU (GiB)": f"{a.total_bytes_per_gpu / GiB:,.1f} of {a.available_bytes_per_gpu / GiB:,.1f}",
-             "headroom per GPU (GiB)": f"{a.headroom_bytes_per_gpu / GiB:,.1f}", "cost": usd_text(a.cost_usd),
-             "what changes": "; ".join(a.changes)} for i, a in enumerate(alts)]
+        return no_math(
+            f"<p>No {what} fits (searched: 1 to {most} GPUs in deployable layouts, smaller weight and "
+            "KV formats, ½ and ¼ of the context, other GPUs of the same class with a known price).</p>"
+        )
+    rows = [
+        {
+            "#": i + 1,
+            "GPUs": f"{a.gpus}× {a.gpu_name}" + (f" ({a.nodes} nodes)" if a.nodes > 1 else ""),
+            "weights": a.weights,
+            "KV": a.kv_dtype,
+            "context": context_text(a.context_tokens),
+            "fullest GPU (GiB)": f"{a.total_bytes_per_gpu / GiB:,.1f} of {a.available_bytes_per_gpu / GiB:,.1f}",
+            "headroom per GPU (GiB)": f"{a.headroom_bytes_per_gpu / GiB:,.1f}",
+            "cost": usd_text(a.cost_usd),
+            "what changes": "; ".join(a.changes),
+        }
+        for i, a in enumerate(alts)
+    ]
     return no_math(html_table(rows))

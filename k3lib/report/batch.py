@@ -1,11 +1,13 @@
 """Many reports: one per scenario of a YAML file (or a list of mappings), and an
 ``index.html`` comparing them side by side."""
+
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GiB
@@ -40,9 +42,15 @@ def safe_filename(name: str, *, taken: Iterable[str] = (), max_len: int = 60) ->
     return out
 
 
-def run_batch(scenarios: "str | Path | Sequence[Mapping[str, Any]]", out_dir: str | Path, *,
-              progress: bool = True, notebook: str | Path = REPORT_NOTEBOOK,
-              runner: Callable[..., ReportResult] | None = None, keep_notebook: bool = False) -> list[ReportResult]:
+def run_batch(
+    scenarios: str | Path | Sequence[Mapping[str, Any]],
+    out_dir: str | Path,
+    *,
+    progress: bool = True,
+    notebook: str | Path = REPORT_NOTEBOOK,
+    runner: Callable[..., ReportResult] | None = None,
+    keep_notebook: bool = False,
+) -> list[ReportResult]:
     """One report per scenario into ``out_dir``, then ``out_dir/index.html`` comparing them
     (and with ``keep_notebook`` each executed notebook, ``.ipynb``, next to its report).
 
@@ -55,14 +63,14 @@ def run_batch(scenarios: "str | Path | Sequence[Mapping[str, Any]]", out_dir: st
     if runner is None:
         from k3lib.report.run import require_report_modules
 
-        require_report_modules()   # one line naming k3lib[reports], before anything is read or written
+        require_report_modules()  # one line naming k3lib[reports], before anything is read or written
 
     from k3lib.views.notebook import ParameterError
 
     base_dir = Path.cwd()
     if isinstance(scenarios, (str, Path)):
         defaults, items = load_scenario_file(scenarios)
-        base_dir = Path(scenarios).resolve().parent   # a model_path in the file is relative to the file
+        base_dir = Path(scenarios).resolve().parent  # a model_path in the file is relative to the file
     else:
         defaults, items = {}, list(scenarios)
     out_dir = Path(out_dir)
@@ -86,12 +94,12 @@ def run_batch(scenarios: "str | Path | Sequence[Mapping[str, Any]]", out_dir: st
             params = check_scenario(item, i, defaults)
             name = str(params.pop("name"))
             params["scenario"] = name
-            if str(params.get("model_path") or "").strip():   # the kernel runs in notebooks/: make it absolute
+            if str(params.get("model_path") or "").strip():  # the kernel runs in notebooks/: make it absolute
                 params["model_path"] = str((base_dir / str(params["model_path"]).strip()).expanduser().resolve())
             stem = safe_filename(name, taken=taken)
             taken.add(stem)
             bar.set_postfix_str(stem[:30])
-            kept: dict[str, Any] = {"keep_notebook": True} if keep_notebook else {}   # a custom runner need not know it
+            kept: dict[str, Any] = {"keep_notebook": True} if keep_notebook else {}  # a custom runner need not know it
             res = runner(params, out_dir / f"{stem}.html", notebook=notebook, **kept)
             res.scenario = name
         except (ParameterError, K3InputError, ReportError) as exc:
@@ -112,24 +120,40 @@ class _NoBar(list):
 def _index_row(r: ReportResult) -> dict[str, str]:
     link = f'<a href="{esc(r.html_path.name)}">{esc(r.scenario)}</a>' if r.html_path else esc(r.scenario)
     if r.error:
-        return {"scenario": link, "verdict": verdict_badge("error"), "configuration": "", "GPUs": "", "cost": "",
-                "fullest GPU: needed / available (GiB)": "", "headroom (GiB)": "", "max context": "",
-                "tokens/s": "", "notes": f"<strong>error:</strong> {esc(r.error)}"}
+        return {
+            "scenario": link,
+            "verdict": verdict_badge("error"),
+            "configuration": "",
+            "GPUs": "",
+            "cost": "",
+            "fullest GPU: needed / available (GiB)": "",
+            "headroom (GiB)": "",
+            "max context": "",
+            "tokens/s": "",
+            "notes": f"<strong>error:</strong> {esc(r.error)}",
+        }
     f = r.figures or {}
     ctx = f["context_tokens"]
     ctx_text = f"{ctx // 1024}K" if ctx % 1024 == 0 else f"{ctx:,}"
     return {
-        "scenario": link, "verdict": verdict_badge(f["verdict"]),
+        "scenario": link,
+        "verdict": verdict_badge(f["verdict"]),
         "configuration": esc(f"{f['model']} · {f['weights']} · KV {f['kv_dtype']} · {ctx_text} · batch {f['batch']}"),
-        "GPUs": esc(f"{f['gpus']}× {f['gpu_name']}, TP={f['tp']} × PP={f['pp']}"
-                    + (f" ({f['nodes']} nodes)" if f["nodes"] > 1 else "")),
+        "GPUs": esc(
+            f"{f['gpus']}× {f['gpu_name']}, TP={f['tp']} × PP={f['pp']}"
+            + (f" ({f['nodes']} nodes)" if f["nodes"] > 1 else "")
+        ),
         "cost": esc(usd_text(f["cost_usd"])),
-        "fullest GPU: needed / available (GiB)": esc(f"{f['per_gpu_total_bytes'] / GiB:,.1f} / "
-                                                     f"{f['per_gpu_available_bytes'] / GiB:,.1f}"),
+        "fullest GPU: needed / available (GiB)": esc(
+            f"{f['per_gpu_total_bytes'] / GiB:,.1f} / {f['per_gpu_available_bytes'] / GiB:,.1f}"
+        ),
         "headroom (GiB)": esc(f"{f['headroom_bytes'] / GiB:,.1f} over all GPUs"),
         "max context": esc(context_text(f["max_context_tokens"]) if f["max_context_tokens"] else "none fits"),
-        "tokens/s": esc(f"{f['tokens_per_s']:,.1f} ({f.get('tokens_per_s_basis') or 'basis not given'})"
-                        if f["tokens_per_s"] is not None else "—"),
+        "tokens/s": esc(
+            f"{f['tokens_per_s']:,.1f} ({f.get('tokens_per_s_basis') or 'basis not given'})"
+            if f["tokens_per_s"] is not None
+            else "—"
+        ),
         "notes": esc(f["reason"]),
     }
 

@@ -1,5 +1,6 @@
 """Executed notebook → ONE self-contained HTML file: no input cells, no prompts, SVG
 inline, no script, stylesheet or image loaded from the network."""
+
 from __future__ import annotations
 
 import copy
@@ -31,8 +32,8 @@ _TEMPLATE = """{%- extends 'index.html.j2' -%}
 """
 
 _EXTERNAL = re.compile(
-    r"""<(?:script|link|img|iframe|source|video|audio|embed)\b[^>]*?\b(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""",
-    re.I)
+    r"""<(?:script|link|img|iframe|source|video|audio|embed)\b[^>]*?\b(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.I
+)
 _CSS_URL = re.compile(r"""(?:@import|url\()\s*["']?\s*(?:https?:)?//""", re.I)
 
 
@@ -44,9 +45,12 @@ def external_references(text: str) -> list[str]:
 
 def _strip_css_comments(text: str) -> str:
     """Drop ``/* … */`` comments inside ``<style>`` blocks (the theme CSS cites URLs there)."""
-    return re.sub(r"(<style\b[^>]*>)(.*?)(</style>)",
-                  lambda m: m.group(1) + re.sub(r"/\*.*?\*/", "", m.group(2), flags=re.S) + m.group(3),
-                  text, flags=re.S | re.I)
+    return re.sub(
+        r"(<style\b[^>]*>)(.*?)(</style>)",
+        lambda m: m.group(1) + re.sub(r"/\*.*?\*/", "", m.group(2), flags=re.S) + m.group(3),
+        text,
+        flags=re.S | re.I,
+    )
 
 
 @functools.lru_cache(maxsize=1)

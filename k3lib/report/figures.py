@@ -1,6 +1,7 @@
 """The report's key figures, all read from the ONE plan of a :class:`ReportConfig`:
 verdict, per-GPU bytes (the fullest GPU), max context (one sweep over a context grid,
 the same code as the plan), cost, decode tokens/s and the offload option."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -29,7 +30,7 @@ def max_context_tokens(plan) -> int:
     from k3lib.core.search import max_context_tokens as search_max_context
 
     if getattr(plan, "engine", None) is not None and plan.engine.max_context_tokens is not None:
-        return plan.engine.max_context_tokens     # the engine's own limit (its rules decide)
+        return plan.engine.max_context_tokens  # the engine's own limit (its rules decide)
     return search_max_context(plan)
 
 
@@ -49,9 +50,16 @@ def offload_plan(cfg: ReportConfig):
     plan = cfg.plan
     try:
         return offload_model.plan_offload(
-            model=plan.model, weights=plan.weight_format, gpu=plan.gpu, kv_dtype=plan.kv_dtype,
-            context=plan.context_tokens, batch=plan.batch, ram=cfg.ram_bytes,
-            ram_bandwidth=cfg.ram_bandwidth_bytes_per_s or None, assumptions=plan.assumptions), ""
+            model=plan.model,
+            weights=plan.weight_format,
+            gpu=plan.gpu,
+            kv_dtype=plan.kv_dtype,
+            context=plan.context_tokens,
+            batch=plan.batch,
+            ram=cfg.ram_bytes,
+            ram_bandwidth=cfg.ram_bandwidth_bytes_per_s or None,
+            assumptions=plan.assumptions,
+        ), ""
     except K3InputError as exc:
         return None, f"not possible for this model ({exc})"
 
@@ -66,8 +74,11 @@ def decode_tokens_per_s(cfg: ReportConfig, offloaded=None) -> tuple[float | None
     if cfg.offload == "experts" and offloaded is not None:
         if not offloaded.fits:
             return None, "the offload plan does not load, so no speed is quoted", ""
-        return (offloaded.decode_tokens_per_s, "offload mode: bandwidth ceiling over GPU memory and system RAM",
-                "theoretical ceiling")
+        return (
+            offloaded.decode_tokens_per_s,
+            "offload mode: bandwidth ceiling over GPU memory and system RAM",
+            "theoretical ceiling",
+        )
     plan = cfg.plan
     if not plan.fits:
         return None, "the plan does not fit, so no speed is quoted", ""
@@ -77,11 +88,19 @@ def decode_tokens_per_s(cfg: ReportConfig, offloaded=None) -> tuple[float | None
         return None, f"not computed for this configuration ({exc})", ""
     if t.expected_tokens_per_s is not None:
         err = f", ±{t.expected_error_pct:.0f} % on held-aside runs" if t.expected_error_pct is not None else ""
-        short = (t.expected_basis or "") + (f" ±{t.expected_error_pct:.0f} %" if t.expected_error_pct is not None else "")
-        return t.expected_tokens_per_s, (f"serving model ({t.expected_basis}{err}) at the full context; "
-                                         f"bandwidth ceiling {t.tokens_per_s:,.1f}"), short
-    return (t.tokens_per_s, "theoretical ceiling: bandwidth with every weight on the GPUs; real decode is lower",
-            "theoretical ceiling")
+        short = (t.expected_basis or "") + (
+            f" ±{t.expected_error_pct:.0f} %" if t.expected_error_pct is not None else ""
+        )
+        return (
+            t.expected_tokens_per_s,
+            (f"serving model ({t.expected_basis}{err}) at the full context; bandwidth ceiling {t.tokens_per_s:,.1f}"),
+            short,
+        )
+    return (
+        t.tokens_per_s,
+        "theoretical ceiling: bandwidth with every weight on the GPUs; real decode is lower",
+        "theoretical ceiling",
+    )
 
 
 def key_figures(cfg: ReportConfig) -> dict[str, Any]:
@@ -91,22 +110,44 @@ def key_figures(cfg: ReportConfig) -> dict[str, Any]:
     offloaded, offload_why = offload_plan(cfg)
     tps, tps_how, tps_basis = decode_tokens_per_s(cfg, offloaded)
     fits_offload = offloaded is not None and offloaded.fits
-    verdict = "fits" if plan.fits else ("fits with offload" if cfg.offload == "experts" and fits_offload
-                                        else "does not fit")
+    verdict = (
+        "fits" if plan.fits else ("fits with offload" if cfg.offload == "experts" and fits_offload else "does not fit")
+    )
     g = plan.per_gpu
     return {
-        "scenario": cfg.scenario, "title": cfg.title, "fits": plan.fits, "verdict": verdict,
-        "reason": plan.reason, "offload_verdict": offloaded.verdict() if offloaded is not None else offload_why,
-        "model": plan.model.id, "model_name": plan.model.name, "weights": plan.weight_format,
-        "kv_dtype": plan.kv_dtype, "context_tokens": plan.context_tokens, "batch": plan.batch,
-        "gpu": plan.gpu.id, "gpu_name": plan.gpu.name, "gpus": plan.gpus, "nodes": plan.nodes, "tp": plan.tp,
-        "pp": plan.pp, "total_bytes": plan.total.total_bytes, "available_bytes": plan.total.available_bytes,
-        "headroom_bytes": plan.headroom_bytes, "per_gpu_total_bytes": g.total_bytes,
-        "per_gpu_available_bytes": g.available_bytes, "per_gpu_headroom_bytes": g.headroom_bytes,
-        "max_context_tokens": max_context_tokens(plan), "cost_usd": cost_usd(plan),
-        "price_usd": plan.gpu.price_usd, "tokens_per_s": tps, "tokens_per_s_how": tps_how,
+        "scenario": cfg.scenario,
+        "title": cfg.title,
+        "fits": plan.fits,
+        "verdict": verdict,
+        "reason": plan.reason,
+        "offload_verdict": offloaded.verdict() if offloaded is not None else offload_why,
+        "model": plan.model.id,
+        "model_name": plan.model.name,
+        "weights": plan.weight_format,
+        "kv_dtype": plan.kv_dtype,
+        "context_tokens": plan.context_tokens,
+        "batch": plan.batch,
+        "gpu": plan.gpu.id,
+        "gpu_name": plan.gpu.name,
+        "gpus": plan.gpus,
+        "nodes": plan.nodes,
+        "tp": plan.tp,
+        "pp": plan.pp,
+        "total_bytes": plan.total.total_bytes,
+        "available_bytes": plan.total.available_bytes,
+        "headroom_bytes": plan.headroom_bytes,
+        "per_gpu_total_bytes": g.total_bytes,
+        "per_gpu_available_bytes": g.available_bytes,
+        "per_gpu_headroom_bytes": g.headroom_bytes,
+        "max_context_tokens": max_context_tokens(plan),
+        "cost_usd": cost_usd(plan),
+        "price_usd": plan.gpu.price_usd,
+        "tokens_per_s": tps,
+        "tokens_per_s_how": tps_how,
         "tokens_per_s_basis": tps_basis,
-        "engine": cfg.engine, "offload": cfg.offload, "verdict_basis": plan.verdict_basis,
+        "engine": cfg.engine,
+        "offload": cfg.offload,
+        "verdict_basis": plan.verdict_basis,
         "engine_settings": dict(plan.engine.settings) if plan.engine is not None else {},
         "max_concurrency": plan.engine.max_concurrency if plan.engine is not None else None,
         "kv_capacity_tokens": plan.engine.kv_capacity_tokens if plan.engine is not None else None,

@@ -1,9 +1,11 @@
 """HTML building blocks of the report: escaping, tables, the verdict badge, the CSS and
 small text formatters. Every piece of user text goes through :func:`esc`."""
+
 from __future__ import annotations
 
 import html
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from k3lib.core.units import GiB
 
@@ -52,12 +54,19 @@ def context_text(tokens: int) -> str:
 def describe_plan(plan) -> str:
     """``kimi-k3@guide-000 · q4 · KV fp8 · 256K · batch 1 · 6× NVIDIA H100 SXM5 80GB``."""
     ctx = f"{plan.context_tokens // 1024}K" if plan.context_tokens % 1024 == 0 else f"{plan.context_tokens:,}"
-    return (f"{plan.model.id} · {plan.weight_format} · KV {plan.kv_dtype} · {ctx} · batch {plan.batch} · "
-            f"{plan.gpus}× {plan.gpu.name}")
+    return (
+        f"{plan.model.id} · {plan.weight_format} · KV {plan.kv_dtype} · {ctx} · batch {plan.batch} · "
+        f"{plan.gpus}× {plan.gpu.name}"
+    )
 
 
-def html_table(rows: Sequence[Mapping[str, Any]], *, columns: Sequence[str] | None = None,
-               raw: Iterable[str] = (), css_class: str = "k3-table") -> str:
+def html_table(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    columns: Sequence[str] | None = None,
+    raw: Iterable[str] = (),
+    css_class: str = "k3-table",
+) -> str:
     """A plain HTML table; every cell escaped except the columns named in ``raw``
     (which the caller has built from escaped parts)."""
     if not rows:
@@ -81,10 +90,14 @@ def frame_html(df) -> str:
     snake-case unit suffixes as headers: ``total_GiB`` → ``total (GiB)``)."""
     import numpy as np
 
-    df = df.rename(columns=_header).astype(object).map(
-        lambda x: ("yes" if x else "no") if isinstance(x, (bool, np.bool_)) else x)
-    return df.to_html(index=False, escape=True, border=0, classes="k3-table", na_rep="—",
-                      float_format=lambda v: f"{v:,.2f}").replace("$", "&#36;")
+    df = (
+        df.rename(columns=_header)
+        .astype(object)
+        .map(lambda x: ("yes" if x else "no") if isinstance(x, (bool, np.bool_)) else x)
+    )
+    return df.to_html(
+        index=False, escape=True, border=0, classes="k3-table", na_rep="—", float_format=lambda v: f"{v:,.2f}"
+    ).replace("$", "&#36;")
 
 
 def _header(name: object) -> object:

@@ -6,11 +6,13 @@ onto it (``k3plan report``), and scenario files are type-checked against it
 (:mod:`k3lib.report.scenarios`). :func:`configure` validates once and returns a
 :class:`ReportConfig` holding the plan that every section reads.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from k3lib.core.errors import K3InputError
 
@@ -36,38 +38,95 @@ class Parameter:
 
 
 PARAMETERS: tuple[Parameter, ...] = (
-    Parameter("scenario", str, "Guide 000 worked example: Q4 + FP8 KV + 256K on 6x H100",
-              "scenario name: the report's title (any text; shown escaped)", ""),
+    Parameter(
+        "scenario",
+        str,
+        "Guide 000 worked example: Q4 + FP8 KV + 256K on 6x H100",
+        "scenario name: the report's title (any text; shown escaped)",
+        "",
+    ),
     Parameter("model", str, "kimi-k3@guide-000", "model id or name (see `k3plan models`)", "kimi-k3"),
-    Parameter("model_path", str, "", "a local config.json, GGUF file or safetensors folder to plan instead of model; "
-              "empty for the built-in model", ""),
-    Parameter("weights", str, "q4", "weight precision, e.g. native, bf16, fp8, q8_0, q4_k_m, q2_k, or the guides' "
-              "q8/q4/q2; empty for native (architectures) or q4 (guide profiles)", ""),
+    Parameter(
+        "model_path",
+        str,
+        "",
+        "a local config.json, GGUF file or safetensors folder to plan instead of model; empty for the built-in model",
+        "",
+    ),
+    Parameter(
+        "weights",
+        str,
+        "q4",
+        "weight precision, e.g. native, bf16, fp8, q8_0, q4_k_m, q2_k, or the guides' "
+        "q8/q4/q2; empty for native (architectures) or q4 (guide profiles)",
+        "",
+    ),
     Parameter("kv_dtype", str, "fp8", "KV-cache dtype: bf16, fp8, int4, q8_0, q4_0", "bf16"),
-    Parameter("context", str, "256K", "context length: 128K, 256K, 1M (K is 1,024 tokens) or a whole number of tokens", "256K"),
+    Parameter(
+        "context", str, "256K", "context length: 128K, 256K, 1M (K is 1,024 tokens) or a whole number of tokens", "256K"
+    ),
     Parameter("batch", int, 1, "concurrent sequences", 1),
     Parameter("gpu", str, "h100-sxm", "GPU id or alias (see `k3plan gpus`)", "h100-sxm"),
     Parameter("gpus", int, 6, "number of GPUs in total", 8),
-    Parameter("nodes", int, 0, "nodes the GPUs are spread over; 0 for automatic (one node up to the GPU's node "
-              "size, then whole nodes)", 0),
+    Parameter(
+        "nodes",
+        int,
+        0,
+        "nodes the GPUs are spread over; 0 for automatic (one node up to the GPU's node size, then whole nodes)",
+        0,
+    ),
     Parameter("tp", int, 0, "tensor-parallel size; 0 for automatic (GPUs per node, if the heads split)", 0),
     Parameter("pp", int, 0, "pipeline-parallel size; 0 for automatic (GPUs / TP)", 0),
-    Parameter("engine", str, "", "the engine the plan is for (its rules decide the verdict): " + ", ".join(ENGINES)
-              + "; empty for the model's default (vllm; llama.cpp for a GGUF; the guide's policy for a guide profile)",
-              ""),
-    Parameter("gpu_memory_utilization", float, 0.0, "vLLM's --gpu-memory-utilization: the plan, the engine view and "
-              "the vllm command all use it, in (0, 1]; 0 for vLLM's default 0.9", 0.0),
-    Parameter("offload", str, "auto", "offload section: auto (shown when the plan does not fit), none, "
-              "experts (experts in system RAM: guide 004's mode)", "auto"),
+    Parameter(
+        "engine",
+        str,
+        "",
+        "the engine the plan is for (its rules decide the verdict): "
+        + ", ".join(ENGINES)
+        + "; empty for the model's default (vllm; llama.cpp for a GGUF; the guide's policy for a guide profile)",
+        "",
+    ),
+    Parameter(
+        "gpu_memory_utilization",
+        float,
+        0.0,
+        "vLLM's --gpu-memory-utilization: the plan, the engine view and "
+        "the vllm command all use it, in (0, 1]; 0 for vLLM's default 0.9",
+        0.0,
+    ),
+    Parameter(
+        "offload",
+        str,
+        "auto",
+        "offload section: auto (shown when the plan does not fit), none, "
+        "experts (experts in system RAM: guide 004's mode)",
+        "auto",
+    ),
     Parameter("ram", str, "", "host RAM for offload, e.g. 1536GB; empty for as much as needed", ""),
     Parameter("ram_bandwidth", str, "70GB/s", "host RAM bandwidth for offload tokens/s, e.g. 70GB/s", "70GB/s"),
-    Parameter("activation", str, "10GiB", "activation memory in total, e.g. 10GiB (GB is 10^9 bytes, GiB 2^30); "
-              "empty for the model's rule", ""),
+    Parameter(
+        "activation",
+        str,
+        "10GiB",
+        "activation memory in total, e.g. 10GiB (GB is 10^9 bytes, GiB 2^30); empty for the model's rule",
+        "",
+    ),
     Parameter("overhead_per_gpu", str, "", "runtime overhead per GPU, e.g. 6GiB; empty for the model's rule", ""),
-    Parameter("overhead_total", str, "48GiB", "runtime overhead over all GPUs, e.g. 48GiB (guide 000's worked "
-              "example); empty for the model's rule", ""),
-    Parameter("memory_basis", str, "", "GPU capacity: marketed (80 GiB for an H100) or usable (what the driver "
-              "exposes); empty for the model's default", ""),
+    Parameter(
+        "overhead_total",
+        str,
+        "48GiB",
+        "runtime overhead over all GPUs, e.g. 48GiB (guide 000's worked example); empty for the model's rule",
+        "",
+    ),
+    Parameter(
+        "memory_basis",
+        str,
+        "",
+        "GPU capacity: marketed (80 GiB for an H100) or usable (what the driver "
+        "exposes); empty for the model's default",
+        "",
+    ),
 )
 PARAMETER_NAMES = tuple(p.name for p in PARAMETERS)
 PARAMETERS_BY_NAME = {p.name: p for p in PARAMETERS}
@@ -185,8 +244,9 @@ def configure(**params: Any) -> ReportConfig:
         model: Any = p["model"]
         if p["model_path"].strip():
             from k3lib.loaders import load_path
+
             model = load_path(p["model_path"].strip())
-        engine = (normalize_engine(p["engine"]) if p["engine"].strip() else default_engine_for(model))
+        engine = normalize_engine(p["engine"]) if p["engine"].strip() else default_engine_for(model)
         if engine == "generic" and default_engine_for(model) == "guide":
             engine = "guide"
         offload = p["offload"].strip().lower() or "auto"
@@ -197,26 +257,45 @@ def configure(**params: Any) -> ReportConfig:
             if not 0 < util <= 1:
                 raise K3InputError("gpu_memory_utilization", f"{util!r} is outside (0, 1]", "a fraction such as 0.9")
             if engine != "vllm":
-                raise K3InputError("gpu_memory_utilization", f"applies to vllm only, not {engine}",
-                                   "0 (unset) or engine vllm")
+                raise K3InputError(
+                    "gpu_memory_utilization", f"applies to vllm only, not {engine}", "0 (unset) or engine vllm"
+                )
         ram = parse_size_bytes(p["ram"], "ram") if p["ram"] else None
         bandwidth = parse_bandwidth(p["ram_bandwidth"], "ram_bandwidth") if p["ram_bandwidth"] else None
         spec = model.require_architecture() if hasattr(model, "require_architecture") else get_model(model)
         weights = p["weights"].strip() or ("native" if spec.kind == "architecture" else "q4")
         checked = PlanParameters.parse(
-            model=spec, weights=weights, kv_dtype=p["kv_dtype"], context=p["context"], batch=p["batch"],
-            gpu=p["gpu"], gpus=p["gpus"], nodes=_auto(p["nodes"]), tp=_auto(p["tp"]), pp=_auto(p["pp"]),
-            activation=p["activation"], overhead_per_gpu=p["overhead_per_gpu"], overhead_total=p["overhead_total"],
-            memory_basis=p["memory_basis"])
+            model=spec,
+            weights=weights,
+            kv_dtype=p["kv_dtype"],
+            context=p["context"],
+            batch=p["batch"],
+            gpu=p["gpu"],
+            gpus=p["gpus"],
+            nodes=_auto(p["nodes"]),
+            tp=_auto(p["tp"]),
+            pp=_auto(p["pp"]),
+            activation=p["activation"],
+            overhead_per_gpu=p["overhead_per_gpu"],
+            overhead_total=p["overhead_total"],
+            memory_basis=p["memory_basis"],
+        )
         kwargs = checked.plan_kwargs()
         kwargs["model"] = model
-        settings = EngineSettings(engine, gpu_memory_utilization=util) if engine not in ("guide", "generic") \
-            else engine
+        settings = EngineSettings(engine, gpu_memory_utilization=util) if engine not in ("guide", "generic") else engine
         plan = plan_for_engine(engine=settings, **kwargs)
     except K3InputError as exc:
         raise parameter_error(exc) from None
-    return ReportConfig(scenario=p["scenario"], plan=plan, engine=plan.engine_id, offload=offload, ram_bytes=ram,
-                        ram_bandwidth_bytes_per_s=bandwidth, gpu_memory_utilization=util, parameters=p)
+    return ReportConfig(
+        scenario=p["scenario"],
+        plan=plan,
+        engine=plan.engine_id,
+        offload=offload,
+        ram_bytes=ram,
+        ram_bandwidth_bytes_per_s=bandwidth,
+        gpu_memory_utilization=util,
+        parameters=p,
+    )
 
 
 def cli_command(params: Mapping[str, Any], out: str = "reports/report.html") -> str:

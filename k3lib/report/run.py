@@ -1,13 +1,15 @@
 """One report: validate the parameters (once), run the report notebook with papermill in
 a fresh kernel, read its key figures back from the executed notebook, export the HTML."""
+
 from __future__ import annotations
 
 import importlib.util
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from k3lib.report.export import export_html
 from k3lib.report.parameters import ReportConfig, complete_parameters, configure
@@ -71,8 +73,9 @@ class MissingExtraError(ModuleNotFoundError):
     """An optional dependency is not installed; the message names the extra that brings it."""
 
     def __init__(self, module: str, extra: str, what: str) -> None:
-        super().__init__(f"{what} needs {module}, which the base install leaves out: "
-                         f"pip install 'k3lib[{extra}]'", name=module)
+        super().__init__(
+            f"{what} needs {module}, which the base install leaves out: pip install 'k3lib[{extra}]'", name=module
+        )
         self.extra = extra
 
 
@@ -101,9 +104,15 @@ def _execution_error(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def run_report(parameters: Mapping[str, Any], out_html: str | Path, *, notebook: str | Path = REPORT_NOTEBOOK,
-               timeout_s: int = 300, config: ReportConfig | None = None,
-               keep_notebook: bool = False) -> ReportResult:
+def run_report(
+    parameters: Mapping[str, Any],
+    out_html: str | Path,
+    *,
+    notebook: str | Path = REPORT_NOTEBOOK,
+    timeout_s: int = 300,
+    config: ReportConfig | None = None,
+    keep_notebook: bool = False,
+) -> ReportResult:
     """Run the report notebook for ``parameters`` (missing keys: :data:`CLI_DEFAULTS`) and
     write ``out_html``; with ``keep_notebook``, also the executed notebook next to it (``.ipynb``).
 
@@ -119,27 +128,40 @@ def run_report(parameters: Mapping[str, Any], out_html: str | Path, *, notebook:
 
     t0 = time.perf_counter()
     params = complete_parameters(parameters)
-    cfg = config if config is not None else configure(**params)   # ParameterError: one line, no kernel
+    cfg = config if config is not None else configure(**params)  # ParameterError: one line, no kernel
     out_html = Path(out_html)
     out_html.parent.mkdir(parents=True, exist_ok=True)
     out_nb = out_html.with_suffix(".ipynb") if keep_notebook else None
     notebook = Path(notebook)
     t1 = time.perf_counter()
-    try:   # output_path None: papermill writes no notebook
-        nb = papermill.execute_notebook(str(notebook), str(out_nb) if out_nb else None, parameters=params,
-                                        kernel_name=KERNEL, cwd=str(notebook.parent), progress_bar=False,
-                                        log_output=False, execution_timeout=timeout_s,
-                                        extra_arguments=list(KERNEL_ARGUMENTS))
+    try:  # output_path None: papermill writes no notebook
+        nb = papermill.execute_notebook(
+            str(notebook),
+            str(out_nb) if out_nb else None,
+            parameters=params,
+            kernel_name=KERNEL,
+            cwd=str(notebook.parent),
+            progress_bar=False,
+            log_output=False,
+            execution_timeout=timeout_s,
+            extra_arguments=list(KERNEL_ARGUMENTS),
+        )
     except Exception as exc:  # papermill's PapermillExecutionError and kernel failures
         where = f" ({out_nb})" if out_nb else " (--keep-notebook keeps the executed notebook)"
         raise ReportError(f"the report notebook failed{where}: {_execution_error(exc)}") from None
     t2 = time.perf_counter()
     figures = figures_from_notebook(nb)
-    if figures is None:   # a notebook that does not publish them
+    if figures is None:  # a notebook that does not publish them
         from k3lib.report.figures import key_figures
 
         figures = key_figures(cfg)
     export_html(nb, out_html, title=cfg.title)
     t3 = time.perf_counter()
-    return ReportResult(scenario=cfg.title, html_path=out_html, notebook_path=out_nb, figures=figures,
-                        seconds=t3 - t0, timings={"validate_s": t1 - t0, "execute_s": t2 - t1, "export_s": t3 - t2})
+    return ReportResult(
+        scenario=cfg.title,
+        html_path=out_html,
+        notebook_path=out_nb,
+        figures=figures,
+        seconds=t3 - t0,
+        timings={"validate_s": t1 - t0, "execute_s": t2 - t1, "export_s": t3 - t2},
+    )

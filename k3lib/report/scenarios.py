@@ -8,18 +8,20 @@ than :data:`MAX_DEPTH`, or a document that would expand (aliases followed) to mo
 :class:`ScenarioFileError` instead of growing for a minute. Every scenario field is then
 checked against :data:`k3lib.report.parameters.PARAMETERS` (:func:`check_scenario`).
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from k3lib.core.errors import K3InputError
 from k3lib.report.parameters import PARAMETERS_BY_NAME, coerce_parameter
 
-MAX_FILE_BYTES = 1_000_000       # a scenario file of 1 MB is already ~10,000 scenarios
-MAX_ALIASES = 32                 # enough for `<<: *defaults` in every scenario of a normal file
-MAX_DEPTH = 16                   # defaults → scenarios → list → mapping is depth 4
-MAX_EXPANDED_NODES = 100_000     # nodes once every alias is expanded
+MAX_FILE_BYTES = 1_000_000  # a scenario file of 1 MB is already ~10,000 scenarios
+MAX_ALIASES = 32  # enough for `<<: *defaults` in every scenario of a normal file
+MAX_DEPTH = 16  # defaults → scenarios → list → mapping is depth 4
+MAX_EXPANDED_NODES = 100_000  # nodes once every alias is expanded
 MAX_SCENARIOS = 1_000
 TOP_LEVEL_KEYS = ("scenarios", "defaults")
 
@@ -44,15 +46,19 @@ def _bounded_loader(path_label: str):
             if self.check_event(yaml.AliasEvent):
                 self._aliases += 1
                 if self._aliases > MAX_ALIASES:
-                    raise ScenarioFileError("scenarios", f"{path_label} uses more than {MAX_ALIASES} YAML aliases "
-                                            "(*name); refused as a possible alias bomb",
-                                            f"at most {MAX_ALIASES} aliases")
+                    raise ScenarioFileError(
+                        "scenarios",
+                        f"{path_label} uses more than {MAX_ALIASES} YAML aliases "
+                        "(*name); refused as a possible alias bomb",
+                        f"at most {MAX_ALIASES} aliases",
+                    )
                 return super().compose_node(parent, index)
             self._depth += 1
             try:
                 if self._depth > MAX_DEPTH:
-                    raise ScenarioFileError("scenarios", f"{path_label} nests deeper than {MAX_DEPTH} levels",
-                                            f"at most {MAX_DEPTH} levels")
+                    raise ScenarioFileError(
+                        "scenarios", f"{path_label} nests deeper than {MAX_DEPTH} levels", f"at most {MAX_DEPTH} levels"
+                    )
                 return super().compose_node(parent, index)
             finally:
                 self._depth -= 1
@@ -85,8 +91,9 @@ def safe_load_bounded(text: str, *, label: str = "the scenario file") -> Any:
     import yaml
 
     if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
-        raise ScenarioFileError("scenarios", f"{label} is larger than {MAX_FILE_BYTES:,} bytes",
-                                f"at most {MAX_FILE_BYTES:,} bytes")
+        raise ScenarioFileError(
+            "scenarios", f"{label} is larger than {MAX_FILE_BYTES:,} bytes", f"at most {MAX_FILE_BYTES:,} bytes"
+        )
     loader = _bounded_loader(label)(text)
     try:
         node = loader.get_single_node()
@@ -94,8 +101,11 @@ def safe_load_bounded(text: str, *, label: str = "the scenario file") -> Any:
             return None
         n = expanded_nodes(node)
         if n > MAX_EXPANDED_NODES:
-            raise ScenarioFileError("scenarios", f"{label} expands to {n:,} YAML nodes once its aliases are "
-                                    "followed; refused as an alias bomb", f"at most {MAX_EXPANDED_NODES:,}")
+            raise ScenarioFileError(
+                "scenarios",
+                f"{label} expands to {n:,} YAML nodes once its aliases are followed; refused as an alias bomb",
+                f"at most {MAX_EXPANDED_NODES:,}",
+            )
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
         raise ScenarioFileError("scenarios", f"{label} is not valid YAML: {str(exc).splitlines()[0]}") from None
@@ -144,8 +154,9 @@ def load_scenario_file(path: str | Path) -> tuple[dict[str, Any], list[Any]]:
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise ScenarioFileError("scenarios", f"{path} is larger than {MAX_FILE_BYTES:,} bytes",
-                                    f"at most {MAX_FILE_BYTES:,} bytes")
+            raise ScenarioFileError(
+                "scenarios", f"{path} is larger than {MAX_FILE_BYTES:,} bytes", f"at most {MAX_FILE_BYTES:,} bytes"
+            )
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioFileError("scenarios", f"cannot read {path}: {exc}") from None
@@ -158,8 +169,9 @@ def load_scenario_file(path: str | Path) -> tuple[dict[str, Any], list[Any]]:
     if extra:
         raise ScenarioFileError(str(extra[0]), f"is not a top-level key of {path}", ", ".join(TOP_LEVEL_KEYS))
     if len(doc["scenarios"]) > MAX_SCENARIOS:
-        raise ScenarioFileError("scenarios", f"{path} has {len(doc['scenarios']):,} scenarios",
-                                f"at most {MAX_SCENARIOS:,}")
+        raise ScenarioFileError(
+            "scenarios", f"{path} has {len(doc['scenarios']):,} scenarios", f"at most {MAX_SCENARIOS:,}"
+        )
     defaults = doc.get("defaults") or {}
     if not isinstance(defaults, dict):
         raise ScenarioFileError("defaults", "must be a mapping of report parameters")

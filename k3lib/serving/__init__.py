@@ -11,10 +11,31 @@ gives the held-aside error as a DataFrame.
 A plan that does not load has no speed: the estimators raise :class:`PlanDoesNotLoad`
 (``exit_code`` 3, the exit status of ``k3plan speed``); an estimate that exists always ``loads``.
 """
-from k3lib.serving.calibration import holdout_markdown, holdout_summary, holdout_table
-from k3lib.serving.estimate import (BASES, FIGURES, Figure, PlanDoesNotLoad, ServingEstimate, cpu_serving_estimate,
-                                    offload_serving_estimate, render_text, serving_estimate)
 
-__all__ = ["BASES", "FIGURES", "Figure", "PlanDoesNotLoad", "ServingEstimate", "cpu_serving_estimate",
-           "holdout_markdown", "holdout_summary", "holdout_table", "offload_serving_estimate", "render_text",
-           "serving_estimate"]
+from k3lib.serving.calibration import holdout_markdown, holdout_summary, holdout_table
+from k3lib.serving.estimate import (
+    BASES,
+    FIGURES,
+    Figure,
+    PlanDoesNotLoad,
+    ServingEstimate,
+    cpu_serving_estimate,
+    offload_serving_estimate,
+    render_text,
+    serving_estimate,
+)
+
+__all__ = [
+    "BASES",
+    "FIGURES",
+    "Figure",
+    "PlanDoesNotLoad",
+    "ServingEstimate",
+    "cpu_serving_estimate",
+    "holdout_markdown",
+    "holdout_summary",
+    "holdout_table",
+    "offload_serving_estimate",
+    "render_text",
+    "serving_estimate",
+]

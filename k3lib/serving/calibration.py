@@ -29,6 +29,7 @@ constant no row of a group can tell (η_c with only decode rows, say) stays at i
 ``expected_error_pct`` a figure carries): rows, median predicted ÷ measured, the share within
 ±30 %, the worst ratio, and the median $|\\hat y / y - 1|$ in percent.
 """
+
 from __future__ import annotations
 
 import csv
@@ -42,13 +43,20 @@ from pathlib import Path
 
 import numpy as np
 
-from k3lib.core.data import DATA_DIR
 from k3lib.core.architecture import Architecture
+from k3lib.core.data import DATA_DIR
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import get_gpu
 from k3lib.serving.concurrency import QUANTITIES, predict
-from k3lib.serving.roofline import (MEMORY_PROFILE, Efficiency, ServingInputs, inputs_from_plan, inputs_on_cpu,
-                                    serving_engine, stage_bytes)
+from k3lib.serving.roofline import (
+    MEMORY_PROFILE,
+    Efficiency,
+    ServingInputs,
+    inputs_from_plan,
+    inputs_on_cpu,
+    serving_engine,
+    stage_bytes,
+)
 
 SPEED_CSV = Path("measured") / "speed.csv"
 CONFIGS_DIR = Path("measured") / "configs"
@@ -70,36 +78,50 @@ class ModelAlias:
 #: keeps the base's shapes; context length and RoPE base may differ and do not enter the speed model.
 MODEL_ALIASES: dict[str, ModelAlias] = {
     "meta-llama/Llama-3.3-70B-Instruct": ModelAlias(
-        "llama-3.1-70b", "data/measured/configs/RedHatAI--Llama-3.3-70B-Instruct-fp8-dynamic.json "
-        "(a Llama 3.3 70B config): layers, heads, hidden, MLP and vocabulary equal llama-3.1-70b's"),
+        "llama-3.1-70b",
+        "data/measured/configs/RedHatAI--Llama-3.3-70B-Instruct-fp8-dynamic.json "
+        "(a Llama 3.3 70B config): layers, heads, hidden, MLP and vocabulary equal llama-3.1-70b's",
+    ),
     "Qwen/Qwen3-Coder-30B-A3B-Instruct": ModelAlias(
-        "qwen3-30b-a3b", "github.com/ztxz16/fastllm@f8f04c33 Qwen3-Coder-30B-A3B-Instruct/config.json (copy of the "
+        "qwen3-30b-a3b",
+        "github.com/ztxz16/fastllm@f8f04c33 Qwen3-Coder-30B-A3B-Instruct/config.json (copy of the "
         "HF config): hidden 2048, 48 layers, 32/4 heads × 128, 128 experts top-8 × 768, vocab 151936, untied — "
-        "Qwen3-30B-A3B's shapes (rope_theta and max_position_embeddings differ)"),
+        "Qwen3-30B-A3B's shapes (rope_theta and max_position_embeddings differ)",
+    ),
     "MiniMaxAI/MiniMax-M2.7": ModelAlias(
-        "minimax-m2.5", "huggingface.co/amd/MiniMax-M2.7-BF16 config.json: MiniMaxM2ForCausalLM, hidden 3072, "
+        "minimax-m2.5",
+        "huggingface.co/amd/MiniMax-M2.7-BF16 config.json: MiniMaxM2ForCausalLM, hidden 3072, "
         "62 layers, 48/8 heads × 128, 256 experts top-8 × 1536, vocab 200064, untied; NVIDIA Megatron Bridge docs "
         "(docs.nvidia.com/nemo/megatron-bridge/nightly/models/minimax/minimax-m2.html): M2.5 and M2.7 'Same "
-        "MiniMaxM2ForCausalLM architecture'"),
+        "MiniMaxM2ForCausalLM architecture'",
+    ),
     "Qwen/Qwen2.5-Coder-7B": ModelAlias(
-        "config:Qwen--Qwen2.5-7B-Instruct.json", "model card (huggingface.co/Qwen/Qwen2.5-Coder-7B, mirrored in "
+        "config:Qwen--Qwen2.5-7B-Instruct.json",
+        "model card (huggingface.co/Qwen/Qwen2.5-Coder-7B, mirrored in "
         "github.com/ZHUI/paddlenlp_model_readme Qwen/Qwen2.5-Coder-7B/index.md): 7.61B parameters, 6.53B "
         "non-embedding, 28 layers, 28/4 heads, QKV bias — Qwen2.5-7B's figures; the llama-bench row prints "
-        "'qwen2 7B Q8_0 7.54 GiB'"),
+        "'qwen2 7B Q8_0 7.54 GiB'",
+    ),
     "meta-llama/Meta-Llama-3-8B": ModelAlias(
-        "llama-3.1-8b", "huggingface.co/meta-llama/Meta-Llama-3-8B config.json: LlamaForCausalLM, hidden 4096, 32 "
+        "llama-3.1-8b",
+        "huggingface.co/meta-llama/Meta-Llama-3-8B config.json: LlamaForCausalLM, hidden 4096, 32 "
         "layers, 32/8 heads × 128, intermediate 14336, vocab 128256, untied — llama-3.1-8b's shapes (Llama 3.1 "
-        "adds RoPE scaling and a 128K context, which do not enter the speed model)"),
+        "adds RoPE scaling and a 128K context, which do not enter the speed model)",
+    ),
     "meta-llama/Meta-Llama-3-70B": ModelAlias(
-        "llama-3.1-70b", "huggingface.co/meta-llama/Meta-Llama-3-70B config.json: LlamaForCausalLM, hidden 8192, 80 "
+        "llama-3.1-70b",
+        "huggingface.co/meta-llama/Meta-Llama-3-70B config.json: LlamaForCausalLM, hidden 8192, 80 "
         "layers, 64/8 heads × 128, intermediate 28672, vocab 128256, untied — llama-3.1-70b's shapes (RoPE "
-        "scaling and context differ)"),
+        "scaling and context differ)",
+    ),
     "microsoft/phi-4": ModelAlias("config:microsoft--phi-4.json", "its own config.json (data/measured/configs)"),
     "Qwen/Qwen3-8B": ModelAlias("config:Qwen--Qwen3-8B.json", "its own config.json (data/measured/configs)"),
-    "Qwen/Qwen2.5-7B-Instruct": ModelAlias("config:Qwen--Qwen2.5-7B-Instruct.json",
-                                           "its own config.json (data/measured/configs)"),
-    "google/gemma-3-4b-it": ModelAlias("config:google--gemma-3-4b-it.json",
-                                       "its own config.json (data/measured/configs)"),
+    "Qwen/Qwen2.5-7B-Instruct": ModelAlias(
+        "config:Qwen--Qwen2.5-7B-Instruct.json", "its own config.json (data/measured/configs)"
+    ),
+    "google/gemma-3-4b-it": ModelAlias(
+        "config:google--gemma-3-4b-it.json", "its own config.json (data/measured/configs)"
+    ),
 }
 
 
@@ -118,11 +140,34 @@ def resolve_model(model: str):
     if alias.target.startswith("config:"):
         from k3lib.loaders.config import load_config
 
-        return load_config(DATA_DIR / CONFIGS_DIR / alias.target[len("config:"):], id=model)
+        return load_config(DATA_DIR / CONFIGS_DIR / alias.target[len("config:") :], id=model)
     return alias.target
-SPEED_COLUMNS = ("id", "engine", "engine_version", "model", "weights", "kv_dtype", "gpu", "gpus", "tp", "pp", "ep",
-                 "host", "concurrency", "input_tokens", "output_tokens", "quantity", "value", "unit", "split",
-                 "evidence", "source", "date")
+
+
+SPEED_COLUMNS = (
+    "id",
+    "engine",
+    "engine_version",
+    "model",
+    "weights",
+    "kv_dtype",
+    "gpu",
+    "gpus",
+    "tp",
+    "pp",
+    "ep",
+    "host",
+    "concurrency",
+    "input_tokens",
+    "output_tokens",
+    "quantity",
+    "value",
+    "unit",
+    "split",
+    "evidence",
+    "source",
+    "date",
+)
 GRID_ETA_BW = np.geomspace(0.05, 1.0, 31)
 GRID_ETA_COMPUTE = np.geomspace(0.02, 1.0, 31)
 #: τ candidates up to 2 ms per layer: the old top (256 µs) was hit by most groups. What τ stands
@@ -186,8 +231,21 @@ class SpeedRow:
     @property
     def plan_key(self) -> tuple:
         """What planning the row depends on (not its value or split)."""
-        return (self.engine, self.model, self.weights, self.kv_dtype, self.gpu, self.gpus, self.tp, self.pp,
-                self.ep, self.host, self.input_tokens, self.output_tokens, self.offload)
+        return (
+            self.engine,
+            self.model,
+            self.weights,
+            self.kv_dtype,
+            self.gpu,
+            self.gpus,
+            self.tp,
+            self.pp,
+            self.ep,
+            self.host,
+            self.input_tokens,
+            self.output_tokens,
+            self.offload,
+        )
 
 
 def _int(text: str, default: int) -> int:
@@ -204,14 +262,33 @@ def parse_speed_csv(text: str) -> tuple[SpeedRow, ...]:
     out = []
     for r in reader:
         r = {k: (v or "").strip() for k, v in r.items() if k}
-        out.append(SpeedRow(id=r["id"], engine=r["engine"], engine_version=r["engine_version"], model=r["model"],
-                            weights=r["weights"], kv_dtype=r["kv_dtype"] or "bf16", gpu=r["gpu"],
-                            gpus=_int(r["gpus"], 1), tp=_int(r["tp"], 0), pp=_int(r["pp"], 0), ep=_int(r["ep"], 1),
-                            host=r["host"], concurrency=_int(r["concurrency"], 1),
-                            input_tokens=_int(r["input_tokens"], 0), output_tokens=_int(r["output_tokens"], 0),
-                            quantity=r["quantity"], value=float(r["value"]), unit=r["unit"], split=r["split"],
-                            evidence=r["evidence"], source=r["source"], date=r["date"],
-                            offload=r.get("offload", "") or ""))
+        out.append(
+            SpeedRow(
+                id=r["id"],
+                engine=r["engine"],
+                engine_version=r["engine_version"],
+                model=r["model"],
+                weights=r["weights"],
+                kv_dtype=r["kv_dtype"] or "bf16",
+                gpu=r["gpu"],
+                gpus=_int(r["gpus"], 1),
+                tp=_int(r["tp"], 0),
+                pp=_int(r["pp"], 0),
+                ep=_int(r["ep"], 1),
+                host=r["host"],
+                concurrency=_int(r["concurrency"], 1),
+                input_tokens=_int(r["input_tokens"], 0),
+                output_tokens=_int(r["output_tokens"], 0),
+                quantity=r["quantity"],
+                value=float(r["value"]),
+                unit=r["unit"],
+                split=r["split"],
+                evidence=r["evidence"],
+                source=r["source"],
+                date=r["date"],
+                offload=r.get("offload", "") or "",
+            )
+        )
     return tuple(out)
 
 
@@ -224,7 +301,7 @@ _ROW_CAPACITY: dict = {}
 
 
 @lru_cache(maxsize=4096)
-def _row_inputs(key: tuple) -> "ServingInputs | str":
+def _row_inputs(key: tuple) -> ServingInputs | str:
     engine, model, weights, kv_dtype, gpu, gpus, tp, pp, ep, host, inp_t, out_t, offload = key
     try:
         eid = serving_engine(engine)
@@ -233,16 +310,26 @@ def _row_inputs(key: tuple) -> "ServingInputs | str":
             return inputs_on_cpu(model=model, weights=weights or "native", kv_dtype=kv_dtype, host=host, engine=eid)
         from k3lib.engines.deployment import plan_for_engine
 
-        plan = plan_for_engine(model=model, engine=MEMORY_PROFILE[eid], gpu=get_gpu(gpu), gpus=gpus,
-                               tp=tp or None, pp=pp or None, weights=weights or None, kv_dtype=kv_dtype,
-                               context=max(1024, inp_t + out_t), batch=1, with_limits=False)
+        plan = plan_for_engine(
+            model=model,
+            engine=MEMORY_PROFILE[eid],
+            gpu=get_gpu(gpu),
+            gpus=gpus,
+            tp=tp or None,
+            pp=pp or None,
+            weights=weights or None,
+            kv_dtype=kv_dtype,
+            context=max(1024, inp_t + out_t),
+            batch=1,
+            with_limits=False,
+        )
         inp = inputs_from_plan(plan, engine=eid)
         if plan.engine is not None:
-            _ROW_CAPACITY[key] = (int(plan.engine.kv_capacity_tokens),
-                                  dict(plan.engine.settings).get("max_num_seqs"))
-        if ep > 1 and ep != inp.ep and isinstance(plan.model, Architecture):   # (EP needs an architecture)
-            inp = dataclasses.replace(inp, ep=ep, stages=stage_bytes(plan.model, plan.weight_format, tp=inp.tp,
-                                                                     pp=inp.pp, ep=ep))
+            _ROW_CAPACITY[key] = (int(plan.engine.kv_capacity_tokens), dict(plan.engine.settings).get("max_num_seqs"))
+        if ep > 1 and ep != inp.ep and isinstance(plan.model, Architecture):  # (EP needs an architecture)
+            inp = dataclasses.replace(
+                inp, ep=ep, stages=stage_bytes(plan.model, plan.weight_format, tp=inp.tp, pp=inp.pp, ep=ep)
+            )
         if offload:
             inp = _with_offload(inp, offload, host)
         return inp
@@ -266,21 +353,29 @@ def _with_offload(inp: ServingInputs, offload: str, host: str) -> ServingInputs:
         on_gpu = min(int(val), inp.model.num_layers) / inp.model.num_layers
         dense = sum(s.dense_bytes for s in stages) * (1 - on_gpu)
         routed = sum(s.routed_bytes for s in stages) * (1 - on_gpu)
-        stages = [dataclasses.replace(s, dense_bytes=s.dense_bytes * on_gpu, routed_bytes=s.routed_bytes * on_gpu)
-                  for s in stages]
+        stages = [
+            dataclasses.replace(s, dense_bytes=s.dense_bytes * on_gpu, routed_bytes=s.routed_bytes * on_gpu)
+            for s in stages
+        ]
     elif kind == "ot" and val == "exps":
         dense, routed = 0.0, sum(s.routed_bytes for s in stages)
         stages = [dataclasses.replace(s, routed_bytes=0.0) for s in stages]
     else:
         raise ValueError(f"offload {offload!r} is not ngl=N or ot=exps")
     gpu = get_gpu(inp.device)
-    return dataclasses.replace(inp, stages=tuple(stages), host_dense_bytes=dense, host_routed_bytes=routed,
-                               host_bw_bytes_per_s=h.memory_bw_bytes_per_s,
-                               host_link_bytes_per_s=gpu.host_link_bytes_per_s or 0.0, host_flops=cpu_peak_flops(h),
-                               notes=inp.notes + (f"offload {offload}: host tier {h.id}",))
+    return dataclasses.replace(
+        inp,
+        stages=tuple(stages),
+        host_dense_bytes=dense,
+        host_routed_bytes=routed,
+        host_bw_bytes_per_s=h.memory_bw_bytes_per_s,
+        host_link_bytes_per_s=gpu.host_link_bytes_per_s or 0.0,
+        host_flops=cpu_peak_flops(h),
+        notes=inp.notes + (f"offload {offload}: host tier {h.id}",),
+    )
 
 
-def row_inputs(row: SpeedRow) -> "ServingInputs | str":
+def row_inputs(row: SpeedRow) -> ServingInputs | str:
     """The row's :class:`ServingInputs`, or why it cannot be planned (a sentence)."""
     if row.quantity not in QUANTITIES:
         return f"quantity {row.quantity!r} is not one of {', '.join(QUANTITIES)}"
@@ -380,8 +475,9 @@ def row_capacity(row: SpeedRow) -> int | None:
         return None
     from k3lib.serving.concurrency import max_concurrency
 
-    n = max_concurrency(kv_capacity_tokens=cap[0], input_tokens=row.input_tokens, output_tokens=row.output_tokens,
-                        max_num_seqs=cap[1])
+    n = max_concurrency(
+        kv_capacity_tokens=cap[0], input_tokens=row.input_tokens, output_tokens=row.output_tokens, max_num_seqs=cap[1]
+    )
     return n if n >= 1 else None
 
 
@@ -393,14 +489,26 @@ def predict_row(row: SpeedRow, eff: Efficiency):
     if isinstance(inp, str):
         return None
     arrivals, prompts = row_arrivals(row)
-    return predict(inp, row.quantity, eff, concurrency=row.concurrency, input_tokens=row.input_tokens,
-                   output_tokens=row.output_tokens, arrivals=arrivals, prompts=prompts, capacity=row_capacity(row),
-                   identical_sequences=row_identical_sequences(row))
+    return predict(
+        inp,
+        row.quantity,
+        eff,
+        concurrency=row.concurrency,
+        input_tokens=row.input_tokens,
+        output_tokens=row.output_tokens,
+        arrivals=arrivals,
+        prompts=prompts,
+        capacity=row_capacity(row),
+        identical_sequences=row_identical_sequences(row),
+    )
 
 
-_GRID = Efficiency(GRID_ETA_BW[:, None, None, None], GRID_ETA_COMPUTE[None, :, None, None],
-                   GRID_LAYER_OVERHEAD_S[None, None, :, None],
-                   eta_decode_compute=GRID_ETA_DECODE_COMPUTE[None, None, None, :])
+_GRID = Efficiency(
+    GRID_ETA_BW[:, None, None, None],
+    GRID_ETA_COMPUTE[None, :, None, None],
+    GRID_LAYER_OVERHEAD_S[None, None, :, None],
+    eta_decode_compute=GRID_ETA_DECODE_COMPUTE[None, None, None, :],
+)
 _GRID_SHAPE = (len(GRID_ETA_BW), len(GRID_ETA_COMPUTE), len(GRID_LAYER_OVERHEAD_S), len(GRID_ETA_DECODE_COMPUTE))
 
 
@@ -431,8 +539,9 @@ class FittedConstants:
 
     @property
     def efficiency(self) -> Efficiency:
-        return Efficiency(self.eta_bw, self.eta_compute, self.layer_overhead_s,
-                          eta_decode_compute=self.eta_decode_compute)
+        return Efficiency(
+            self.eta_bw, self.eta_compute, self.layer_overhead_s, eta_decode_compute=self.eta_decode_compute
+        )
 
     @property
     def parent(self) -> tuple[float, float, float, float]:
@@ -462,8 +571,9 @@ def model_kind(arch) -> str:
     return "MoE" if getattr(arch.mlp, "n_routed_experts", 0) else "dense"
 
 
-def most_specific_constants(constants: dict, engine: str, hardware_class: str,
-                            kind: str | None = None) -> FittedConstants | None:
+def most_specific_constants(
+    constants: dict, engine: str, hardware_class: str, kind: str | None = None
+) -> FittedConstants | None:
     """The most specific fit that exists: engine × class × model kind (:func:`model_kind`),
     else engine × class, else the engine over all classes (its code path: τ and kernel
     efficiencies), else class, else all rows; None without any."""
@@ -507,24 +617,46 @@ class Calibration:
         quantities, else the class's, else all held-aside rows — the first group with at least
         :data:`MIN_ERROR_ROWS` held-aside rows (one row's error is an anecdote, not an error
         estimate); None without any."""
-        groups = [(h.engine, h.hardware_class, h.quantity, h) for h in self.holdout_by_class
-                  if h.rows >= MIN_ERROR_ROWS]
-        for match in (lambda e, c, q: e == engine and c == hardware_class and q == quantity,
-                      lambda e, c, q: e == engine and c == hardware_class and q == "*",
-                      lambda e, c, q: e == "*" and c == hardware_class and q == "*",
-                      lambda e, c, q: e == "*" and c == "*" and q == "*"):
+        groups = [
+            (h.engine, h.hardware_class, h.quantity, h) for h in self.holdout_by_class if h.rows >= MIN_ERROR_ROWS
+        ]
+        for match in (
+            lambda e, c, q: e == engine and c == hardware_class and q == quantity,
+            lambda e, c, q: e == engine and c == hardware_class and q == "*",
+            lambda e, c, q: e == "*" and c == hardware_class and q == "*",
+            lambda e, c, q: e == "*" and c == "*" and q == "*",
+        ):
             for e, c, q, h in groups:
                 if match(e, c, q):
                     return h.median_abs_error_pct
         return None
 
-    def measured(self, *, engine: str, model: str, weights: str, gpu: str, gpus: int, concurrency: int,
-                 input_tokens: int, output_tokens: int, quantity: str) -> SpeedRow | None:
+    def measured(
+        self,
+        *,
+        engine: str,
+        model: str,
+        weights: str,
+        gpu: str,
+        gpus: int,
+        concurrency: int,
+        input_tokens: int,
+        output_tokens: int,
+        quantity: str,
+    ) -> SpeedRow | None:
         """A row that measured exactly this figure (either split), or None."""
         for r in self.rows:
-            if (serving_engine(r.engine) == engine and r.model == model and r.weights == weights and r.gpu == gpu
-                    and r.gpus == gpus and r.concurrency == concurrency and r.input_tokens == input_tokens
-                    and r.output_tokens == output_tokens and r.quantity == quantity):
+            if (
+                serving_engine(r.engine) == engine
+                and r.model == model
+                and r.weights == weights
+                and r.gpu == gpu
+                and r.gpus == gpus
+                and r.concurrency == concurrency
+                and r.input_tokens == input_tokens
+                and r.output_tokens == output_tokens
+                and r.quantity == quantity
+            ):
                 return r
         return None
 
@@ -554,28 +686,47 @@ def huber(x: np.ndarray, delta: float = PRIOR_SIGMA_ROW) -> np.ndarray:
     return np.where(a <= delta, x * x, 2 * delta * a - delta * delta)
 
 
-def _fit_group(name: str, grids: list[np.ndarray], parent: tuple[float, float, float, float],
-               weight: float) -> FittedConstants:
+def _fit_group(
+    name: str, grids: list[np.ndarray], parent: tuple[float, float, float, float], weight: float
+) -> FittedConstants:
     eb = np.log(GRID_ETA_BW)[:, None, None, None]
     ec = np.log(GRID_ETA_COMPUTE)[None, :, None, None]
     tau = np.log(GRID_LAYER_OVERHEAD_S + TAU0_S)[None, None, :, None]
     ecd = np.log(GRID_ETA_DECODE_COMPUTE)[None, None, None, :]
-    loss = np.zeros(_GRID_SHAPE) + weight * ((eb - math.log(parent[0])) ** 2 + (ec - math.log(parent[1])) ** 2
-                                             + (tau - math.log(parent[2] + TAU0_S)) ** 2
-                                             + (ecd - math.log(parent[3])) ** 2)
+    loss = np.zeros(_GRID_SHAPE) + weight * (
+        (eb - math.log(parent[0])) ** 2
+        + (ec - math.log(parent[1])) ** 2
+        + (tau - math.log(parent[2] + TAU0_S)) ** 2
+        + (ecd - math.log(parent[3])) ** 2
+    )
     for g in grids:
         loss += huber(g)
     i, j, k, m = np.unravel_index(int(np.argmin(loss)), loss.shape)
     rms = math.sqrt(float(np.mean([g[i, j, k, min(m, g.shape[3] - 1)] ** 2 for g in grids]))) if grids else 0.0
-    return FittedConstants(name, float(GRID_ETA_BW[i]), float(GRID_ETA_COMPUTE[j]), float(GRID_LAYER_OVERHEAD_S[k]),
-                           len(grids), rms, float(GRID_ETA_DECODE_COMPUTE[m]))
+    return FittedConstants(
+        name,
+        float(GRID_ETA_BW[i]),
+        float(GRID_ETA_COMPUTE[j]),
+        float(GRID_LAYER_OVERHEAD_S[k]),
+        len(grids),
+        rms,
+        float(GRID_ETA_DECODE_COMPUTE[m]),
+    )
 
 
 def _summary(engine: str, cls: str, quantity: str, ratios: list[float]) -> HoldoutError:
     r = np.asarray(ratios)
     worst = float(r[np.argmax(np.abs(np.log(r)))])
-    return HoldoutError(engine, cls, quantity, len(r), float(np.median(r)), float(np.mean(np.abs(r - 1) <= WITHIN)),
-                        worst, float(np.median(np.abs(r - 1)) * 100))
+    return HoldoutError(
+        engine,
+        cls,
+        quantity,
+        len(r),
+        float(np.median(r)),
+        float(np.mean(np.abs(r - 1) <= WITHIN)),
+        worst,
+        float(np.median(np.abs(r - 1)) * 100),
+    )
 
 
 def fit_calibration(rows: tuple[SpeedRow, ...], source: str = "") -> Calibration:
@@ -611,8 +762,9 @@ def fit_calibration(rows: tuple[SpeedRow, ...], source: str = "") -> Calibration
                 ec = constants[(eng, cls)] = _fit_group(f"{eng} × {cls}", eg, par.parent, _prior_weight(len(eg)))
                 for kind in sorted({kinds[r.id] for r, c, _ in fit if c == cls and fit_engine(r) == eng}):
                     kg = [g for r, c, g in fit if c == cls and fit_engine(r) == eng and kinds[r.id] == kind]
-                    constants[(eng, cls, kind)] = _fit_group(f"{eng} × {cls} × {kind}", kg, ec.parent,
-                                                             _prior_weight(len(kg)))
+                    constants[(eng, cls, kind)] = _fit_group(
+                        f"{eng} × {cls} × {kind}", kg, ec.parent, _prior_weight(len(kg))
+                    )
     ratios: dict[tuple[str, str, str], list[float]] = {}
     for r, inp in _plannable(rows, "holdout", skipped):
         eng = fit_engine(r)
@@ -630,9 +782,14 @@ def fit_calibration(rows: tuple[SpeedRow, ...], source: str = "") -> Calibration
         by_eq.setdefault((e, "*", q), []).extend(rs)
         for key in ((e, hw_cls, q), (e, hw_cls, "*"), ("*", hw_cls, "*"), ("*", "*", "*")):
             by_class.setdefault(key, []).extend(rs)
-    return Calibration(source, tuple(rows), constants,
-                       tuple(_summary(*k, v) for k, v in sorted(by_eq.items())),
-                       tuple(_summary(*k, v) for k, v in sorted(by_class.items())), tuple(skipped))
+    return Calibration(
+        source,
+        tuple(rows),
+        constants,
+        tuple(_summary(*k, v) for k, v in sorted(by_eq.items())),
+        tuple(_summary(*k, v) for k, v in sorted(by_class.items())),
+        tuple(skipped),
+    )
 
 
 @lru_cache(maxsize=8)
@@ -640,7 +797,7 @@ def _calibration_for(digest: str, text: str, source: str) -> Calibration:
     return fit_calibration(parse_speed_csv(text), source)
 
 
-def calibration(path: "str | Path | None" = None) -> Calibration | None:
+def calibration(path: str | Path | None = None) -> Calibration | None:
     """The fit of ``path`` (default ``data/measured/speed.csv``), cached by the file's content;
     None when the file does not exist (then every figure is a theoretical ceiling)."""
     p = Path(path) if path is not None else default_speed_path()
@@ -650,7 +807,7 @@ def calibration(path: "str | Path | None" = None) -> Calibration | None:
     return _calibration_for(hashlib.sha256(text.encode()).hexdigest(), text, str(p))
 
 
-def holdout_table(cal: "Calibration | None" = None, *, by: str = "quantity"):
+def holdout_table(cal: Calibration | None = None, *, by: str = "quantity"):
     """The held-aside error as a pandas DataFrame, one row per group: ``by="quantity"`` per
     engine × quantity, ``by="class"`` per engine × hardware class (all quantities), ``by="all"``
     per engine × class × quantity. Columns: engine, hardware_class, quantity, rows,
@@ -666,8 +823,16 @@ def holdout_table(cal: "Calibration | None" = None, *, by: str = "quantity"):
     cal = calibration() if cal is None else cal
     if by not in ("quantity", "class", "all"):
         raise K3InputError("by", f"{by!r}", "quantity, class or all")
-    cols = ["engine", "hardware_class", "quantity", "rows", "median_ratio", "within_30_pct", "worst_ratio",
-            "median_abs_error_pct"]
+    cols = [
+        "engine",
+        "hardware_class",
+        "quantity",
+        "rows",
+        "median_ratio",
+        "within_30_pct",
+        "worst_ratio",
+        "median_abs_error_pct",
+    ]
     if cal is None:
         return pd.DataFrame(columns=cols)
     if by == "quantity":
@@ -676,16 +841,30 @@ def holdout_table(cal: "Calibration | None" = None, *, by: str = "quantity"):
         groups = [h for h in cal.holdout_by_class if h.engine != "*" and h.quantity == "*"]
     else:
         groups = [h for h in cal.holdout_by_class if h.engine != "*" and h.quantity != "*"]
-    return pd.DataFrame([[h.engine, h.hardware_class, h.quantity, h.rows, h.median_ratio, h.within_30_pct_share,
-                          h.worst_ratio, h.median_abs_error_pct] for h in groups], columns=cols)
+    return pd.DataFrame(
+        [
+            [
+                h.engine,
+                h.hardware_class,
+                h.quantity,
+                h.rows,
+                h.median_ratio,
+                h.within_30_pct_share,
+                h.worst_ratio,
+                h.median_abs_error_pct,
+            ]
+            for h in groups
+        ],
+        columns=cols,
+    )
 
 
-def holdout_summary(cal: "Calibration | None" = None) -> dict:
+def holdout_summary(cal: Calibration | None = None) -> dict:
     """All held-aside rows pooled: rows, share within ±30 %, and the medians farthest from 1 —
     per engine × class (``worst_class_median``: the issue's bar, no median off by > 1.5×), per
     engine × quantity (``worst_quantity_median``), and the farther of the two (``worst_median``)."""
     cal = calibration() if cal is None else cal
-    if cal is None:   # no data/measured/speed.csv: nothing held aside (as holdout_table's empty table)
+    if cal is None:  # no data/measured/speed.csv: nothing held aside (as holdout_table's empty table)
         return {"rows": 0, "within_30_pct": None, "worst_median": None, "skipped": 0}
     pooled = next(h for h in cal.holdout_by_class if h.engine == "*" and h.hardware_class == "*")
     by_quantity = [h for h in cal.holdout if h.engine != "*"]
@@ -695,17 +874,26 @@ def holdout_summary(cal: "Calibration | None" = None) -> dict:
         w = max(groups, key=lambda h: abs(math.log(h.median_ratio)))
         return w.engine, w.hardware_class, w.quantity, w.median_ratio
 
-    return {"rows": pooled.rows, "within_30_pct": pooled.within_30_pct_share,
-            "worst_median": worst(by_quantity + by_class), "worst_class_median": worst(by_class),
-            "worst_quantity_median": worst(by_quantity), "skipped": len(cal.skipped)}
+    return {
+        "rows": pooled.rows,
+        "within_30_pct": pooled.within_30_pct_share,
+        "worst_median": worst(by_quantity + by_class),
+        "worst_class_median": worst(by_class),
+        "worst_quantity_median": worst(by_quantity),
+        "skipped": len(cal.skipped),
+    }
 
 
-def holdout_markdown(cal: "Calibration | None" = None, *, by: str = "quantity") -> str:
+def holdout_markdown(cal: Calibration | None = None, *, by: str = "quantity") -> str:
     """:func:`holdout_table` as a Markdown table (for the README and the report)."""
     t = holdout_table(cal, by=by)
-    lines = ["| engine | class | quantity | rows | median ratio | within ±30 % | worst |",
-             "|---|---|---|---:|---:|---:|---:|"]
+    lines = [
+        "| engine | class | quantity | rows | median ratio | within ±30 % | worst |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
     for r in t.itertuples():
-        lines.append(f"| {r.engine} | {r.hardware_class} | {r.quantity} | {r.rows} | {r.median_ratio:.2f} | "
-                     f"{r.within_30_pct * 100:.0f} % | {r.worst_ratio:.2f} |")
+        lines.append(
+            f"| {r.engine} | {r.hardware_class} | {r.quantity} | {r.rows} | {r.median_ratio:.2f} | "
+            f"{r.within_30_pct * 100:.0f} % | {r.worst_ratio:.2f} |"
+        )
     return "\n".join(lines)

@@ -24,6 +24,7 @@ $M = 2·T·k·D·2·(EP-1)/EP$ bytes per MoE layer per GPU, $t = M/BW + 2α$.
 >>> round(allreduce_seconds(message_bytes=8192 * 2, group=8, link_bytes_per_s=450e9, latency_s=0) * 1e9, 1)   # one token of Llama-70B
 63.7
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -60,19 +61,27 @@ def group_link(gpu: GPUSpec, *, spans_nodes: bool) -> Link:
     (450000000000, 32000000000)
     """
     if spans_nodes:
-        return Link(INTER_NODE_BYTES_PER_S, f"inter-node network {INTER_NODE_BYTES_PER_S / 1e9:.0f} GB/s per GPU "
-                    "(400 Gb/s per GPU, k3lib.serving.comm.INTER_NODE_BYTES_PER_S)")
+        return Link(
+            INTER_NODE_BYTES_PER_S,
+            f"inter-node network {INTER_NODE_BYTES_PER_S / 1e9:.0f} GB/s per GPU "
+            "(400 Gb/s per GPU, k3lib.serving.comm.INTER_NODE_BYTES_PER_S)",
+        )
     if gpu.scale_up_link_bytes_per_s:
-        return Link(gpu.scale_up_link_bytes_per_s, f"{gpu.id} scale-up link "
-                    f"{gpu.scale_up_link_bytes_per_s / 1e9:.0f} GB/s per direction (hardware.csv)")
+        return Link(
+            gpu.scale_up_link_bytes_per_s,
+            f"{gpu.id} scale-up link {gpu.scale_up_link_bytes_per_s / 1e9:.0f} GB/s per direction (hardware.csv)",
+        )
     if gpu.host_link_bytes_per_s:
-        return Link(gpu.host_link_bytes_per_s, f"{gpu.id} host link (PCIe) "
-                    f"{gpu.host_link_bytes_per_s / 1e9:.0f} GB/s per direction (hardware.csv)")
+        return Link(
+            gpu.host_link_bytes_per_s,
+            f"{gpu.id} host link (PCIe) {gpu.host_link_bytes_per_s / 1e9:.0f} GB/s per direction (hardware.csv)",
+        )
     return Link(gpu.memory_bw_bytes_per_s, f"{gpu.id}: one device, no link")
 
 
-def allreduce_seconds(*, message_bytes: float, group: int, link_bytes_per_s: float,
-                      latency_s: float = COLLECTIVE_LATENCY_S) -> float:
+def allreduce_seconds(
+    *, message_bytes: float, group: int, link_bytes_per_s: float, latency_s: float = COLLECTIVE_LATENCY_S
+) -> float:
     """$2(g-1)/g · M/BW + α$; 0 for a group of one."""
     if group < 1 or link_bytes_per_s <= 0:
         raise K3InputError("group", f"{group!r} GPUs over {link_bytes_per_s!r} B/s", "g ≥ 1, BW > 0")
@@ -90,8 +99,15 @@ def tp_allreduce_bytes_per_layer(*, tokens: float, hidden_size: int) -> float:
     return 2 * tokens * hidden_size * ACTIVATION_BYTES
 
 
-def tp_comm_seconds(*, tokens: float, hidden_size: int, layers: int, tp: int, link_bytes_per_s: float,
-                    latency_s: float = COLLECTIVE_LATENCY_S) -> float:
+def tp_comm_seconds(
+    *,
+    tokens: float,
+    hidden_size: int,
+    layers: int,
+    tp: int,
+    link_bytes_per_s: float,
+    latency_s: float = COLLECTIVE_LATENCY_S,
+) -> float:
     """Two ring all-reduces of $T·D·2$ bytes per layer over ``layers`` layers.
 
     >>> round(tp_comm_seconds(tokens=1, hidden_size=8192, layers=80, tp=8, link_bytes_per_s=450e9) * 1e3, 3)
@@ -99,8 +115,12 @@ def tp_comm_seconds(*, tokens: float, hidden_size: int, layers: int, tp: int, li
     """
     if tp == 1:
         return 0.0
-    one = allreduce_seconds(message_bytes=tokens * hidden_size * ACTIVATION_BYTES, group=tp,
-                            link_bytes_per_s=link_bytes_per_s, latency_s=latency_s)
+    one = allreduce_seconds(
+        message_bytes=tokens * hidden_size * ACTIVATION_BYTES,
+        group=tp,
+        link_bytes_per_s=link_bytes_per_s,
+        latency_s=latency_s,
+    )
     return 2 * layers * one
 
 
@@ -115,18 +135,26 @@ def ep_alltoall_bytes_per_layer(*, tokens: float, hidden_size: int, experts_per_
     return 2 * tokens * experts_per_token * hidden_size * ACTIVATION_BYTES * (ep - 1) / ep
 
 
-def ep_comm_seconds(*, tokens: float, hidden_size: int, experts_per_token: int, ep: int, moe_layers: int,
-                    link_bytes_per_s: float, latency_s: float = COLLECTIVE_LATENCY_S) -> float:
+def ep_comm_seconds(
+    *,
+    tokens: float,
+    hidden_size: int,
+    experts_per_token: int,
+    ep: int,
+    moe_layers: int,
+    link_bytes_per_s: float,
+    latency_s: float = COLLECTIVE_LATENCY_S,
+) -> float:
     """$L_{moe}·(M_{a2a}/BW + 2α)$ (0 without expert parallelism)."""
     if ep <= 1 or moe_layers == 0:
         return 0.0
-    m = ep_alltoall_bytes_per_layer(tokens=tokens, hidden_size=hidden_size, experts_per_token=experts_per_token,
-                                    ep=ep)
+    m = ep_alltoall_bytes_per_layer(tokens=tokens, hidden_size=hidden_size, experts_per_token=experts_per_token, ep=ep)
     return moe_layers * (m / link_bytes_per_s + 2 * latency_s)
 
 
-def pp_handoff_seconds(*, tokens: float, hidden_size: int, pp: int, link_bytes_per_s: float,
-                       latency_s: float = COLLECTIVE_LATENCY_S) -> float:
+def pp_handoff_seconds(
+    *, tokens: float, hidden_size: int, pp: int, link_bytes_per_s: float, latency_s: float = COLLECTIVE_LATENCY_S
+) -> float:
     """$(PP-1)·(T·D·2/BW + α)$: the hidden state crossing each stage boundary once."""
     if pp <= 1:
         return 0.0

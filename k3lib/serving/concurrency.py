@@ -20,16 +20,25 @@ prefilled first come, first served under the chunked-prefill budget: the mean re
 for half the others' prompts, $TTFT = t_{prefill}((c_r + 1)/2 \\text{ prompts of } I)$ — it grows
 with concurrency × input.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
-from k3lib.core.errors import K3InputError
 import numpy as np
 
-from k3lib.serving.roofline import (CEILING, LAYER_SPLIT_ENGINES, Efficiency, ServingInputs, decode_terms,
-                                    mixed_prefill_terms, prefill_terms)
+from k3lib.core.errors import K3InputError
+from k3lib.serving.roofline import (
+    CEILING,
+    LAYER_SPLIT_ENGINES,
+    Efficiency,
+    ServingInputs,
+    decode_terms,
+    mixed_prefill_terms,
+    prefill_terms,
+)
 
 #: engines whose published "output tokens/s, all sequences" is the decode phase alone:
 #: llama.cpp's ``llama-batched-bench`` processes the B prompts first (T_PP, S_PP) and then times
@@ -90,16 +99,29 @@ PACKED_PREFILL_ENGINES = ("trtllm",)
 #: $TTFT = \frac{c}{N} TTFT_{burst} + (1 - \frac{c}{N}) TTFT_{steady}$.
 ARRIVALS = ("steady", "burst", "first_burst")
 
-QUANTITIES = ("decode_tokens_per_s_per_sequence", "output_tokens_per_s_total", "prefill_tokens_per_s", "ttft_s",
-              "tpot_s")
-QUANTITY_UNITS = {"decode_tokens_per_s_per_sequence": "tokens/s", "output_tokens_per_s_total": "tokens/s",
-                  "output_tokens_per_s_per_gpu": "tokens/s", "prefill_tokens_per_s": "tokens/s", "ttft_s": "s",
-                  "tpot_s": "s", "max_concurrency": "requests", "usd_per_hour": "USD/h",
-                  "usd_per_million_output_tokens": "USD"}
+QUANTITIES = (
+    "decode_tokens_per_s_per_sequence",
+    "output_tokens_per_s_total",
+    "prefill_tokens_per_s",
+    "ttft_s",
+    "tpot_s",
+)
+QUANTITY_UNITS = {
+    "decode_tokens_per_s_per_sequence": "tokens/s",
+    "output_tokens_per_s_total": "tokens/s",
+    "output_tokens_per_s_per_gpu": "tokens/s",
+    "prefill_tokens_per_s": "tokens/s",
+    "ttft_s": "s",
+    "tpot_s": "s",
+    "max_concurrency": "requests",
+    "usd_per_hour": "USD/h",
+    "usd_per_million_output_tokens": "USD",
+}
 
 
-def max_concurrency(*, kv_capacity_tokens: int, input_tokens: int, output_tokens: int,
-                    max_num_seqs: int | None = None) -> int:
+def max_concurrency(
+    *, kv_capacity_tokens: int, input_tokens: int, output_tokens: int, max_num_seqs: int | None = None
+) -> int:
     """$\\min(\\lfloor KV/(I+O) \\rfloor, \\text{max\\_num\\_seqs})$.
 
     >>> max_concurrency(kv_capacity_tokens=476_016, input_tokens=1024, output_tokens=256, max_num_seqs=1024)
@@ -142,9 +164,19 @@ def queue_wait_s(*, asked: float, capacity: float, time_in_system_s):
     return (asked - capacity) / capacity * time_in_system_s
 
 
-def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, concurrency: float = 1,
-            input_tokens: int = 1024, output_tokens: int = 256, arrivals: str = "steady",
-            capacity: int | None = None, prompts: int | None = None, identical_sequences: bool = False):
+def predict(
+    inp: ServingInputs,
+    quantity: str,
+    eff: Efficiency = CEILING,
+    *,
+    concurrency: float = 1,
+    input_tokens: int = 1024,
+    output_tokens: int = 256,
+    arrivals: str = "steady",
+    capacity: int | None = None,
+    prompts: int | None = None,
+    identical_sequences: bool = False,
+):
     """One quantity of :data:`QUANTITIES` at ``concurrency`` (array-aware in ``eff``):
     ``decode_tokens_per_s_per_sequence`` $= 1/TPOT$; ``prefill_tokens_per_s`` $= I/t_p$ (one
     prompt); ``output_tokens_per_s_total``, ``ttft_s``, ``tpot_s`` as in the module docstring.
@@ -159,17 +191,23 @@ def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, con
     figure is the served one's, and ``ttft_s`` adds :func:`queue_wait_s`."""
     _check(concurrency, input_tokens, output_tokens)
     if capacity is not None and capacity >= 1 and concurrency > capacity:
-        kw: dict[str, Any] = dict(concurrency=capacity, input_tokens=input_tokens, output_tokens=output_tokens,
-                                  arrivals=arrivals,
-                  prompts=prompts, identical_sequences=identical_sequences)
+        kw: dict[str, Any] = dict(
+            concurrency=capacity,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            arrivals=arrivals,
+            prompts=prompts,
+            identical_sequences=identical_sequences,
+        )
         if quantity != "ttft_s":
             return predict(inp, quantity, eff, **kw)
         ttft = predict(inp, "ttft_s", eff, **kw)
         tpot = predict(inp, "tpot_s", eff, **kw)
         if ttft is None or tpot is None:
             return None
-        out = ttft + queue_wait_s(asked=concurrency, capacity=capacity,
-                                  time_in_system_s=ttft + max(1, output_tokens) * tpot)
+        out = ttft + queue_wait_s(
+            asked=concurrency, capacity=capacity, time_in_system_s=ttft + max(1, output_tokens) * tpot
+        )
         return float(out) if np.ndim(out) == 0 else out
     c_r = concurrency / inp.dp
     needs_prefill = quantity in ("prefill_tokens_per_s", "ttft_s") or (input_tokens > 0 and concurrency > 1)
@@ -178,8 +216,12 @@ def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, con
     if quantity == "prefill_tokens_per_s":
         i = max(1, input_tokens)
         return i / prefill_terms(inp, input_tokens=i).seconds(eff)
-    t_d = decode_terms(inp, concurrency=concurrency, context_tokens=input_tokens + output_tokens / 2,
-                       identical_sequences=identical_sequences).seconds(eff)
+    t_d = decode_terms(
+        inp,
+        concurrency=concurrency,
+        context_tokens=input_tokens + output_tokens / 2,
+        identical_sequences=identical_sequences,
+    ).seconds(eff)
     t_p = prefill_terms(inp, input_tokens=input_tokens).seconds(eff) if input_tokens > 0 else 0.0
     o = max(1, output_tokens)
     tpot = t_d + (c_r - 1) * t_p / o
@@ -194,7 +236,9 @@ def predict(inp: ServingInputs, quantity: str, eff: Efficiency = CEILING, *, con
         if arrivals == "steady":
             return steady
         if not prompts or prompts < 1:
-            raise K3InputError("prompts", f"{prompts!r}: first_burst needs the requests of the run", "a whole number ≥ 1")
+            raise K3InputError(
+                "prompts", f"{prompts!r}: first_burst needs the requests of the run", "a whole number ≥ 1"
+            )
         first = min(1.0, concurrency / prompts)
         out = first * _burst_ttft(inp, eff, c_r=c_r, input_tokens=input_tokens) + (1 - first) * steady
         return float(out) if np.ndim(out) == 0 else out
@@ -233,12 +277,11 @@ def steady_ttft(inp: ServingInputs, eff: Efficiency, *, c_r: float, input_tokens
     if inp.engine in PREFILL_FIRST_ENGINES:
         b, p = 0.0, budget
     elif inp.engine in PACKED_PREFILL_ENGINES:
-        b, p = max(0.0, c_r - 1), max(1, input_tokens)      # whole prompt, no chunking by default
+        b, p = max(0.0, c_r - 1), max(1, input_tokens)  # whole prompt, no chunking by default
     else:
         b = max(0.0, c_r - 1)
         p = max(1, int(budget - b))
-    own_terms = mixed_prefill_terms(inp, input_tokens=input_tokens, chunk_tokens=p, decode_batch=b,
-                                    decode_context=ctx)
+    own_terms = mixed_prefill_terms(inp, input_tokens=input_tokens, chunk_tokens=p, decode_batch=b, decode_context=ctx)
     own = own_terms.seconds(eff)
     step = own / max(own_terms.passes, 1)
     rho = np.minimum(0.95, c_r * own / (own + output_tokens * tpot))
@@ -258,9 +301,15 @@ class CurvePoint:
     ttft_s: float | None
 
 
-def throughput_curve(inp: ServingInputs, eff: Efficiency = CEILING, *, concurrencies: Sequence[int] = (),
-                     input_tokens: int = 1024, output_tokens: int = 256,
-                     max_concurrency_: int | None = None) -> list[CurvePoint]:
+def throughput_curve(
+    inp: ServingInputs,
+    eff: Efficiency = CEILING,
+    *,
+    concurrencies: Sequence[int] = (),
+    input_tokens: int = 1024,
+    output_tokens: int = 256,
+    max_concurrency_: int | None = None,
+) -> list[CurvePoint]:
     """:class:`CurvePoint` per concurrency: ``concurrencies``, or powers of two up to
     ``max_concurrency_`` (default 256). Output tokens/s per GPU divides by the GPUs (1 for a CPU host).
 
@@ -277,8 +326,7 @@ def throughput_curve(inp: ServingInputs, eff: Efficiency = CEILING, *, concurren
         kw: dict[str, Any] = dict(concurrency=c, input_tokens=input_tokens, output_tokens=output_tokens)
         total = predict(inp, "output_tokens_per_s_total", eff, **kw)
         tpot = predict(inp, "tpot_s", eff, **kw)
-        out.append(CurvePoint(c, total, total / max(1, inp.gpus), 1 / tpot, tpot,
-                              predict(inp, "ttft_s", eff, **kw)))
+        out.append(CurvePoint(c, total, total / max(1, inp.gpus), 1 / tpot, tpot, predict(inp, "ttft_s", eff, **kw)))
     return out
 
 

@@ -10,6 +10,7 @@ at the stated concurrency (the throughput that concurrency reaches).
 >>> round(usd_per_million_output_tokens(usd_per_hour_=20.0, output_tokens_per_s=5000), 3)
 1.111
 """
+
 from __future__ import annotations
 
 from k3lib.core.errors import K3InputError
@@ -19,8 +20,11 @@ def usd_per_hour(*, gpus: int, price_per_gpu_hour: float | None) -> float | None
     """$G·p$; None without a price. A CPU host (``gpus`` 0) is priced as one machine."""
     if price_per_gpu_hour is None:
         return None
-    if isinstance(price_per_gpu_hour, bool) or not isinstance(price_per_gpu_hour, (int, float)) \
-            or not price_per_gpu_hour >= 0:
+    if (
+        isinstance(price_per_gpu_hour, bool)
+        or not isinstance(price_per_gpu_hour, (int, float))
+        or not price_per_gpu_hour >= 0
+    ):
         raise K3InputError("price_per_gpu_hour", f"{price_per_gpu_hour!r}", "US dollars per GPU-hour, ≥ 0")
     return max(1, gpus) * float(price_per_gpu_hour)
 

@@ -16,6 +16,7 @@ $$E_{touched}(B) = E·\\left(1-(1-k/E)^B\\right)$$
 >>> round(expected_distinct_experts(n_experts=256, experts_per_token=8, tokens=64), 2)   # 256(1-(1-8/256)^64)
 222.44
 """
+
 from __future__ import annotations
 
 from k3lib.core.errors import K3InputError
@@ -40,12 +41,14 @@ def fraction_of_experts_touched(*, n_experts: int, experts_per_token: int, token
 def expected_distinct_experts(*, n_experts: int, experts_per_token: int, tokens: float) -> float:
     """$E·(1-(1-k/E)^B)$: expected distinct experts of one layer touched by ``tokens`` sequences
     (see the module docstring for the i.i.d. routing assumption)."""
-    return n_experts * fraction_of_experts_touched(n_experts=n_experts, experts_per_token=experts_per_token,
-                                                   tokens=tokens)
+    return n_experts * fraction_of_experts_touched(
+        n_experts=n_experts, experts_per_token=experts_per_token, tokens=tokens
+    )
 
 
-def routed_bytes_read_per_step(*, routed_bytes_per_gpu: float, n_experts: int, experts_per_token: int,
-                               tokens: float) -> float:
+def routed_bytes_read_per_step(
+    *, routed_bytes_per_gpu: float, n_experts: int, experts_per_token: int, tokens: float
+) -> float:
     """Expert weight bytes one GPU reads in a step of ``tokens`` tokens:
     $R_{gpu}·(1-(1-k/E)^B)$, where $R_{gpu}$ is the routed-expert bytes the GPU holds.
 
@@ -64,4 +67,5 @@ def routed_bytes_read_per_step(*, routed_bytes_per_gpu: float, n_experts: int, e
     0.869
     """
     return routed_bytes_per_gpu * fraction_of_experts_touched(
-        n_experts=n_experts, experts_per_token=experts_per_token, tokens=tokens)
+        n_experts=n_experts, experts_per_token=experts_per_token, tokens=tokens
+    )

@@ -12,6 +12,7 @@ before the matrix multiply). Rows without a figure fall back to :data:`FLOPS_NOT
 (recalled figures, labelled), and CPU hosts to :data:`CPU_DENSE_FLOPS_BY_PLATFORM`: the
 host rows give channels and transfer rates, not cores.
 """
+
 from __future__ import annotations
 
 from k3lib.core.hardware import GPUSpec
@@ -26,8 +27,11 @@ HARDWARE_CLASSES = ("datacenter GPU", "consumer GPU", "unified memory", "CPU")
 #: (Ryzen AI Max+ 395) 40 CUs × 2.9 GHz × 512 FLOP/clk (dual-issue FP16) = 59.4 TFLOPS.
 #: They only scale the compute roofline, whose achieved fraction η_c is fitted per class.
 FLOPS_NOT_IN_CATALOGUE = {
-    "m3-ultra-512gb": 28.4e12, "m4-max-128gb": 18.4e12, "macbook-pro-m4-max-128gb": 18.4e12,
-    "dgx-spark": 125e12, "ryzen-ai-max-395-128gb": 59.4e12,
+    "m3-ultra-512gb": 28.4e12,
+    "m4-max-128gb": 18.4e12,
+    "macbook-pro-m4-max-128gb": 18.4e12,
+    "dgx-spark": 125e12,
+    "ryzen-ai-max-395-128gb": 59.4e12,
 }
 #: Dense BF16/FP32-FMA FLOP/s of a CPU host by platform (assumed orders of magnitude, not
 #: measurements; data/hosts.csv has no core counts): a 1-socket server (e.g. 64 Zen 4 cores ×

@@ -10,6 +10,7 @@ routed experts in host RAM, the rest on the GPU) on the serving model.
   touched experts across the host link (PCIe), $t_u = \\max(W_{RAM}·(1-(1-k/E)^u)/BW_{link},\\
   2·P_{active}·u/(η_c·F))$; below it the CPU multiplies them in place at its bandwidth.
 """
+
 from __future__ import annotations
 
 from k3lib.serving.experts import fraction_of_experts_touched
@@ -32,8 +33,9 @@ def offload_decode_seconds(plan, *, gpu_eff: Efficiency = CEILING, host_eff: Eff
     return t + plan.model.num_layers * gpu_eff.layer_overhead_s
 
 
-def offload_prefill_tokens_per_s(plan, *, gpu_eff: Efficiency = CEILING,
-                                 host_eff: Efficiency = CEILING) -> float | None:
+def offload_prefill_tokens_per_s(
+    plan, *, gpu_eff: Efficiency = CEILING, host_eff: Efficiency = CEILING
+) -> float | None:
     """Prefill tokens/s of one micro-batch of ``plan.host.ubatch_tokens`` (see the module docstring)."""
     u = plan.host.ubatch_tokens
     p = plan.parts

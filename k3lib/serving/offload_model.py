@@ -43,23 +43,25 @@ Unified-memory machines have no link to cross; their prefill is compute-bound.
 >>> round(p.vram_needed_bytes / 1e9), round(p.ram_weights_bytes / 1e9)   # guide 004: 33 GB (1 GB runtime, no activation)
 (37, 1532)
 """
+
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Sequence
-
 import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from k3lib.core.architecture import Architecture
-from k3lib.core.memory import activation_bytes, kv_cache_bytes, overhead_bytes_per_gpu, weight_bits_by_group
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec, get_gpu
 from k3lib.core.hosts import HostSpec, get_host
+from k3lib.core.memory import activation_bytes, kv_cache_bytes, overhead_bytes_per_gpu, weight_bits_by_group
 from k3lib.core.models import ModelSpec, PublishedProfile, get_model, get_profile
 from k3lib.core.plan import Assumptions, fixed_overhead
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
 from k3lib.core.units import GB, GiB, parse_context_tokens, parse_count, parse_positive_int, parse_size_bytes
+
 
 def guide004_ram_bandwidth_bytes_per_s() -> int:
     """Guide 004's "Speed is bound by RAM bandwidth (estimated at 70 GB/s)", read from its
@@ -67,7 +69,7 @@ def guide004_ram_bandwidth_bytes_per_s() -> int:
     return int(round(get_profile("kimi-k3@guide-004").raw["offload"]["ram_bandwidth_gb_s"] * GB))
 
 
-def __getattr__(name: str):   # the old constant's name, read from the profile on use
+def __getattr__(name: str):  # the old constant's name, read from the profile on use
     if name == "GUIDE004_RAM_BW_BYTES_PER_S":
         return guide004_ram_bandwidth_bytes_per_s()
     raise AttributeError(name)
@@ -148,13 +150,13 @@ def decode_seconds_per_step(tiers: Sequence[Tier]) -> float:
 class MoEBytes:
     """A MoE model's weights split the way offload mode splits them (bytes)."""
 
-    dense_bytes: int               # non-expert weights except the embedding (resident on the GPU)
-    embedding_bytes: int           # token embedding (stays in RAM)
-    expert_bytes: float            # one routed expert of one layer
-    experts_per_layer: int         # E
-    active_experts: int            # k
-    moe_layers: int                # L_moe
-    embedding_row_bytes: float     # one embedding row, read per token
+    dense_bytes: int  # non-expert weights except the embedding (resident on the GPU)
+    embedding_bytes: int  # token embedding (stays in RAM)
+    expert_bytes: float  # one routed expert of one layer
+    experts_per_layer: int  # E
+    active_experts: int  # k
+    moe_layers: int  # L_moe
+    embedding_row_bytes: float  # one embedding row, read per token
 
     @property
     def layer_experts_bytes(self) -> float:
@@ -176,8 +178,9 @@ def moe_bytes(model: str | ModelSpec, weights: str) -> MoEBytes:
     :meth:`~k3lib.core.architecture.Architecture.param_groups` and the format's bits."""
     spec = get_model(model)
     if not isinstance(spec, Architecture):
-        raise K3InputError("model", f"{spec.id} is a guide profile without layer shapes; offload needs an "
-                           "architecture", "e.g. kimi-k3")
+        raise K3InputError(
+            "model", f"{spec.id} is a guide profile without layer shapes; offload needs an architecture", "e.g. kimi-k3"
+        )
     if not spec.mlp.moe_layers:
         raise K3InputError("model", f"{spec.name} is dense: it has no experts to offload", "a MoE model")
     bits = weight_bits_by_group(spec, get_weight_format(weights))
@@ -188,11 +191,15 @@ def moe_bytes(model: str | ModelSpec, weights: str) -> MoEBytes:
     groups = spec.param_groups()
     dense = sum(n * bit(g) / 8 for g, n in groups.items() if g not in ("embedding", "routed_experts"))
     m = spec.mlp
-    return MoEBytes(dense_bytes=int(math.ceil(dense)),
-                    embedding_bytes=int(math.ceil(groups["embedding"] * bit("embedding") / 8)),
-                    expert_bytes=m.expert_params(spec.hidden_size) * bit("routed_experts") / 8,
-                    experts_per_layer=m.n_routed_experts, active_experts=m.experts_per_token,
-                    moe_layers=m.moe_layers, embedding_row_bytes=spec.hidden_size * bit("embedding") / 8)
+    return MoEBytes(
+        dense_bytes=int(math.ceil(dense)),
+        embedding_bytes=int(math.ceil(groups["embedding"] * bit("embedding") / 8)),
+        expert_bytes=m.expert_params(spec.hidden_size) * bit("routed_experts") / 8,
+        experts_per_layer=m.n_routed_experts,
+        active_experts=m.experts_per_token,
+        moe_layers=m.moe_layers,
+        embedding_row_bytes=spec.hidden_size * bit("embedding") / 8,
+    )
 
 
 # ---------------------------------------------------------------- the user's own file
@@ -208,10 +215,15 @@ def moe_bytes_exact(loaded, arch: Architecture) -> MoEBytes:
         raise K3InputError("model", f"{loaded.source}: the file has no routed-expert tensors to offload", "a MoE model")
     emb = groups.get("embedding", 0)
     dense = sum(b for g, b in groups.items() if g not in ("routed_experts", "embedding", "vision", "mtp"))
-    return MoEBytes(dense_bytes=dense, embedding_bytes=emb,
-                    expert_bytes=groups["routed_experts"] / (m.moe_layers * m.n_routed_experts),
-                    experts_per_layer=m.n_routed_experts, active_experts=m.experts_per_token,
-                    moe_layers=m.moe_layers, embedding_row_bytes=emb / arch.vocab_size)
+    return MoEBytes(
+        dense_bytes=dense,
+        embedding_bytes=emb,
+        expert_bytes=groups["routed_experts"] / (m.moe_layers * m.n_routed_experts),
+        experts_per_layer=m.n_routed_experts,
+        active_experts=m.experts_per_token,
+        moe_layers=m.moe_layers,
+        embedding_row_bytes=emb / arch.vocab_size,
+    )
 
 
 def model_parts(model: object, weights: str | None) -> tuple[Architecture, MoEBytes, str, tuple[str, ...]]:
@@ -226,15 +238,19 @@ def model_parts(model: object, weights: str | None) -> tuple[Architecture, MoEBy
         if native and model.exact:
             if not arch.mlp.moe_layers:
                 raise K3InputError("model", f"{arch.name} is dense: it has no experts to offload", "a MoE model")
-            return arch, moe_bytes_exact(model, arch), "native", (
-                f"weights: exact bytes of {model.tensor_count:,} tensors in {model.source}",)
+            return (
+                arch,
+                moe_bytes_exact(model, arch),
+                "native",
+                (f"weights: exact bytes of {model.tensor_count:,} tensors in {model.source}",),
+            )
         fmt = get_weight_format("native" if weights is None else weights)
         return arch, moe_bytes(arch, fmt.id), fmt.id, ()
     if not isinstance(model, (str, Architecture, PublishedProfile)):
         raise K3InputError("model", f"{model!r} is not a model name", "a name from `k3plan models`, or a loaded file")
     spec = get_model(model)
     fmt = get_weight_format("q4_k_m" if weights is None else weights)
-    split = moe_bytes(spec, fmt.id)        # a guide profile (no layer shapes) is refused there
+    split = moe_bytes(spec, fmt.id)  # a guide profile (no layer shapes) is refused there
     assert isinstance(spec, Architecture)
     return spec, split, fmt.id, ()
 
@@ -262,16 +278,27 @@ def resolve_ram_bandwidth(*, gpu: GPUSpec, host: HostSpec | None, ram_bandwidth:
         raise K3InputError("ram_bandwidth", "is empty", "a bandwidth such as 460GB/s, or leave the option out")
     if gpu.unified_memory:
         if ram_bandwidth is not None:
-            raise K3InputError("ram_bandwidth", f"{gpu.name} has unified memory: its experts are read at the one "
-                               f"pool's {gpu.memory_bw_bytes_per_s / GB:,.0f} GB/s", "leave --ram-bandwidth out")
+            raise K3InputError(
+                "ram_bandwidth",
+                f"{gpu.name} has unified memory: its experts are read at the one "
+                f"pool's {gpu.memory_bw_bytes_per_s / GB:,.0f} GB/s",
+                "leave --ram-bandwidth out",
+            )
         if host is not None and host.hardware_id != gpu.id:
-            raise K3InputError("host", f"{gpu.name} has unified memory: it is its own host, not {host.id}",
-                               "leave --host out")
-        return RamBandwidth(gpu.memory_bw_bytes_per_s, f"unified memory: the one pool's "
-                            f"{gpu.memory_bw_bytes_per_s / GB:,.1f} GB/s ({gpu.id})", False)
+            raise K3InputError(
+                "host", f"{gpu.name} has unified memory: it is its own host, not {host.id}", "leave --host out"
+            )
+        return RamBandwidth(
+            gpu.memory_bw_bytes_per_s,
+            f"unified memory: the one pool's {gpu.memory_bw_bytes_per_s / GB:,.1f} GB/s ({gpu.id})",
+            False,
+        )
     if host is not None and host.unified_memory:
-        raise K3InputError("host", f"{host.id} is a unified-memory machine, not a host for a {gpu.name}",
-                           f"--gpu {host.hardware_id} (and no --host)")
+        raise K3InputError(
+            "host",
+            f"{host.id} is a unified-memory machine, not a host for a {gpu.name}",
+            f"--gpu {host.hardware_id} (and no --host)",
+        )
     if ram_bandwidth is not None:
         bw = parse_bandwidth(ram_bandwidth, "ram_bandwidth")
         peak = f"; host {host.id}'s peak is {host.memory_bw_bytes_per_s / GB:,.1f} GB/s" if host else ""
@@ -279,15 +306,23 @@ def resolve_ram_bandwidth(*, gpu: GPUSpec, host: HostSpec | None, ram_bandwidth:
     if host is not None:
         return RamBandwidth(host.memory_bw_bytes_per_s, host.bandwidth_basis, False)
     bw = guide004_ram_bandwidth_bytes_per_s()
-    return RamBandwidth(bw, f"assumed: guide 004's {bw / GB:,.0f} GB/s (no --host or --ram-bandwidth given; "
-                        "hosts in data/hosts.csv)", True)
+    return RamBandwidth(
+        bw,
+        f"assumed: guide 004's {bw / GB:,.0f} GB/s (no --host or --ram-bandwidth given; hosts in data/hosts.csv)",
+        True,
+    )
 
 
 def parse_expert_layers(value: object, moe_layers: int) -> int:
     """``--expert-layers-on-gpu`` as a count: ASCII digits like every other count, 0 allowed,
     at most ``moe_layers`` (:func:`k3lib.core.units.parse_count`)."""
-    return parse_count(value, "expert_layers_on_gpu", minimum=0, maximum=moe_layers,
-                       allowed=f"a whole number from 0 to {moe_layers} (the model's MoE layers), ASCII digits")
+    return parse_count(
+        value,
+        "expert_layers_on_gpu",
+        minimum=0,
+        maximum=moe_layers,
+        allowed=f"a whole number from 0 to {moe_layers} (the model's MoE layers), ASCII digits",
+    )
 
 
 # ---------------------------------------------------------------- the plan
@@ -326,8 +361,11 @@ class OffloadPlan:
 
     def __post_init__(self) -> None:
         if not 0 <= self.expert_layers_on_gpu <= self.parts.moe_layers:
-            raise K3InputError("expert_layers_on_gpu", f"{self.expert_layers_on_gpu!r}",
-                               f"0 … {self.parts.moe_layers} (the model's MoE layers)")
+            raise K3InputError(
+                "expert_layers_on_gpu",
+                f"{self.expert_layers_on_gpu!r}",
+                f"0 … {self.parts.moe_layers} (the model's MoE layers)",
+            )
 
     # -- memory
     @property
@@ -354,9 +392,12 @@ class OffloadPlan:
         if fixed is not None:
             return fixed[0]
         a = self.assumptions
-        return overhead_bytes_per_gpu(tp=1, payload_bytes_per_gpu=-(-self.vram_payload_bytes // self.gpus),
-                                      cuda_context_bytes=a.cuda_context_bytes,
-                                      fragmentation_fraction=a.fragmentation_fraction)
+        return overhead_bytes_per_gpu(
+            tp=1,
+            payload_bytes_per_gpu=-(-self.vram_payload_bytes // self.gpus),
+            cuda_context_bytes=a.cuda_context_bytes,
+            fragmentation_fraction=a.fragmentation_fraction,
+        )
 
     @property
     def vram_overhead_bytes(self) -> int:
@@ -402,13 +443,25 @@ class OffloadPlan:
     @property
     def all_gpu_bytes(self) -> int:
         """Everything on one GPU instead: all weights + KV + activation + the core's overhead."""
-        payload = int(self.parts.dense_bytes + self.parts.embedding_bytes + math.ceil(self.parts.routed_bytes)
-                      + self.vram_kv_bytes + self.vram_activation_bytes)
+        payload = int(
+            self.parts.dense_bytes
+            + self.parts.embedding_bytes
+            + math.ceil(self.parts.routed_bytes)
+            + self.vram_kv_bytes
+            + self.vram_activation_bytes
+        )
         fixed = fixed_overhead(self.model, self.assumptions, gpus=1)
         a = self.assumptions
-        oh = fixed[0] if fixed is not None else overhead_bytes_per_gpu(
-            tp=1, payload_bytes_per_gpu=payload, cuda_context_bytes=a.cuda_context_bytes,
-            fragmentation_fraction=a.fragmentation_fraction)
+        oh = (
+            fixed[0]
+            if fixed is not None
+            else overhead_bytes_per_gpu(
+                tp=1,
+                payload_bytes_per_gpu=payload,
+                cuda_context_bytes=a.cuda_context_bytes,
+                fragmentation_fraction=a.fragmentation_fraction,
+            )
+        )
         return payload + oh
 
     @property
@@ -434,19 +487,26 @@ class OffloadPlan:
         """What stops this plan from loading (empty when it loads)."""
         out = []
         if self.context_tokens > self.model.max_context_tokens:
-            out.append(f"context {self.context_tokens:,} tokens exceeds the model's maximum of "
-                       f"{self.model.max_context_tokens:,}")
+            out.append(
+                f"context {self.context_tokens:,} tokens exceeds the model's maximum of "
+                f"{self.model.max_context_tokens:,}"
+            )
         if self.unified and not self.fits_vram:
-            out.append(f"unified memory: {self.pool_needed_bytes / GB:,.1f} GB needed in one pool "
-                       f"({self.vram_needed_bytes / GB:,.1f} GB GPU side + {self.ram_needed_bytes / GB:,.1f} GB "
-                       f"host side), {self.vram_available_bytes / GB:,.1f} GB in the machine")
+            out.append(
+                f"unified memory: {self.pool_needed_bytes / GB:,.1f} GB needed in one pool "
+                f"({self.vram_needed_bytes / GB:,.1f} GB GPU side + {self.ram_needed_bytes / GB:,.1f} GB "
+                f"host side), {self.vram_available_bytes / GB:,.1f} GB in the machine"
+            )
         elif not self.fits_vram:
             each = f" per GPU ({self.gpus} GPUs)" if self.gpus > 1 else ""
-            out.append(f"VRAM: {self.vram_per_gpu_bytes / GB:,.1f} GB needed{each}, "
-                       f"{self.vram_per_gpu_available_bytes / GB:,.1f} GB available")
+            out.append(
+                f"VRAM: {self.vram_per_gpu_bytes / GB:,.1f} GB needed{each}, "
+                f"{self.vram_per_gpu_available_bytes / GB:,.1f} GB available"
+            )
         if self.fits_ram is False and self.ram_available_bytes is not None:
-            out.append(f"RAM: {self.ram_needed_bytes / GB:,.0f} GB needed, {self.ram_available_bytes / GB:,.0f} GB "
-                       "available")
+            out.append(
+                f"RAM: {self.ram_needed_bytes / GB:,.0f} GB needed, {self.ram_available_bytes / GB:,.0f} GB available"
+            )
         return tuple(out)
 
     @property
@@ -466,8 +526,10 @@ class OffloadPlan:
         ram_read = (p.moe_layers - n) * active + self.batch * p.embedding_row_bytes
         name = "unified memory" if self.unified else "GPU memory"
         host_name = "unified memory (host side)" if self.unified else "system RAM"
-        return (Tier(name, self.vram_weights_bytes + self.vram_kv_bytes, gpu_read, self.gpu.memory_bw_bytes_per_s),
-                Tier(host_name, self.ram_weights_bytes, ram_read, self.ram_bandwidth_bytes_per_s))
+        return (
+            Tier(name, self.vram_weights_bytes + self.vram_kv_bytes, gpu_read, self.gpu.memory_bw_bytes_per_s),
+            Tier(host_name, self.ram_weights_bytes, ram_read, self.ram_bandwidth_bytes_per_s),
+        )
 
     @property
     def decode_seconds_per_step(self) -> float:
@@ -503,8 +565,9 @@ class OffloadPlan:
     @property
     def prefill_tokens_per_s(self) -> float | None:
         """$u / \\max(t_{link}, t_{compute})$; None when neither is known."""
-        times = [t for t in (self.prefill_link_seconds_per_ubatch, self.prefill_compute_seconds_per_ubatch)
-                 if t is not None]
+        times = [
+            t for t in (self.prefill_link_seconds_per_ubatch, self.prefill_compute_seconds_per_ubatch) if t is not None
+        ]
         return self.host.ubatch_tokens / max(times) if times else None
 
     # -- llama.cpp flags
@@ -517,7 +580,7 @@ class OffloadPlan:
     def cpu_moe_block_ids(self) -> tuple[int, ...]:
         """llama.cpp block indices (``blk.i``) of those layers: the first $L_{moe}-N$ MoE
         blocks, as ``--n-cpu-moe`` takes them from the front."""
-        return self.moe_block_ids[:self.cpu_moe_layers]
+        return self.moe_block_ids[: self.cpu_moe_layers]
 
     @property
     def n_cpu_moe(self) -> int:
@@ -560,17 +623,24 @@ class OffloadPlan:
     def verdict(self) -> str:
         """One line: FITS or DOES NOT FIT, VRAM, RAM, and tokens/s only for a plan that loads."""
         if self.unified:
-            head = (f"{'FITS' if self.fits else 'DOES NOT FIT'} — {self.gpu.name} (unified memory, one pool): "
-                    f"{self.pool_needed_bytes / GB:,.1f} GB of {self.vram_available_bytes / GB:,.1f} GB"
-                    f"{'' if self.fits_vram else ' — NOT ENOUGH'} (GPU side {self.vram_needed_bytes / GB:,.1f} GB, "
-                    f"host side {self.ram_needed_bytes / GB:,.1f} GB)")
+            head = (
+                f"{'FITS' if self.fits else 'DOES NOT FIT'} — {self.gpu.name} (unified memory, one pool): "
+                f"{self.pool_needed_bytes / GB:,.1f} GB of {self.vram_available_bytes / GB:,.1f} GB"
+                f"{'' if self.fits_vram else ' — NOT ENOUGH'} (GPU side {self.vram_needed_bytes / GB:,.1f} GB, "
+                f"host side {self.ram_needed_bytes / GB:,.1f} GB)"
+            )
         else:
-            ram = "" if self.ram_available_bytes is None else \
-                f" of {self.ram_available_bytes / GB:,.0f} GB{'' if self.fits_ram else ' — NOT ENOUGH'}"
+            ram = (
+                ""
+                if self.ram_available_bytes is None
+                else f" of {self.ram_available_bytes / GB:,.0f} GB{'' if self.fits_ram else ' — NOT ENOUGH'}"
+            )
             gpus = f"{self.gpus} × " if self.gpus > 1 else ""
-            head = (f"{'FITS' if self.fits else 'DOES NOT FIT'} — {gpus}{self.gpu.name}: VRAM "
-                    f"{self.vram_needed_bytes / GB:,.1f} GB of {self.vram_available_bytes / GB:,.1f} GB"
-                    f"{'' if self.fits_vram else ' — NOT ENOUGH'}, RAM {self.ram_needed_bytes / GB:,.0f} GB{ram}")
+            head = (
+                f"{'FITS' if self.fits else 'DOES NOT FIT'} — {gpus}{self.gpu.name}: VRAM "
+                f"{self.vram_needed_bytes / GB:,.1f} GB of {self.vram_available_bytes / GB:,.1f} GB"
+                f"{'' if self.fits_vram else ' — NOT ENOUGH'}, RAM {self.ram_needed_bytes / GB:,.0f} GB{ram}"
+            )
         if not self.fits:
             return head + "; no tokens/s: the plan cannot load (" + "; ".join(self.problems) + ")"
         return head + f"; decode ≈ {self.decode_tokens_per_s:,.2f} tokens/s"
@@ -581,33 +651,52 @@ class OffloadPlan:
         gpu_t, ram_t = self.tiers
         fits = self.fits
         return {
-            "model": self.model.id, "gpu": self.gpu.id, "gpus": self.gpus, "weights": self.weight_format,
-            "kv_dtype": self.kv_dtype, "context_tokens": self.context_tokens, "batch": self.batch,
-            "expert_layers_on_gpu": self.expert_layers_on_gpu, "moe_layers": self.parts.moe_layers,
+            "model": self.model.id,
+            "gpu": self.gpu.id,
+            "gpus": self.gpus,
+            "weights": self.weight_format,
+            "kv_dtype": self.kv_dtype,
+            "context_tokens": self.context_tokens,
+            "batch": self.batch,
+            "expert_layers_on_gpu": self.expert_layers_on_gpu,
+            "moe_layers": self.parts.moe_layers,
             "unified_memory": self.unified,
-            "vram_weights_bytes": self.vram_weights_bytes, "vram_kv_bytes": self.vram_kv_bytes,
-            "vram_activation_bytes": self.vram_activation_bytes, "vram_overhead_bytes": self.vram_overhead_bytes,
-            "vram_needed_bytes": self.vram_needed_bytes, "vram_per_gpu_bytes": self.vram_per_gpu_bytes,
-            "vram_available_bytes": self.vram_available_bytes, "fits_vram": self.fits_vram,
-            "ram_weights_bytes": self.ram_weights_bytes, "ram_extra_bytes": self.host.host_extra_bytes,
-            "ram_needed_bytes": self.ram_needed_bytes, "ram_available_bytes": self.ram_available_bytes,
+            "vram_weights_bytes": self.vram_weights_bytes,
+            "vram_kv_bytes": self.vram_kv_bytes,
+            "vram_activation_bytes": self.vram_activation_bytes,
+            "vram_overhead_bytes": self.vram_overhead_bytes,
+            "vram_needed_bytes": self.vram_needed_bytes,
+            "vram_per_gpu_bytes": self.vram_per_gpu_bytes,
+            "vram_available_bytes": self.vram_available_bytes,
+            "fits_vram": self.fits_vram,
+            "ram_weights_bytes": self.ram_weights_bytes,
+            "ram_extra_bytes": self.host.host_extra_bytes,
+            "ram_needed_bytes": self.ram_needed_bytes,
+            "ram_available_bytes": self.ram_available_bytes,
             "pool_needed_bytes": self.pool_needed_bytes if self.unified else None,
-            "fits_ram": self.fits_ram, "all_gpu_bytes": self.all_gpu_bytes,
+            "fits_ram": self.fits_ram,
+            "all_gpu_bytes": self.all_gpu_bytes,
             "host": self.host_platform.id if self.host_platform else None,
             "ram_bandwidth_bytes_per_s": self.ram_bandwidth_bytes_per_s,
-            "ram_bandwidth_basis": self.ram_bandwidth_basis, "ram_bandwidth_assumed": self.ram_bandwidth_assumed,
+            "ram_bandwidth_basis": self.ram_bandwidth_basis,
+            "ram_bandwidth_assumed": self.ram_bandwidth_assumed,
             "gpu_bandwidth_bytes_per_s": self.gpu.memory_bw_bytes_per_s,
-            "gpu_read_bytes_per_step": gpu_t.read_bytes_per_step, "ram_read_bytes_per_step": ram_t.read_bytes_per_step,
+            "gpu_read_bytes_per_step": gpu_t.read_bytes_per_step,
+            "ram_read_bytes_per_step": ram_t.read_bytes_per_step,
             "decode_seconds_per_step": self.decode_seconds_per_step if fits else None,
             "decode_tokens_per_s": self.decode_tokens_per_s if fits else None,
             "prefill_tokens_per_s": self.prefill_tokens_per_s if fits else None,
-            "llamacpp_args": list(self.llamacpp_args), "n_cpu_moe": self.n_cpu_moe,
+            "llamacpp_args": list(self.llamacpp_args),
+            "n_cpu_moe": self.n_cpu_moe,
             "llamacpp_override_tensor": self.llamacpp_override_tensor,
-            "fits": fits, "problems": list(self.problems), "verdict": self.verdict(), "notes": list(self.notes),
+            "fits": fits,
+            "problems": list(self.problems),
+            "verdict": self.verdict(),
+            "notes": list(self.notes),
         }
 
 
-def render_text(plan: "OffloadPlan", unit: str = "GB") -> str:
+def render_text(plan: OffloadPlan, unit: str = "GB") -> str:
     """A readable report for ``k3plan offload``: the memory split, the per-token reads, the
     host bandwidth and where it comes from, and the decode/prefill speeds (only for a plan
     that loads; sizes in ``unit``, GB or GiB).
@@ -618,10 +707,12 @@ def render_text(plan: "OffloadPlan", unit: str = "GB") -> str:
     table = summary_table(plan, unit)
     width = max(len(p) for p in table["param"])
     gpus = f"{plan.gpus} × " if plan.gpus > 1 else ""
-    lines = [f"{plan.model.name} · weights {plan.weight_format} · KV {plan.kv_dtype} · "
-             f"context {plan.context_tokens:,} tokens · batch {plan.batch} · {gpus}{plan.gpu.name}",
-             f"experts of {plan.expert_layers_on_gpu} of {plan.parts.moe_layers} MoE layers on the GPU; "
-             f"host memory bandwidth {plan.ram_bandwidth_bytes_per_s / GB:,.1f} GB/s — {plan.ram_bandwidth_basis}"]
+    lines = [
+        f"{plan.model.name} · weights {plan.weight_format} · KV {plan.kv_dtype} · "
+        f"context {plan.context_tokens:,} tokens · batch {plan.batch} · {gpus}{plan.gpu.name}",
+        f"experts of {plan.expert_layers_on_gpu} of {plan.parts.moe_layers} MoE layers on the GPU; "
+        f"host memory bandwidth {plan.ram_bandwidth_bytes_per_s / GB:,.1f} GB/s — {plan.ram_bandwidth_basis}",
+    ]
     lines += [f"{r['param']:<{width}}  {r[f'value ({unit})']:>12,.2f} {unit}" for _, r in table.iterrows()]
     lines.append(plan.verdict())
     lines += [f"note: {n}" for n in plan.notes]
@@ -629,9 +720,16 @@ def render_text(plan: "OffloadPlan", unit: str = "GB") -> str:
         return "\n".join(lines)
     lines.append(f"llama.cpp: llama-server {plan.llamacpp_flags}")
     pre = plan.prefill_tokens_per_s
-    lines.append(f"decode ≈ {plan.decode_tokens_per_s:,.2f} tokens/s (theoretical ceiling: the bandwidth roofline); "
-                 + (f"prefill ≈ {pre:,.1f} tokens/s over the host link" if pre and plan.prefill_link_seconds_per_ubatch
-                    else f"prefill ≈ {pre:,.1f} tokens/s (compute-bound)" if pre else "prefill: not modelled"))
+    lines.append(
+        f"decode ≈ {plan.decode_tokens_per_s:,.2f} tokens/s (theoretical ceiling: the bandwidth roofline); "
+        + (
+            f"prefill ≈ {pre:,.1f} tokens/s over the host link"
+            if pre and plan.prefill_link_seconds_per_ubatch
+            else f"prefill ≈ {pre:,.1f} tokens/s (compute-bound)"
+            if pre
+            else "prefill: not modelled"
+        )
+    )
     return "\n".join(lines)
 
 
@@ -656,12 +754,22 @@ def moe_block_ids(spec: Architecture) -> tuple[int, ...]:
     return tuple(range(spec.mlp.dense_layers, spec.mlp.dense_layers + spec.mlp.moe_layers))
 
 
-def plan_offload(*, model: object = "kimi-k3", weights: str | None = "q4_k_m",
-                 gpu: "str | GPUSpec" = "rtx-4090-48gb", kv_dtype: str = "bf16", context: object = 8192,
-                 batch: object = 1, expert_layers_on_gpu: object = 0, ram: object = None,
-                 ram_bandwidth: object = None, host: object = None, gpus: object = 1,
-                 assumptions: Assumptions | None = None, host_needs: HostAssumptions | None = None
-                 ) -> OffloadPlan:
+def plan_offload(
+    *,
+    model: object = "kimi-k3",
+    weights: str | None = "q4_k_m",
+    gpu: str | GPUSpec = "rtx-4090-48gb",
+    kv_dtype: str = "bf16",
+    context: object = 8192,
+    batch: object = 1,
+    expert_layers_on_gpu: object = 0,
+    ram: object = None,
+    ram_bandwidth: object = None,
+    host: object = None,
+    gpus: object = 1,
+    assumptions: Assumptions | None = None,
+    host_needs: HostAssumptions | None = None,
+) -> OffloadPlan:
     """Validate inputs and build an :class:`OffloadPlan`. ``model`` is a built-in id, an
     :class:`Architecture` or a :class:`~k3lib.loaders.LoadedModel` (``weights`` None or
     "native": the file's exact bytes). ``host`` is a ``data/hosts.csv`` id (its bandwidth
@@ -682,35 +790,77 @@ def plan_offload(*, model: object = "kimi-k3", weights: str | None = "q4_k_m",
         raise K3InputError("ram", "is empty", "a size such as 1536GB, or leave the option out")
     ram_b = None if ram is None else parse_size_bytes(ram, "ram")
     if ram_b is not None and hw.unified_memory:
-        raise K3InputError("ram", f"{hw.name} has unified memory: its {hw.memory_marketed_bytes / GiB:,.0f} GiB is "
-                           "the one pool for both sides", "leave --ram out")
+        raise K3InputError(
+            "ram",
+            f"{hw.name} has unified memory: its {hw.memory_marketed_bytes / GiB:,.0f} GiB is "
+            "the one pool for both sides",
+            "leave --ram out",
+        )
     if ram_b is not None and platform is not None and ram_b > platform.max_memory_bytes:
-        raise K3InputError("ram", f"{ram_b / GB:,.0f} GB is more than {platform.name} takes "
-                           f"({platform.max_memory_bytes / GB:,.0f} GB)", f"at most {platform.max_memory_bytes / GB:,.0f}GB")
+        raise K3InputError(
+            "ram",
+            f"{ram_b / GB:,.0f} GB is more than {platform.name} takes ({platform.max_memory_bytes / GB:,.0f} GB)",
+            f"at most {platform.max_memory_bytes / GB:,.0f}GB",
+        )
     bw = resolve_ram_bandwidth(gpu=hw, host=platform, ram_bandwidth=ram_bandwidth)
     a = assumptions or Assumptions(state_bytes_per_element=needs.state_bytes_per_element)
-    kv = kv_cache_bytes(spec, context_tokens=ctx, batch=n_batch, kv_dtype=kvd,
-                        state_bytes_per_element=a.state_bytes_per_element)
-    act = a.activation_bytes if a.activation_bytes is not None else activation_bytes(
-        spec, batch=n_batch, prefill_chunk_tokens=a.prefill_chunk_tokens)
+    kv = kv_cache_bytes(
+        spec, context_tokens=ctx, batch=n_batch, kv_dtype=kvd, state_bytes_per_element=a.state_bytes_per_element
+    )
+    act = (
+        a.activation_bytes
+        if a.activation_bytes is not None
+        else activation_bytes(spec, batch=n_batch, prefill_chunk_tokens=a.prefill_chunk_tokens)
+    )
     notes = list(notes0)
     if hw.unified_memory:
-        notes.append(f"{hw.name} has unified memory: one pool of {hw.memory_marketed_bytes / GiB:,.0f} GiB holds the "
-                     "GPU side and the host side together")
+        notes.append(
+            f"{hw.name} has unified memory: one pool of {hw.memory_marketed_bytes / GiB:,.0f} GiB holds the "
+            "GPU side and the host side together"
+        )
     if n_gpus > 1:
-        notes.append(f"layers spread evenly over {n_gpus} GPUs (llama.cpp --split-mode layer); per-layer "
-                     "granularity is not modelled")
-    return OffloadPlan(model=spec, gpu=hw, weight_format=weight_id, kv_dtype=kvd.id, context_tokens=ctx,
-                       batch=n_batch, expert_layers_on_gpu=n, parts=parts, ram_bandwidth_bytes_per_s=bw.bytes_per_s,
-                       ram_available_bytes=ram_b, host=needs, vram_kv_bytes=kv, notes=tuple(notes), assumptions=a,
-                       vram_activation_bytes=act, gpus=n_gpus, ram_bandwidth_basis=bw.basis,
-                       ram_bandwidth_assumed=bw.assumed, host_platform=platform, moe_block_ids=moe_block_ids(spec))
+        notes.append(
+            f"layers spread evenly over {n_gpus} GPUs (llama.cpp --split-mode layer); per-layer "
+            "granularity is not modelled"
+        )
+    return OffloadPlan(
+        model=spec,
+        gpu=hw,
+        weight_format=weight_id,
+        kv_dtype=kvd.id,
+        context_tokens=ctx,
+        batch=n_batch,
+        expert_layers_on_gpu=n,
+        parts=parts,
+        ram_bandwidth_bytes_per_s=bw.bytes_per_s,
+        ram_available_bytes=ram_b,
+        host=needs,
+        vram_kv_bytes=kv,
+        notes=tuple(notes),
+        assumptions=a,
+        vram_activation_bytes=act,
+        gpus=n_gpus,
+        ram_bandwidth_basis=bw.basis,
+        ram_bandwidth_assumed=bw.assumed,
+        host_platform=platform,
+        moe_block_ids=moe_block_ids(spec),
+    )
 
 
-def best_offload_plan(*, model: object, gpu: "str | GPUSpec", gpus: object = 1, weights: "str | None" = None,
-                      kv_dtype: str = "bf16", context: object = 8192, batch: object = 1, host: object = None,
-                      ram: object = None, ram_bandwidth: object = None,
-                      assumptions: Assumptions | None = None) -> OffloadPlan | None:
+def best_offload_plan(
+    *,
+    model: object,
+    gpu: str | GPUSpec,
+    gpus: object = 1,
+    weights: str | None = None,
+    kv_dtype: str = "bf16",
+    context: object = 8192,
+    batch: object = 1,
+    host: object = None,
+    ram: object = None,
+    ram_bandwidth: object = None,
+    assumptions: Assumptions | None = None,
+) -> OffloadPlan | None:
     """The offload plan that keeps the most MoE layers' experts on the GPUs and still loads
     (llama.cpp ``-ngl 999 --n-cpu-moe K``), or None when none does (even with every expert
     in host memory: the dense part, KV and runtime overflow the GPUs, the RAM is short,
@@ -721,8 +871,19 @@ def best_offload_plan(*, model: object, gpu: "str | GPUSpec", gpus: object = 1, 
     ``weights`` None: the file's exact bytes for a loaded model, else Q4_K_M."""
     import dataclasses
 
-    base = plan_offload(model=model, weights=weights, gpu=gpu, gpus=gpus, kv_dtype=kv_dtype, context=context,
-                        batch=batch, host=host, ram=ram, ram_bandwidth=ram_bandwidth, assumptions=assumptions)
+    base = plan_offload(
+        model=model,
+        weights=weights,
+        gpu=gpu,
+        gpus=gpus,
+        kv_dtype=kv_dtype,
+        context=context,
+        batch=batch,
+        host=host,
+        ram=ram,
+        ram_bandwidth=ram_bandwidth,
+        assumptions=assumptions,
+    )
     for n in range(base.parts.moe_layers, -1, -1):
         p = dataclasses.replace(base, expert_layers_on_gpu=n)
         if p.fits:
@@ -764,14 +925,20 @@ def summary_table(plan: OffloadPlan, unit: str = "GB"):
     gpu_t, ram_t = plan.tiers
     rows = [
         ("non-expert weights on GPU", "W_dense", p.dense_bytes / div),
-        ("experts kept on GPU", f"N·X_layer, N = {plan.expert_layers_on_gpu}",
-         plan.expert_layers_on_gpu * p.layer_experts_bytes / div),
+        (
+            "experts kept on GPU",
+            f"N·X_layer, N = {plan.expert_layers_on_gpu}",
+            plan.expert_layers_on_gpu * p.layer_experts_bytes / div,
+        ),
         ("KV cache", "B·T·kv_tok", plan.vram_kv_bytes / div),
         ("activation", "A (core rule)", plan.vram_activation_bytes / div),
         ("GPU runtime overhead", f"O_gpu × {plan.gpus} (core rule)", plan.vram_overhead_bytes / div),
         ("VRAM needed", "sum of the above", plan.vram_needed_bytes / div),
-        ("experts in RAM", f"(L_moe − N)·X_layer, L_moe = {p.moe_layers}",
-         (p.moe_layers - plan.expert_layers_on_gpu) * p.layer_experts_bytes / div),
+        (
+            "experts in RAM",
+            f"(L_moe − N)·X_layer, L_moe = {p.moe_layers}",
+            (p.moe_layers - plan.expert_layers_on_gpu) * p.layer_experts_bytes / div,
+        ),
         ("embedding in RAM", "V·D·bits/8", p.embedding_bytes / div),
         ("host needs beyond weights", "OS + engine + pinned", plan.host.host_extra_bytes / div),
         ("RAM needed", "sum of the three above", plan.ram_needed_bytes / div),

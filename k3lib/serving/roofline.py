@@ -41,6 +41,7 @@ F_{prefill} = n·(2·P_{active}·I + I·A(I/2))/(TP·PP)$$
 $I/2$ on average), and the $PP$ stages of a chunk run in sequence: $t = N·PP·t_{chunk}$.
 KV reads during prefill are left out (the chunk's attention runs from on-chip tiles).
 """
+
 from __future__ import annotations
 
 import math
@@ -55,17 +56,29 @@ from k3lib.core.errors import K3InputError
 from k3lib.core.hosts import HostSpec, get_host
 from k3lib.core.kinds import kind_of
 from k3lib.core.layout import pipeline_stages
-from k3lib.core.memory import DEFAULT_PREFILL_CHUNK_TOKENS, kv_bytes_per_rank, params_per_rank_by_group, weight_bits_by_group
+from k3lib.core.memory import (
+    DEFAULT_PREFILL_CHUNK_TOKENS,
+    kv_bytes_per_rank,
+    params_per_rank_by_group,
+    weight_bits_by_group,
+)
 from k3lib.core.models import get_model
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
-from k3lib.serving.comm import (Link, ep_comm_seconds, group_link, pp_handoff_seconds, tp_comm_seconds)
+from k3lib.serving.comm import Link, ep_comm_seconds, group_link, pp_handoff_seconds, tp_comm_seconds
 from k3lib.serving.experts import routed_bytes_read_per_step
 from k3lib.serving.hardware import FP8_COMPUTE_ENGINES, cpu_peak_flops, hardware_class, peak_flops
 
 #: the engines people serve with, and the memory profile k3lib plans each with (an engine
 #: without its own profile is planned with the closest one, named)
-MEMORY_PROFILE = {"vllm": "vllm", "sglang": "sglang", "trtllm": "vllm", "llama.cpp": "llama.cpp",
-                  "ik_llama.cpp": "llama.cpp", "ollama": "llama.cpp", "ktransformers": "llama.cpp"}
+MEMORY_PROFILE = {
+    "vllm": "vllm",
+    "sglang": "sglang",
+    "trtllm": "vllm",
+    "llama.cpp": "llama.cpp",
+    "ik_llama.cpp": "llama.cpp",
+    "ollama": "llama.cpp",
+    "ktransformers": "llama.cpp",
+}
 SERVING_ENGINES = tuple(MEMORY_PROFILE)
 #: engines that split layers over GPUs without keeping several micro-batches in flight
 LAYER_SPLIT_ENGINES = ("llama.cpp", "ik_llama.cpp", "ollama", "ktransformers")
@@ -80,9 +93,17 @@ def serving_engine(engine: str) -> str:
     ('trtllm', 'llama.cpp', 'ik_llama.cpp')
     """
     key = str(engine).strip().lower().replace("-", "").replace("_", "").replace(".", "")
-    aliases = {"tensorrtllm": "trtllm", "trtllm": "trtllm", "llamacpp": "llama.cpp", "gguf": "llama.cpp",
-               "ikllamacpp": "ik_llama.cpp", "vllm": "vllm", "sglang": "sglang", "ollama": "ollama",
-               "ktransformers": "ktransformers"}
+    aliases = {
+        "tensorrtllm": "trtllm",
+        "trtllm": "trtllm",
+        "llamacpp": "llama.cpp",
+        "gguf": "llama.cpp",
+        "ikllamacpp": "ik_llama.cpp",
+        "vllm": "vllm",
+        "sglang": "sglang",
+        "ollama": "ollama",
+        "ktransformers": "ktransformers",
+    }
     if key not in aliases:
         raise K3InputError("engine", f"{engine!r} is not a serving engine", ", ".join(SERVING_ENGINES))
     return aliases[key]
@@ -199,8 +220,15 @@ def _fp8_compute(arch: Architecture, weight_format: str) -> bool:
     return "fp8" in fmt.id and max(bits.values()) <= 8
 
 
-def stage_bytes(arch: Architecture, weight_format: str, *, tp: int, pp: int, ep: int,
-                share_weights_bytes: "tuple[int, ...] | None" = None) -> tuple[StageBytes, ...]:
+def stage_bytes(
+    arch: Architecture,
+    weight_format: str,
+    *,
+    tp: int,
+    pp: int,
+    ep: int,
+    share_weights_bytes: tuple[int, ...] | None = None,
+) -> tuple[StageBytes, ...]:
     """Per stage, one GPU's dense and routed bytes by the plan's own sharding rule
     (:func:`k3lib.core.memory.params_per_rank_by_group` × :func:`weight_bits_by_group`); when the
     plan's per-GPU weight bytes per stage are given (exact checkpoint or GGUF bytes), each stage is
@@ -221,7 +249,7 @@ def stage_bytes(arch: Architecture, weight_format: str, *, tp: int, pp: int, ep:
             scale = share_weights_bytes[s] / sum(by.values())
         dense = sum(v for g, v in by.items() if g not in ("embedding", "routed_experts"))
         if arch.tie_word_embeddings and last and pp == 1:
-            dense += by["embedding"]           # the tied embedding is read whole as the LM head
+            dense += by["embedding"]  # the tied embedding is read whole as the LM head
         out.append(StageBytes(st, dense * scale, by["routed_experts"] * scale, st.num_layers, st.mlp.moe_layers))
     return tuple(out)
 
@@ -232,8 +260,11 @@ def inputs_from_plan(plan, *, engine: str | None = None) -> ServingInputs:
     ``trtllm`` for a plan made with vLLM's memory profile)."""
     arch = plan.model
     if not isinstance(arch, Architecture):
-        raise K3InputError("model", f"{arch.id} is a guide profile without layer shapes; speed needs an architecture",
-                           "a built-in architecture, a config.json or a GGUF")
+        raise K3InputError(
+            "model",
+            f"{arch.id} is a guide profile without layer shapes; speed needs an architecture",
+            "a built-in architecture, a config.json or a GGUF",
+        )
     eid = serving_engine(engine or (plan.engine_id if plan.engine_id not in ("generic", "guide") else "vllm"))
     lay = plan.layout
     gpu = plan.gpu
@@ -243,22 +274,41 @@ def inputs_from_plan(plan, *, engine: str | None = None) -> ServingInputs:
     link = group_link(gpu, spans_nodes=stage_nodes > 1 or lay.comm_group > gpu.gpus_per_node)
     pp_link = group_link(gpu, spans_nodes=lay.nodes > 1)
     settings = dict(plan.engine.settings) if plan.engine is not None else {}
-    chunk = int(settings.get("n_ubatch") or LLAMACPP_UBATCH_TOKENS) if eid in LAYER_SPLIT_ENGINES else \
-        plan.assumptions.prefill_chunk_tokens or DEFAULT_PREFILL_CHUNK_TOKENS
+    chunk = (
+        int(settings.get("n_ubatch") or LLAMACPP_UBATCH_TOKENS)
+        if eid in LAYER_SPLIT_ENGINES
+        else plan.assumptions.prefill_chunk_tokens or DEFAULT_PREFILL_CHUNK_TOKENS
+    )
     fp8 = eid in FP8_COMPUTE_ENGINES and _fp8_compute(arch, plan.weight_format)
     notes = []
     if peak_flops(gpu, fp8=fp8) is None:
         notes.append(f"{gpu.id} has no compute figure: prefill and the compute bound are not estimated")
-    return ServingInputs(engine=eid, hardware_class=hardware_class(gpu), device=gpu.id, gpus=lay.gpus, tp=lay.tp,
-                         pp=lay.pp, dp=lay.dp, ep=lay.ep, nodes=lay.nodes, stages=stages, model=arch,
-                         kv_bytes_per_element=get_kv_dtype(plan.kv_dtype).bytes_per_element,
-                         state_bytes_per_element=plan.assumptions.state_bytes_per_element,
-                         memory_bw_bytes_per_s=gpu.memory_bw_bytes_per_s, peak_flops=peak_flops(gpu, fp8=fp8),
-                         link=link, pp_link=pp_link, prefill_chunk_tokens=int(chunk), notes=tuple(notes))
+    return ServingInputs(
+        engine=eid,
+        hardware_class=hardware_class(gpu),
+        device=gpu.id,
+        gpus=lay.gpus,
+        tp=lay.tp,
+        pp=lay.pp,
+        dp=lay.dp,
+        ep=lay.ep,
+        nodes=lay.nodes,
+        stages=stages,
+        model=arch,
+        kv_bytes_per_element=get_kv_dtype(plan.kv_dtype).bytes_per_element,
+        state_bytes_per_element=plan.assumptions.state_bytes_per_element,
+        memory_bw_bytes_per_s=gpu.memory_bw_bytes_per_s,
+        peak_flops=peak_flops(gpu, fp8=fp8),
+        link=link,
+        pp_link=pp_link,
+        prefill_chunk_tokens=int(chunk),
+        notes=tuple(notes),
+    )
 
 
-def inputs_on_cpu(*, model: Any, weights: str, kv_dtype: str = "bf16", host: "str | HostSpec",
-                  engine: str = "llama.cpp") -> ServingInputs:
+def inputs_on_cpu(
+    *, model: Any, weights: str, kv_dtype: str = "bf16", host: str | HostSpec, engine: str = "llama.cpp"
+) -> ServingInputs:
     """:class:`ServingInputs` for CPU-only serving (``--gpus 0 --host ID``): every weight in the
     host's DRAM, read at its bandwidth (:attr:`HostSpec.memory_bw_bytes_per_s`), compute from
     :func:`k3lib.serving.hardware.cpu_peak_flops`.
@@ -275,12 +325,30 @@ def inputs_on_cpu(*, model: Any, weights: str, kv_dtype: str = "bf16", host: "st
     stages = stage_bytes(arch, weights, tp=1, pp=1, ep=1)
     bw = h.memory_bw_bytes_per_s
     one = Link(bw, f"{h.id}: one host, no link")
-    return ServingInputs(engine=eid, hardware_class="CPU", device=h.id, gpus=0, tp=1, pp=1, dp=1, ep=1, nodes=1,
-                         stages=stages, model=arch, kv_bytes_per_element=get_kv_dtype(kv_dtype).bytes_per_element,
-                         state_bytes_per_element=4.0, memory_bw_bytes_per_s=bw, peak_flops=cpu_peak_flops(h),
-                         link=one, pp_link=one, prefill_chunk_tokens=LLAMACPP_UBATCH_TOKENS,
-                         notes=(f"CPU compute assumed {cpu_peak_flops(h) / 1e12:.0f} TFLOPS "
-                                "(k3lib.serving.hardware.CPU_DENSE_FLOPS_BY_PLATFORM)",))
+    return ServingInputs(
+        engine=eid,
+        hardware_class="CPU",
+        device=h.id,
+        gpus=0,
+        tp=1,
+        pp=1,
+        dp=1,
+        ep=1,
+        nodes=1,
+        stages=stages,
+        model=arch,
+        kv_bytes_per_element=get_kv_dtype(kv_dtype).bytes_per_element,
+        state_bytes_per_element=4.0,
+        memory_bw_bytes_per_s=bw,
+        peak_flops=cpu_peak_flops(h),
+        link=one,
+        pp_link=one,
+        prefill_chunk_tokens=LLAMACPP_UBATCH_TOKENS,
+        notes=(
+            f"CPU compute assumed {cpu_peak_flops(h) / 1e12:.0f} TFLOPS "
+            "(k3lib.serving.hardware.CPU_DENSE_FLOPS_BY_PLATFORM)",
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -330,8 +398,9 @@ class StepTerms:
         mem = self.memory_seconds(eff)
         if self.decode_batch:
             f1 = self.flops / self.decode_batch
-            step = np.maximum(mem, self.compute_seconds(eff, flops=f1)) + \
-                (self.decode_batch - 1) * self.compute_seconds(eff, eta=eff.decode_compute, flops=f1)
+            step = np.maximum(mem, self.compute_seconds(eff, flops=f1)) + (
+                self.decode_batch - 1
+            ) * self.compute_seconds(eff, eta=eff.decode_compute, flops=f1)
         else:
             step = np.maximum(mem, self.compute_seconds(eff))
         per = step + comm + self.layers * eff.layer_overhead_s + self.fixed_s
@@ -347,8 +416,9 @@ def _stage_active_params(inp: ServingInputs, st: StageBytes) -> float:
     return inp.model.params_active * st.layers / inp.model.num_layers
 
 
-def decode_terms(inp: ServingInputs, *, concurrency: float, context_tokens: float,
-                 identical_sequences: bool = False) -> StepTerms:
+def decode_terms(
+    inp: ServingInputs, *, concurrency: float, context_tokens: float, identical_sequences: bool = False
+) -> StepTerms:
     """The decode step of ``concurrency`` sequences at ``context_tokens`` (see the module docstring).
     ``identical_sequences``: every sequence holds the same tokens, so all of them route to the
     same $k$ experts and the step reads the experts of one token — llama.cpp's
@@ -371,29 +441,65 @@ def decode_terms(inp: ServingInputs, *, concurrency: float, context_tokens: floa
     b = math.ceil(b_rep / m)
     st = _binding(inp)
     m_ = inp.model.mlp
-    kv = kv_bytes_per_rank(st.stage, context_tokens=int(context_tokens), batch=b,
-                           bytes_per_element=inp.kv_bytes_per_element, tp=inp.tp,
-                           state_bytes_per_element=inp.state_bytes_per_element)
-    routed = routed_bytes_read_per_step(routed_bytes_per_gpu=st.routed_bytes, n_experts=m_.n_routed_experts,
-                                        experts_per_token=m_.experts_per_token or 1,
-                                        tokens=1 if identical_sequences else b * (inp.dp if inp.ep > 1 else 1)) \
-        if st.routed_bytes else 0.0
+    kv = kv_bytes_per_rank(
+        st.stage,
+        context_tokens=int(context_tokens),
+        batch=b,
+        bytes_per_element=inp.kv_bytes_per_element,
+        tp=inp.tp,
+        state_bytes_per_element=inp.state_bytes_per_element,
+    )
+    routed = (
+        routed_bytes_read_per_step(
+            routed_bytes_per_gpu=st.routed_bytes,
+            n_experts=m_.n_routed_experts,
+            experts_per_token=m_.experts_per_token or 1,
+            tokens=1 if identical_sequences else b * (inp.dp if inp.ep > 1 else 1),
+        )
+        if st.routed_bytes
+        else 0.0
+    )
     flops = b * (2 * _stage_active_params(inp, st) + attention_flops_per_token(st.stage, context_tokens)) / inp.tp
-    comm = tp_comm_seconds(tokens=b, hidden_size=inp.model.hidden_size, layers=st.layers, tp=inp.tp,
-                           link_bytes_per_s=inp.link.bytes_per_s)
-    comm += ep_comm_seconds(tokens=b, hidden_size=inp.model.hidden_size, experts_per_token=m_.experts_per_token,
-                            ep=inp.ep, moe_layers=st.moe_layers, link_bytes_per_s=inp.link.bytes_per_s)
-    hand = pp_handoff_seconds(tokens=b, hidden_size=inp.model.hidden_size, pp=inp.pp,
-                              link_bytes_per_s=inp.pp_link.bytes_per_s)
-    return StepTerms(st.dense_bytes + routed + kv, flops, comm, st.layers, inp.pp, hand,
-                     inp.memory_bw_bytes_per_s, inp.peak_flops, host_read_s=_host_read_s(inp, 1 if identical_sequences else b), decode_batch=b)
+    comm = tp_comm_seconds(
+        tokens=b, hidden_size=inp.model.hidden_size, layers=st.layers, tp=inp.tp, link_bytes_per_s=inp.link.bytes_per_s
+    )
+    comm += ep_comm_seconds(
+        tokens=b,
+        hidden_size=inp.model.hidden_size,
+        experts_per_token=m_.experts_per_token,
+        ep=inp.ep,
+        moe_layers=st.moe_layers,
+        link_bytes_per_s=inp.link.bytes_per_s,
+    )
+    hand = pp_handoff_seconds(
+        tokens=b, hidden_size=inp.model.hidden_size, pp=inp.pp, link_bytes_per_s=inp.pp_link.bytes_per_s
+    )
+    return StepTerms(
+        st.dense_bytes + routed + kv,
+        flops,
+        comm,
+        st.layers,
+        inp.pp,
+        hand,
+        inp.memory_bw_bytes_per_s,
+        inp.peak_flops,
+        host_read_s=_host_read_s(inp, 1 if identical_sequences else b),
+        decode_batch=b,
+    )
 
 
 def _host_touched_bytes(inp: ServingInputs, tokens: float) -> float:
     m_ = inp.model.mlp
-    routed = routed_bytes_read_per_step(routed_bytes_per_gpu=inp.host_routed_bytes, n_experts=m_.n_routed_experts,
-                                        experts_per_token=m_.experts_per_token or 1,
-                                        tokens=tokens) if inp.host_routed_bytes else 0.0
+    routed = (
+        routed_bytes_read_per_step(
+            routed_bytes_per_gpu=inp.host_routed_bytes,
+            n_experts=m_.n_routed_experts,
+            experts_per_token=m_.experts_per_token or 1,
+            tokens=tokens,
+        )
+        if inp.host_routed_bytes
+        else 0.0
+    )
     return inp.host_dense_bytes + routed
 
 
@@ -443,27 +549,62 @@ def prefill_terms(inp: ServingInputs, *, input_tokens: int, requests: float = 1.
     total = max(1.0, requests * input_tokens)
     chunks = max(1, math.ceil(total / inp.prefill_chunk_tokens))
     per_chunk = total / chunks
-    routed = routed_bytes_read_per_step(routed_bytes_per_gpu=st.routed_bytes, n_experts=m_.n_routed_experts,
-                                        experts_per_token=m_.experts_per_token or 1,
-                                        tokens=per_chunk) if st.routed_bytes else 0.0
+    routed = (
+        routed_bytes_read_per_step(
+            routed_bytes_per_gpu=st.routed_bytes,
+            n_experts=m_.n_routed_experts,
+            experts_per_token=m_.experts_per_token or 1,
+            tokens=per_chunk,
+        )
+        if st.routed_bytes
+        else 0.0
+    )
     # the GPU's FLOPs: KTransformers' CPU experts are multiplied on the host (_host_prefill_s)
     gpu_share = 1.0 - _host_compute_share(inp)
-    flops = requests * (2 * _stage_active_params(inp, st) * input_tokens * gpu_share
-                        + input_tokens * attention_flops_per_token(st.stage, input_tokens / 2)) / inp.tp
-    comm = tp_comm_seconds(tokens=per_chunk, hidden_size=inp.model.hidden_size, layers=st.layers, tp=inp.tp,
-                           link_bytes_per_s=inp.link.bytes_per_s)
-    comm += ep_comm_seconds(tokens=per_chunk, hidden_size=inp.model.hidden_size,
-                            experts_per_token=m_.experts_per_token, ep=inp.ep, moe_layers=st.moe_layers,
-                            link_bytes_per_s=inp.link.bytes_per_s)
-    hand = chunks * pp_handoff_seconds(tokens=per_chunk, hidden_size=inp.model.hidden_size, pp=inp.pp,
-                                       link_bytes_per_s=inp.pp_link.bytes_per_s)
+    flops = (
+        requests
+        * (
+            2 * _stage_active_params(inp, st) * input_tokens * gpu_share
+            + input_tokens * attention_flops_per_token(st.stage, input_tokens / 2)
+        )
+        / inp.tp
+    )
+    comm = tp_comm_seconds(
+        tokens=per_chunk,
+        hidden_size=inp.model.hidden_size,
+        layers=st.layers,
+        tp=inp.tp,
+        link_bytes_per_s=inp.link.bytes_per_s,
+    )
+    comm += ep_comm_seconds(
+        tokens=per_chunk,
+        hidden_size=inp.model.hidden_size,
+        experts_per_token=m_.experts_per_token,
+        ep=inp.ep,
+        moe_layers=st.moe_layers,
+        link_bytes_per_s=inp.link.bytes_per_s,
+    )
+    hand = chunks * pp_handoff_seconds(
+        tokens=per_chunk, hidden_size=inp.model.hidden_size, pp=inp.pp, link_bytes_per_s=inp.pp_link.bytes_per_s
+    )
     h_read, h_fixed = _host_prefill_s(inp, per_chunk)
-    return StepTerms(st.dense_bytes + routed, flops / chunks, comm, st.layers, chunks * inp.pp, hand,
-                     inp.memory_bw_bytes_per_s, inp.peak_flops, host_read_s=h_read, fixed_s=h_fixed)
+    return StepTerms(
+        st.dense_bytes + routed,
+        flops / chunks,
+        comm,
+        st.layers,
+        chunks * inp.pp,
+        hand,
+        inp.memory_bw_bytes_per_s,
+        inp.peak_flops,
+        host_read_s=h_read,
+        fixed_s=h_fixed,
+    )
 
 
-def mixed_prefill_terms(inp: ServingInputs, *, input_tokens: int, chunk_tokens: int, decode_batch: float,
-                        decode_context: float) -> StepTerms:
+def mixed_prefill_terms(
+    inp: ServingInputs, *, input_tokens: int, chunk_tokens: int, decode_batch: float, decode_context: float
+) -> StepTerms:
     """One prompt of ``input_tokens`` prefilled in steps of ``chunk_tokens`` prompt tokens, each
     step also carrying the decode token of ``decode_batch`` running sequences at ``decode_context``
     (vLLM V1 / TensorRT-LLM mixed batches; ``decode_batch`` 0 for SGLang's prefill-only batches).
@@ -481,19 +622,55 @@ def mixed_prefill_terms(inp: ServingInputs, *, input_tokens: int, chunk_tokens: 
     n = math.ceil(i / p)
     b = max(0.0, float(decode_batch))
     tok = i / n + b
-    routed = routed_bytes_read_per_step(routed_bytes_per_gpu=st.routed_bytes, n_experts=m_.n_routed_experts,
-                                        experts_per_token=m_.experts_per_token or 1,
-                                        tokens=tok) if st.routed_bytes else 0.0
-    kv = kv_bytes_per_rank(st.stage, context_tokens=int(decode_context), batch=int(math.ceil(b)),
-                           bytes_per_element=inp.kv_bytes_per_element, tp=inp.tp,
-                           state_bytes_per_element=inp.state_bytes_per_element) if b >= 1 else 0.0
+    routed = (
+        routed_bytes_read_per_step(
+            routed_bytes_per_gpu=st.routed_bytes,
+            n_experts=m_.n_routed_experts,
+            experts_per_token=m_.experts_per_token or 1,
+            tokens=tok,
+        )
+        if st.routed_bytes
+        else 0.0
+    )
+    kv = (
+        kv_bytes_per_rank(
+            st.stage,
+            context_tokens=int(decode_context),
+            batch=int(math.ceil(b)),
+            bytes_per_element=inp.kv_bytes_per_element,
+            tp=inp.tp,
+            state_bytes_per_element=inp.state_bytes_per_element,
+        )
+        if b >= 1
+        else 0.0
+    )
     pf = (2 * _stage_active_params(inp, st) * i + i * attention_flops_per_token(st.stage, i / 2)) / inp.tp
     dec = b * (2 * _stage_active_params(inp, st) + attention_flops_per_token(st.stage, decode_context)) / inp.tp
-    comm = tp_comm_seconds(tokens=tok, hidden_size=inp.model.hidden_size, layers=st.layers, tp=inp.tp,
-                           link_bytes_per_s=inp.link.bytes_per_s)
-    comm += ep_comm_seconds(tokens=tok, hidden_size=inp.model.hidden_size, experts_per_token=m_.experts_per_token,
-                            ep=inp.ep, moe_layers=st.moe_layers, link_bytes_per_s=inp.link.bytes_per_s)
-    hand = n * pp_handoff_seconds(tokens=tok, hidden_size=inp.model.hidden_size, pp=inp.pp,
-                                  link_bytes_per_s=inp.pp_link.bytes_per_s)
-    return StepTerms(st.dense_bytes + routed + kv, pf / n + dec, comm, st.layers, n * inp.pp, hand,
-                     inp.memory_bw_bytes_per_s, inp.peak_flops)
+    comm = tp_comm_seconds(
+        tokens=tok,
+        hidden_size=inp.model.hidden_size,
+        layers=st.layers,
+        tp=inp.tp,
+        link_bytes_per_s=inp.link.bytes_per_s,
+    )
+    comm += ep_comm_seconds(
+        tokens=tok,
+        hidden_size=inp.model.hidden_size,
+        experts_per_token=m_.experts_per_token,
+        ep=inp.ep,
+        moe_layers=st.moe_layers,
+        link_bytes_per_s=inp.link.bytes_per_s,
+    )
+    hand = n * pp_handoff_seconds(
+        tokens=tok, hidden_size=inp.model.hidden_size, pp=inp.pp, link_bytes_per_s=inp.pp_link.bytes_per_s
+    )
+    return StepTerms(
+        st.dense_bytes + routed + kv,
+        pf / n + dec,
+        comm,
+        st.layers,
+        n * inp.pp,
+        hand,
+        inp.memory_bw_bytes_per_s,
+        inp.peak_flops,
+    )

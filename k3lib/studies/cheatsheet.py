@@ -3,10 +3,12 @@
 count (deployable counts only: one node, then whole nodes), the fewest GPUs by precision,
 and what each of the guide's levers saves here.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -18,21 +20,41 @@ from k3lib.core.plan import Assumptions, Plan, make_plan
 from k3lib.core.precisions import get_kv_dtype
 from k3lib.core.search import candidate_gpu_counts
 from k3lib.core.units import GiB, parse_context_tokens, parse_positive_int
-from k3lib.studies.solver import (CHEATSHEET_GPUS, CHEATSHEET_MAX_GPUS, CONTEXT_STEP_TOKENS,
-                                  GUIDE_FLASH_ATTENTION_SAVING, GUIDE_PAGED_ATTENTION_SAVING, _a, _gib, _grid, _hw,
-                                  _spec, capped_claim_bytes, context_grid, format_context, min_gpus,
-                                  precision_ladder)
+from k3lib.studies.solver import (
+    CHEATSHEET_GPUS,
+    CHEATSHEET_MAX_GPUS,
+    CONTEXT_STEP_TOKENS,
+    GUIDE_FLASH_ATTENTION_SAVING,
+    GUIDE_PAGED_ATTENTION_SAVING,
+    _a,
+    _gib,
+    _grid,
+    _hw,
+    _spec,
+    capped_claim_bytes,
+    context_grid,
+    format_context,
+    min_gpus,
+    precision_ladder,
+)
 from k3lib.studies.steps import _weights_size
-
 
 # ----------------------------------------------------------------- cheat sheets
 
 
-def cheatsheet(*, model: "str | ModelSpec", gpus: Sequence[str] = CHEATSHEET_GPUS,
-               max_gpus: int = CHEATSHEET_MAX_GPUS, precisions: Sequence[str] | None = None,
-               kv_dtype: str = "fp8", engine: str = "vllm", batch: object = 1,
-               step_tokens: int = CONTEXT_STEP_TOKENS, assumptions: Assumptions | None = None):
-    """"GPU configuration cheat sheet: max context by hardware": one row per GPU × deployable
+def cheatsheet(
+    *,
+    model: str | ModelSpec,
+    gpus: Sequence[str] = CHEATSHEET_GPUS,
+    max_gpus: int = CHEATSHEET_MAX_GPUS,
+    precisions: Sequence[str] | None = None,
+    kv_dtype: str = "fp8",
+    engine: str = "vllm",
+    batch: object = 1,
+    step_tokens: int = CONTEXT_STEP_TOKENS,
+    assumptions: Assumptions | None = None,
+):
+    """ "GPU configuration cheat sheet: max context by hardware": one row per GPU × deployable
     count (one node, then whole nodes, up to ``max_gpus``), one column per checkpoint the
     engine can load; a cell is the largest context (1K-token grid up to the model's maximum)
     that fits, empty (``<NA>``) where the model will not load. One sweep per GPU.
@@ -51,8 +73,10 @@ def cheatsheet(*, model: "str | ModelSpec", gpus: Sequence[str] = CHEATSHEET_GPU
     a = _a(assumptions, spec)
     hws = [_hw(g) for g in gpus]
     eid = _engine_id(engine)
-    ws = tuple(precisions or precision_ladder(model if hasattr(model, "require_architecture") else spec,
-                                              _checkpoint_engine(engine)))
+    ws = tuple(
+        precisions
+        or precision_ladder(model if hasattr(model, "require_architecture") else spec, _checkpoint_engine(engine))
+    )
     kid = get_kv_dtype(kv_dtype).id
     n_batch = parse_positive_int(batch, "batch")
     ctx = context_grid(spec, step_tokens)
@@ -62,10 +86,17 @@ def cheatsheet(*, model: "str | ModelSpec", gpus: Sequence[str] = CHEATSHEET_GPU
         counts = candidate_gpu_counts(spec, hw, max_gpus=parse_positive_int(max_gpus, "max_gpus"))
         if not counts:
             continue
-        if by_engine:   # the engine's own limit per cell (its rules decide), not k3lib's sweep
+        if by_engine:  # the engine's own limit per cell (its rules decide), not k3lib's sweep
             mx, layouts = _engine_max_contexts(model, hw, counts, ws, kid, n_batch, engine, step_tokens)
-            part = pd.DataFrame({"gpu": hw.id, "gpus": list(counts), "nodes": [lay.nodes for lay in layouts],
-                                 "tp": [lay.tp for lay in layouts], "pp": [lay.pp for lay in layouts]})
+            part = pd.DataFrame(
+                {
+                    "gpu": hw.id,
+                    "gpus": list(counts),
+                    "nodes": [lay.nodes for lay in layouts],
+                    "tp": [lay.tp for lay in layouts],
+                    "pp": [lay.pp for lay in layouts],
+                }
+            )
             for pi, w in enumerate(ws):
                 col = pd.array(mx[:, pi], dtype="Int64")
                 col[col == 0] = pd.NA
@@ -73,22 +104,39 @@ def cheatsheet(*, model: "str | ModelSpec", gpus: Sequence[str] = CHEATSHEET_GPU
             frames.append(part)
             continue
         grid = _grid(spec, hw, counts, ws, [kid], ctx, batch=n_batch, assumptions=a)
-        mx = grid.max_context()[:, :, 0]                                  # [N, P]
-        part = pd.DataFrame({"gpu": hw.id, "gpus": list(counts), "nodes": [lay.nodes for lay in grid.layouts],
-                             "tp": [lay.tp for lay in grid.layouts], "pp": [lay.pp for lay in grid.layouts]})
+        mx = grid.max_context()[:, :, 0]  # [N, P]
+        part = pd.DataFrame(
+            {
+                "gpu": hw.id,
+                "gpus": list(counts),
+                "nodes": [lay.nodes for lay in grid.layouts],
+                "tp": [lay.tp for lay in grid.layouts],
+                "pp": [lay.pp for lay in grid.layouts],
+            }
+        )
         for pi, w in enumerate(grid.weights):
             col = pd.array(mx[:, pi], dtype="Int64")
             col[col == 0] = pd.NA
             part[w] = col
         frames.append(part)
     df = pd.concat(frames, ignore_index=True)
-    df.insert(0, "config", [f"{g} {m}×{n // m}" if m > 1 else f"{g} ×{n}" for g, n, m in zip(df.gpu, df.gpus, df.nodes)])
+    df.insert(
+        0, "config", [f"{g} {m}×{n // m}" if m > 1 else f"{g} ×{n}" for g, n, m in zip(df.gpu, df.gpus, df.nodes)]
+    )
     basis = f"by {eid}'s rules" if by_engine else "by k3lib's component model"
-    df.attrs.update(model=spec.id, kv_dtype=kid, batch=n_batch, step_tokens=step_tokens, precisions=ws,
-                    engine=eid,
-                    note=(f"max context (tokens) at {kid} KV, batch {n_batch}, 1K-token grid up to "
-                          f"{format_context(spec.max_context_tokens)}, {basis}; deployable layouts only (TP inside a "
-                          f"node, PP across whole nodes); weights the {eid} engine can load; empty = will not load"))
+    df.attrs.update(
+        model=spec.id,
+        kv_dtype=kid,
+        batch=n_batch,
+        step_tokens=step_tokens,
+        precisions=ws,
+        engine=eid,
+        note=(
+            f"max context (tokens) at {kid} KV, batch {n_batch}, 1K-token grid up to "
+            f"{format_context(spec.max_context_tokens)}, {basis}; deployable layouts only (TP inside a "
+            f"node, PP across whole nodes); weights the {eid} engine can load; empty = will not load"
+        ),
+    )
     return df
 
 
@@ -103,21 +151,30 @@ def _engine_max_contexts(model, hw, counts, ws, kid, batch, engine, step_tokens)
         lay = None
         for j, w in enumerate(ws):
             try:
-                p = plan_for_engine(model=model, engine=settings, gpu=hw, gpus=n, weights=w, kv_dtype=kid,
-                                    context=step_tokens, batch=batch, with_limits=False)
+                p = plan_for_engine(
+                    model=model,
+                    engine=settings,
+                    gpu=hw,
+                    gpus=n,
+                    weights=w,
+                    kv_dtype=kid,
+                    context=step_tokens,
+                    batch=batch,
+                    with_limits=False,
+                )
             except K3InputError:
                 continue
             lay = lay or p.layout
-            out[i, j] = engine_max_context_tokens(model, p, settings, weights=w, kv_dtype=kid,
-                                                  step_tokens=step_tokens)
+            out[i, j] = engine_max_context_tokens(model, p, settings, weights=w, kv_dtype=kid, step_tokens=step_tokens)
         if lay is None:
             from k3lib.core.layout import choose_layout
+
             lay = choose_layout(_spec(model), gpus=n, gpus_per_node=hw.gpus_per_node)
         layouts.append(lay)
     return out, layouts
 
 
-def cheatsheet_gpus(gpu: "str | GPUSpec | None" = None) -> tuple[str, ...]:
+def cheatsheet_gpus(gpu: str | GPUSpec | None = None) -> tuple[str, ...]:
     """The cheat sheet's GPUs, with ``gpu`` first when it is not one of them.
 
     >>> cheatsheet_gpus("a100")
@@ -127,7 +184,7 @@ def cheatsheet_gpus(gpu: "str | GPUSpec | None" = None) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*first, *CHEATSHEET_GPUS]))
 
 
-def cheatsheet_display(df, *, gpu: "str | GPUSpec | None" = None):
+def cheatsheet_display(df, *, gpu: str | GPUSpec | None = None):
     """The cheat sheet with cells as ``256K`` labels and blanks where the model will not load
     (only ``gpu``'s rows when given)."""
     import pandas as pd
@@ -146,11 +203,18 @@ def _isna(v) -> bool:
     return bool(pd.isna(v))
 
 
-def optimal_gpu_counts(*, model: "str | ModelSpec", gpu: "str | GPUSpec" = "h100-sxm",
-                       contexts: Sequence[object] = ("64K", "128K", "256K", "512K", "1M"),
-                       kv_dtype: str = "fp8", precisions: Sequence[str] | None = None, max_gpus: int = 64,
-                       batch: object = 1, assumptions: Assumptions | None = None):
-    """"Optimal GPU counts by precision": the fewest deployable GPUs per precision and
+def optimal_gpu_counts(
+    *,
+    model: str | ModelSpec,
+    gpu: str | GPUSpec = "h100-sxm",
+    contexts: Sequence[object] = ("64K", "128K", "256K", "512K", "1M"),
+    kv_dtype: str = "fp8",
+    precisions: Sequence[str] | None = None,
+    max_gpus: int = 64,
+    batch: object = 1,
+    assumptions: Assumptions | None = None,
+):
+    """ "Optimal GPU counts by precision": the fewest deployable GPUs per precision and
     context, and the production count (the next deployable count: the guide's "+1"). One sweep.
 
     >>> df = optimal_gpu_counts(model="kimi-k3@guide-000", contexts=["256K"])
@@ -166,8 +230,8 @@ def optimal_gpu_counts(*, model: "str | ModelSpec", gpu: "str | GPUSpec" = "h100
     kid = get_kv_dtype(kv_dtype).id
     counts = np.asarray(candidate_gpu_counts(spec, hw, max_gpus=int(max_gpus)))
     grid = _grid(spec, hw, counts.tolist(), ws, [kid], ctx, batch=parse_positive_int(batch, "batch"), assumptions=a)
-    fits = grid.fits[:, :, 0, :]                                        # [N, P, C]
-    first = np.argmax(fits, axis=0)                                     # [P, C]
+    fits = grid.fits[:, :, 0, :]  # [N, P, C]
+    first = np.argmax(fits, axis=0)  # [P, C]
     has = np.asarray(fits.any(axis=0))
     nxt = np.minimum(first + 1, len(counts) - 1)
     cols, data = [], []
@@ -180,8 +244,12 @@ def optimal_gpu_counts(*, model: "str | ModelSpec", gpu: "str | GPUSpec" = "h100
     df = pd.DataFrame({col: pd.array(vals, dtype="Int64") for col, vals in zip(cols, data)}, index=list(grid.weights))
     df.columns = pd.MultiIndex.from_tuples(cols, names=["context", "GPUs"])
     df.index.name = "weights"
-    df.attrs.update(model=spec.id, gpu=hw.id, kv_dtype=kid,
-                    note=f"{hw.id}, {kid} KV, deployable counts; empty = more than {max_gpus}")
+    df.attrs.update(
+        model=spec.id,
+        gpu=hw.id,
+        kv_dtype=kid,
+        note=f"{hw.id}, {kid} KV, deployable counts; empty = more than {max_gpus}",
+    )
     return df
 
 
@@ -207,15 +275,17 @@ def _claim_note(claim: str, fractions: Sequence[float], of_bytes: float, cap_byt
     if hi <= cap_bytes:
         return f"{claim} (guide)"
     which = "exceeds" if lo > cap_bytes else "at its high end exceeds"
-    return (f"the guide's {claim} ({lo / GiB:,.2f}–{hi / GiB:,.2f} GiB) {which} the whole {cap_name} here; "
-            f"capped at {cap_bytes / GiB:,.2f} GiB (a lever cannot save more than the {cap_name})")
+    return (
+        f"the guide's {claim} ({lo / GiB:,.2f}–{hi / GiB:,.2f} GiB) {which} the whole {cap_name} here; "
+        f"capped at {cap_bytes / GiB:,.2f} GiB (a lever cannot save more than the {cap_name})"
+    )
 
 
 def _lower_precision(spec: ModelSpec, weights: str) -> str | None:
     ladder = precision_ladder(spec)
     w = weights
     size = _weights_size(spec, w)
-    below = ladder[ladder.index(w) + 1:] if w in ladder else ladder
+    below = ladder[ladder.index(w) + 1 :] if w in ladder else ladder
     for x in below:
         if _weights_size(spec, x) < size:
             return x
@@ -234,8 +304,11 @@ def _shorter_context_tokens(context_tokens: int, shorter_context: object | None)
         return max(1, context_tokens // 2)
     short = parse_context_tokens(shorter_context, "shorter_context")
     if short >= context_tokens:
-        raise K3InputError("shorter_context", f"{shorter_context!r} is not shorter than the plan's context "
-                           f"({context_tokens:,} tokens)", f"1 … {context_tokens - 1:,} tokens")
+        raise K3InputError(
+            "shorter_context",
+            f"{shorter_context!r} is not shorter than the plan's context ({context_tokens:,} tokens)",
+            f"1 … {context_tokens - 1:,} tokens",
+        )
     return short
 
 
@@ -247,7 +320,7 @@ def _routed_fraction(spec: ModelSpec) -> float:
 
 
 def priority_matrix(plan: Plan, *, shorter_context: object | None = None, max_gpus: int = 64):
-    """"Optimization priority matrix" for one configuration: each lever in the guide's
+    """ "Optimization priority matrix" for one configuration: each lever in the guide's
     order with the memory it saves here (per GPU and in total, GiB; a low–high range
     for the guide's percentage claims), the GPUs it saves (a vectorized :func:`min_gpus`
     per lever), its effort and quality cost, and whether the figure is derived or a claim.
@@ -263,7 +336,7 @@ def priority_matrix(plan: Plan, *, shorter_context: object | None = None, max_gp
     """
     import pandas as pd
 
-    plan = plan.core()   # the levers re-plan with make_plan: compare like with like (k3lib's model)
+    plan = plan.core()  # the levers re-plan with make_plan: compare like with like (k3lib's model)
     spec = plan.model
     a = plan.assumptions
     n = plan.gpus
@@ -271,8 +344,16 @@ def priority_matrix(plan: Plan, *, shorter_context: object | None = None, max_gp
     short = _shorter_context_tokens(plan.context_tokens, shorter_context)
 
     def need(weights=plan.weight_format, kv=plan.kv_dtype, ctx=plan.context_tokens, batch=plan.batch):
-        return min_gpus(model=spec, gpu=plan.gpu, weights=weights, kv_dtype=kv, context=ctx, batch=batch,
-                        max_gpus=max_gpus, assumptions=a)
+        return min_gpus(
+            model=spec,
+            gpu=plan.gpu,
+            weights=weights,
+            kv_dtype=kv,
+            context=ctx,
+            batch=batch,
+            max_gpus=max_gpus,
+            assumptions=a,
+        )
 
     base_need = need()
 
@@ -287,15 +368,39 @@ def priority_matrix(plan: Plan, *, shorter_context: object | None = None, max_gp
     act, tot, kv = plan.total.activation_bytes, plan.total.total_bytes, plan.total.kv_cache_bytes
     fa = capped_claim_bytes(GUIDE_FLASH_ATTENTION_SAVING, act, act)
     pa = capped_claim_bytes(GUIDE_PAGED_ATTENTION_SAVING, tot, kv)
-    rows.append(("FlashAttention", fa, "guide claim", None,
-                 _claim_note("20–35 % of activation", GUIDE_FLASH_ATTENTION_SAVING, act, act, "activation")))
-    rows.append(("PagedAttention", pa, "guide claim", None,
-                 _claim_note("5–12 % of total VRAM", GUIDE_PAGED_ATTENTION_SAVING, tot, kv, "KV cache")))
+    rows.append(
+        (
+            "FlashAttention",
+            fa,
+            "guide claim",
+            None,
+            _claim_note("20–35 % of activation", GUIDE_FLASH_ATTENTION_SAVING, act, act, "activation"),
+        )
+    )
+    rows.append(
+        (
+            "PagedAttention",
+            pa,
+            "guide claim",
+            None,
+            _claim_note("5–12 % of total VRAM", GUIDE_PAGED_ATTENTION_SAVING, tot, kv, "KV cache"),
+        )
+    )
     # FP8 KV: what FP8 saves against BF16 (at most half the BF16 cache), whatever the plan's dtype.
-    bf = plan if plan.kv_dtype == "bf16" else make_plan(
-        weights=plan.weight_format, kv_dtype="bf16", context=plan.context_tokens, batch=plan.batch, **common)
-    f8 = plan if plan.kv_dtype == "fp8" else make_plan(
-        weights=plan.weight_format, kv_dtype="fp8", context=plan.context_tokens, batch=plan.batch, **common)
+    bf = (
+        plan
+        if plan.kv_dtype == "bf16"
+        else make_plan(
+            weights=plan.weight_format, kv_dtype="bf16", context=plan.context_tokens, batch=plan.batch, **common
+        )
+    )
+    f8 = (
+        plan
+        if plan.kv_dtype == "fp8"
+        else make_plan(
+            weights=plan.weight_format, kv_dtype="fp8", context=plan.context_tokens, batch=plan.batch, **common
+        )
+    )
     s = [bf.total.kv_cache_bytes - f8.total.kv_cache_bytes] * 2
     if plan.kv_dtype == "bf16":
         g = saved_gpus(need(kv="fp8"))
@@ -308,53 +413,100 @@ def priority_matrix(plan: Plan, *, shorter_context: object | None = None, max_gp
     rows.append(("FP8 KV cache", s, "derived", g, note))
     # shorter context (a shorter context can only save KV; never a negative saving)
     if short >= plan.context_tokens:
-        rows.append(("shorter context", [0, 0], "derived", 0,
-                     f"{format_context(plan.context_tokens)} is already the shortest context"))
+        rows.append(
+            (
+                "shorter context",
+                [0, 0],
+                "derived",
+                0,
+                f"{format_context(plan.context_tokens)} is already the shortest context",
+            )
+        )
     else:
-        sp = make_plan(weights=plan.weight_format, kv_dtype=plan.kv_dtype, context=short, batch=plan.batch,
-                       **common)
-        rows.append(("shorter context", [plan.total.kv_cache_bytes - sp.total.kv_cache_bytes] * 2, "derived",
-                     saved_gpus(need(ctx=short)),
-                     f"{format_context(plan.context_tokens)} → {format_context(short)}"))
+        sp = make_plan(weights=plan.weight_format, kv_dtype=plan.kv_dtype, context=short, batch=plan.batch, **common)
+        rows.append(
+            (
+                "shorter context",
+                [plan.total.kv_cache_bytes - sp.total.kv_cache_bytes] * 2,
+                "derived",
+                saved_gpus(need(ctx=short)),
+                f"{format_context(plan.context_tokens)} → {format_context(short)}",
+            )
+        )
     # lower precision
     low = _lower_precision(spec, plan.weight_format)
     if low is None:
         rows.append(("lower precision", [0, 0], "derived", 0, f"{plan.weight_format} is already the lowest tier"))
     else:
         ws = _weights_size(spec, plan.weight_format) - _weights_size(spec, low)
-        rows.append(("lower precision", [ws, ws], "derived", saved_gpus(need(weights=low)),
-                     f"{plan.weight_format} → {low}"))
+        rows.append(
+            ("lower precision", [ws, ws], "derived", saved_gpus(need(weights=low)), f"{plan.weight_format} → {low}")
+        )
     # CPU offload: routed experts to RAM (upper bound)
     frac = _routed_fraction(spec)
     off = plan.total.weights_bytes * frac
-    rows.append(("CPU offload", [0, off], "derived (upper bound)", None,
-                 f"up to all routed experts ({frac:.0%} of the weights) in RAM"))
+    rows.append(
+        (
+            "CPU offload",
+            [0, off],
+            "derived (upper bound)",
+            None,
+            f"up to all routed experts ({frac:.0%} of the weights) in RAM",
+        )
+    )
     # batch 1
     if plan.batch > 1:
-        b1 = make_plan(weights=plan.weight_format, kv_dtype=plan.kv_dtype, context=plan.context_tokens, batch=1,
-                       **common)
+        b1 = make_plan(
+            weights=plan.weight_format, kv_dtype=plan.kv_dtype, context=plan.context_tokens, batch=1, **common
+        )
         s = [plan.total.total_bytes - b1.total.total_bytes] * 2
         rows.append(("batch 1", s, "derived", saved_gpus(need(batch=1)), f"batch {plan.batch} → 1"))
     else:
-        b4 = make_plan(weights=plan.weight_format, kv_dtype=plan.kv_dtype, context=plan.context_tokens, batch=4,
-                       **common)
-        rows.append(("batch 1", [0, 0], "derived", 0,
-                     f"already batch 1; batch 4 would add {_gib(b4.total.total_bytes - plan.total.total_bytes)}"))
+        b4 = make_plan(
+            weights=plan.weight_format, kv_dtype=plan.kv_dtype, context=plan.context_tokens, batch=4, **common
+        )
+        rows.append(
+            (
+                "batch 1",
+                [0, 0],
+                "derived",
+                0,
+                f"already batch 1; batch 4 would add {_gib(b4.total.total_bytes - plan.total.total_bytes)}",
+            )
+        )
     meta = {name: (effort, quality) for name, effort, quality in PRIORITY_LEVERS}
     out = []
     for order, (name, (lo, hi), basis, g, note) in enumerate(rows, start=1):
         effort, quality = meta[name]
-        out.append({"order": order, "lever": name,
-                    "saved per GPU, low (GiB)": lo / n / GiB, "saved per GPU, high (GiB)": hi / n / GiB,
-                    "saved in total, low (GiB)": lo / GiB, "saved in total, high (GiB)": hi / GiB,
-                    "GPUs saved": g, "basis": basis, "effort": effort, "quality cost": quality, "note": note})
+        out.append(
+            {
+                "order": order,
+                "lever": name,
+                "saved per GPU, low (GiB)": lo / n / GiB,
+                "saved per GPU, high (GiB)": hi / n / GiB,
+                "saved in total, low (GiB)": lo / GiB,
+                "saved in total, high (GiB)": hi / GiB,
+                "GPUs saved": g,
+                "basis": basis,
+                "effort": effort,
+                "quality cost": quality,
+                "note": note,
+            }
+        )
     df = pd.DataFrame(out)
     df["GPUs saved"] = pd.array(df["GPUs saved"].tolist(), dtype="Int64")
     for col in df.columns[2:6]:
         df[col] = df[col].astype(float)
-    df.attrs.update(model=spec.id, gpu=plan.gpu.id, gpus=n, weights=plan.weight_format, kv_dtype=plan.kv_dtype,
-                    context_tokens=plan.context_tokens, per_gpu_total_bytes=plan.per_gpu.total_bytes,
-                    min_gpus=base_need)
+    df.attrs.update(
+        model=spec.id,
+        gpu=plan.gpu.id,
+        gpus=n,
+        weights=plan.weight_format,
+        kv_dtype=plan.kv_dtype,
+        context_tokens=plan.context_tokens,
+        per_gpu_total_bytes=plan.per_gpu.total_bytes,
+        min_gpus=base_need,
+    )
     return df
 
 
@@ -403,10 +555,10 @@ def check_priority_order(matrix) -> OrderCheck:
         if isinstance(spec, Architecture):
             findings.append(
                 f"{spec.name}'s KV is only {spec.kv_bytes_per_token(2):,} B/token at BF16, so the weights dominate: "
-                f"the guide's order is still the order of effort, but only precision or more GPUs move the fit.")
+                f"the guide's order is still the order of effort, but only precision or more GPUs move the fit."
+            )
         else:
             findings.append("FP8 KV is still free to switch on, but here it does not change the GPU count.")
     else:
         findings.append("The guide's order holds: the free lever buys a GPU before precision is touched.")
     return OrderCheck(holds, f8, share, f8_g, lp, lp_g, tuple(findings))
-

@@ -17,6 +17,7 @@ Every user-supplied name is passed through :func:`shlex.quote`.
 >>> vllm_command(p).value("--gpu-memory-utilization")
 '0.88'
 """
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,8 @@ from dataclasses import dataclass
 
 from k3lib.core.architecture import Architecture
 from k3lib.core.checkpoints import checkpoints_for, resolve_weights
-from k3lib.core.memory import weights_bytes, weights_bytes_by_group
 from k3lib.core.errors import K3InputError
+from k3lib.core.memory import weights_bytes, weights_bytes_by_group
 from k3lib.core.models import PublishedProfile
 from k3lib.core.plan import Plan
 from k3lib.core.precisions import get_weight_format
@@ -59,8 +60,19 @@ HF_REPOS = {
 #: GGUF repositories (guide 004: ``llama-server -hf unsloth/Kimi-K3-GGUF:Q4_K_M``).
 GGUF_REPOS = {"kimi-k3": "unsloth/Kimi-K3-GGUF"}
 #: k3lib weight format → GGUF quant tag (the guides' Q8/Q4/Q2 tiers read as Q8_0/Q4_K_M/Q2_K).
-GGUF_TAGS = {"bf16": "BF16", "q8": "Q8_0", "q8_0": "Q8_0", "q6_k": "Q6_K", "q5_k_m": "Q5_K_M", "q4": "Q4_K_M",
-             "q4_k_m": "Q4_K_M", "q3_k_m": "Q3_K_M", "q2": "Q2_K", "q2_k": "Q2_K", "iq1_s": "IQ1_S"}
+GGUF_TAGS = {
+    "bf16": "BF16",
+    "q8": "Q8_0",
+    "q8_0": "Q8_0",
+    "q6_k": "Q6_K",
+    "q5_k_m": "Q5_K_M",
+    "q4": "Q4_K_M",
+    "q4_k_m": "Q4_K_M",
+    "q3_k_m": "Q3_K_M",
+    "q2": "Q2_K",
+    "q2_k": "Q2_K",
+    "iq1_s": "IQ1_S",
+}
 #: vLLM ``--kv-cache-dtype`` per k3lib KV dtype ("auto" = the model dtype, BF16).
 VLLM_KV_DTYPES = {"bf16": "auto", "fp8": "fp8"}
 #: llama.cpp ``--cache-type-k/-v`` per k3lib KV dtype; llama.cpp has no FP8 cache, q8_0 is nearest.
@@ -89,7 +101,7 @@ class Command:
         lines: list[str] = []
         cur: list[str] = []
         for raw, tok in zip(self.argv, q):
-            if raw.startswith("-") and cur and (lines or len(cur) > 1):   # a program alone keeps its first flag
+            if raw.startswith("-") and cur and (lines or len(cur) > 1):  # a program alone keeps its first flag
                 lines.append(" ".join(cur))
                 cur = []
             cur.append(tok)
@@ -110,7 +122,7 @@ class Command:
     def __str__(self) -> str:
         return self.text
 
-    def _repr_pretty_(self, p, cycle) -> None:   # IPython: a cell ending in a Command shows its text
+    def _repr_pretty_(self, p, cycle) -> None:  # IPython: a cell ending in a Command shows its text
         p.text(self.text + "".join(f"\n# note: {n}" for n in self.notes))
 
 
@@ -125,8 +137,9 @@ class Utilization:
     reason: str
 
 
-def gpu_memory_utilization(plan: Plan, *, low: float = UTILIZATION_RANGE[0],
-                           high: float = UTILIZATION_RANGE[1]) -> Utilization:
+def gpu_memory_utilization(
+    plan: Plan, *, low: float = UTILIZATION_RANGE[0], high: float = UTILIZATION_RANGE[1]
+) -> Utilization:
     """$u = \\lceil 100·(W + KV + A + O)_{gpu} / C_{usable} \\rceil / 100$, clipped to [``low``, ``high``].
 
     vLLM gives itself $u·C$ of each GPU (what torch sees: 79.19 GiB on an "80GB" H100)
@@ -143,12 +156,16 @@ def gpu_memory_utilization(plan: Plan, *, low: float = UTILIZATION_RANGE[0],
     u = math.ceil(round(need * 100, 6)) / 100
     clipped = not low <= u <= high
     value = min(max(u, low), high)
-    parts = (f"(weights {pg.weights_bytes / GiB:.1f} + KV {pg.kv_cache_bytes / GiB:.1f} + activation "
-             f"{pg.activation_bytes / GiB:.1f} + overhead margin {pg.overhead_bytes / GiB:.1f} GiB) ÷ "
-             f"{cap / GiB:.2f} GiB = {need:.3f}")
+    parts = (
+        f"(weights {pg.weights_bytes / GiB:.1f} + KV {pg.kv_cache_bytes / GiB:.1f} + activation "
+        f"{pg.activation_bytes / GiB:.1f} + overhead margin {pg.overhead_bytes / GiB:.1f} GiB) ÷ "
+        f"{cap / GiB:.2f} GiB = {need:.3f}"
+    )
     if u > high:
-        reason = (f"{parts}: more than {high:.2f} of each GPU, so it is clipped to {high:.2f} and this "
-                  f"max_model_len will not fit — shorten it or add GPUs.")
+        reason = (
+            f"{parts}: more than {high:.2f} of each GPU, so it is clipped to {high:.2f} and this "
+            f"max_model_len will not fit — shorten it or add GPUs."
+        )
     elif u < low:
         reason = f"{parts}; raised to {low:.2f}, the extra only becomes KV blocks for more concurrent sequences."
     else:
@@ -176,13 +193,17 @@ def _repo(plan: Plan, hf_repo: str | None) -> str:
         return ckpt.repo
     base = base_model_id(plan)
     if base not in HF_REPOS:
-        raise K3InputError("hf_repo", f"no known Hugging Face repository for {plan.model.id}; pass one",
-                           "owner/name")
+        raise K3InputError("hf_repo", f"no known Hugging Face repository for {plan.model.id}; pass one", "owner/name")
     return HF_REPOS[base]
 
 
-def vllm_command(plan: Plan, *, hf_repo: str | None = None, gpu_memory_utilization_value: float | None = None,
-                 trust_remote_code: bool | None = None) -> Command:
+def vllm_command(
+    plan: Plan,
+    *,
+    hf_repo: str | None = None,
+    gpu_memory_utilization_value: float | None = None,
+    trust_remote_code: bool | None = None,
+) -> Command:
     """``vllm serve`` for a plan. KV dtypes other than BF16/FP8 raise (vLLM has none).
 
     >>> from k3lib.core.plan import make_plan
@@ -204,16 +225,24 @@ def vllm_command(plan: Plan, *, hf_repo: str | None = None, gpu_memory_utilizati
         loadable = [c.id for c in checkpoints_for(plan.model, "vllm")]
         native_bf16 = set(plan.model.native_formats.values()) <= {"bf16"}
         if plan.weight_format not in loadable and not (native_bf16 and plan.weight_format in ("bf16", "fp8")):
-            raise K3InputError("weights", f"no {plan.weight_format} checkpoint of {plan.model.name} that vLLM can "
-                               "load is known (pass --hf-repo for one you have)", ", ".join(loadable))
+            raise K3InputError(
+                "weights",
+                f"no {plan.weight_format} checkpoint of {plan.model.name} that vLLM can "
+                "load is known (pass --hf-repo for one you have)",
+                ", ".join(loadable),
+            )
     _require_engine(plan, "vllm")
     repo = _repo(plan, hf_repo)
     settings = dict(plan.engine.settings) if plan.engine is not None else {}
-    if settings and gpu_memory_utilization_value is None:   # exactly what the plan was computed with
+    if settings and gpu_memory_utilization_value is None:  # exactly what the plan was computed with
         u = float(settings["gpu_memory_utilization"])
-        util = Utilization(u, plan.per_gpu.total_bytes / plan.gpu.memory_bytes("usable"),
-                           plan.gpu.memory_bytes("usable"), False,
-                           f"{u:.2f}: the setting the plan's vLLM figures were computed with")
+        util = Utilization(
+            u,
+            plan.per_gpu.total_bytes / plan.gpu.memory_bytes("usable"),
+            plan.gpu.memory_bytes("usable"),
+            False,
+            f"{u:.2f}: the setting the plan's vLLM figures were computed with",
+        )
     else:
         util = gpu_memory_utilization(plan)
         u = util.value if gpu_memory_utilization_value is None else float(gpu_memory_utilization_value)
@@ -222,59 +251,99 @@ def vllm_command(plan: Plan, *, hf_repo: str | None = None, gpu_memory_utilizati
     max_seqs = int(settings.get("max_num_seqs", plan.batch))
     base = base_model_id(plan)
     trc = base.startswith("kimi") if trust_remote_code is None else bool(trust_remote_code)
-    argv = ["vllm", "serve", repo,
-            "--tensor-parallel-size", str(plan.tp), "--pipeline-parallel-size", str(plan.pp),
-            "--max-model-len", str(plan.context_tokens), "--kv-cache-dtype", VLLM_KV_DTYPES[plan.kv_dtype],
-            "--gpu-memory-utilization", f"{u:.2f}" if round(u, 2) == u or not settings else f"{u:g}", "--max-num-seqs", str(max_seqs)]
+    argv = [
+        "vllm",
+        "serve",
+        repo,
+        "--tensor-parallel-size",
+        str(plan.tp),
+        "--pipeline-parallel-size",
+        str(plan.pp),
+        "--max-model-len",
+        str(plan.context_tokens),
+        "--kv-cache-dtype",
+        VLLM_KV_DTYPES[plan.kv_dtype],
+        "--gpu-memory-utilization",
+        f"{u:.2f}" if round(u, 2) == u or not settings else f"{u:g}",
+        "--max-num-seqs",
+        str(max_seqs),
+    ]
     expl = [
         (repo, "the checkpoint vLLM downloads and serves"),
         ("--tensor-parallel-size", f"TP={plan.tp}: each layer's weights split {plan.tp} ways inside a node"),
         ("--pipeline-parallel-size", f"PP={plan.pp}: {plan.pp} stage(s) of consecutive layers"),
         ("--max-model-len", f"{plan.context_tokens:,} tokens: the plan's context; the KV pool must hold it"),
         ("--kv-cache-dtype", f"{VLLM_KV_DTYPES[plan.kv_dtype]}: the plan's {plan.kv_dtype} KV cache"),
-        ("--gpu-memory-utilization",
-         util.reason if gpu_memory_utilization_value is None else f"{u:.2f}, given by the caller"),
-        ("--max-num-seqs", f"{max_seqs}: " + ("the setting the plan's vLLM figures were computed with (vLLM sizes "
-                                               "its sampler's profiling batch by it)" if settings else
-                                               "the plan's batch (concurrent sequences)")),
+        (
+            "--gpu-memory-utilization",
+            util.reason if gpu_memory_utilization_value is None else f"{u:.2f}, given by the caller",
+        ),
+        (
+            "--max-num-seqs",
+            f"{max_seqs}: "
+            + (
+                "the setting the plan's vLLM figures were computed with (vLLM sizes "
+                "its sampler's profiling batch by it)"
+                if settings
+                else "the plan's batch (concurrent sequences)"
+            ),
+        ),
     ]
     notes = []
     if settings.get("cpu_offload_gb"):
         argv += ["--cpu-offload-gb", f"{float(settings['cpu_offload_gb']):g}"]
-        expl.append(("--cpu-offload-gb", f"{float(settings['cpu_offload_gb']):g} GiB of weights per GPU in CPU memory, "
-                                          "as planned (streamed over the host link every step)"))
+        expl.append(
+            (
+                "--cpu-offload-gb",
+                f"{float(settings['cpu_offload_gb']):g} GiB of weights per GPU in CPU memory, "
+                "as planned (streamed over the host link every step)",
+            )
+        )
     if trc:
         argv.append("--trust-remote-code")
         expl.append(("--trust-remote-code", "Kimi checkpoints ship their own model code"))
     if plan.nodes > 1:
         argv += ["--distributed-executor-backend", "ray"]
         expl.append(("--distributed-executor-backend", f"ray: the stages span {plan.nodes} nodes"))
-        notes.append(f"start a Ray cluster over the {plan.nodes} nodes first (ray start --head on one, "
-                     f"ray start --address=<head>:6379 on the others), then run this on the head node")
+        notes.append(
+            f"start a Ray cluster over the {plan.nodes} nodes first (ray start --head on one, "
+            f"ray start --address=<head>:6379 on the others), then run this on the head node"
+        )
     w = plan.weight_format
     native_bf16 = isinstance(plan.model, Architecture) and set(plan.model.native_formats.values()) <= {"bf16"}
-    if hf_repo is None and w not in ("native",) and _checkpoint(plan, "vllm") is None and not (
-            w == "bf16" and (native_bf16 or isinstance(plan.model, PublishedProfile))):
+    if (
+        hf_repo is None
+        and w not in ("native",)
+        and _checkpoint(plan, "vllm") is None
+        and not (w == "bf16" and (native_bf16 or isinstance(plan.model, PublishedProfile)))
+    ):
         if w == "fp8" and native_bf16:
             argv += ["--quantization", "fp8"]
             expl.append(("--quantization", "fp8: vLLM quantizes the BF16 checkpoint to FP8 while loading"))
         else:
-            notes.append(f"{repo} holds the native weights; the plan assumes {w}: pass the repository of a "
-                         f"{w} checkpoint vLLM can load (AWQ/GPTQ for 4-bit, FP8 for 8-bit)")
+            notes.append(
+                f"{repo} holds the native weights; the plan assumes {w}: pass the repository of a "
+                f"{w} checkpoint vLLM can load (AWQ/GPTQ for 4-bit, FP8 for 8-bit)"
+            )
     if not plan.fits:
         notes.append("the plan does not fit: vLLM will refuse this max_model_len — " + plan.reason)
     per_node = plan.gpu.gpus_per_node
     if plan.gpus // plan.nodes > per_node:
-        notes.append(f"{plan.gpus // plan.nodes} GPUs in one node: a {plan.gpu.id} node holds {per_node}; "
-                     f"spread them over nodes and plan with that node count")
+        notes.append(
+            f"{plan.gpus // plan.nodes} GPUs in one node: a {plan.gpu.id} node holds {per_node}; "
+            f"spread them over nodes and plan with that node count"
+        )
     return Command("vllm", tuple(argv), tuple(expl), tuple(notes))
 
 
 def _require_engine(plan: Plan, engine: str) -> None:
     """A plan for one engine launches on that engine only: its figures are that engine's."""
     if plan.engine is not None and plan.engine.engine != engine:
-        raise K3InputError("engine", f"the plan was computed for {plan.engine.name}; a {engine} command would "
-                           "not carry its settings", f"plan for --engine {engine}")
+        raise K3InputError(
+            "engine",
+            f"the plan was computed for {plan.engine.name}; a {engine} command would not carry its settings",
+            f"plan for --engine {engine}",
+        )
 
 
 def sglang_command(plan: Plan, *, hf_repo: str | None = None) -> Command:
@@ -290,12 +359,28 @@ def sglang_command(plan: Plan, *, hf_repo: str | None = None) -> Command:
         raise K3InputError("kv_dtype", f"SGLang has no {plan.kv_dtype} KV cache", ", ".join(VLLM_KV_DTYPES))
     repo = _repo(plan, hf_repo)
     settings = dict(plan.engine.settings) if plan.engine is not None else {}
-    argv = ["python", "-m", "sglang.launch_server", "--model-path", repo, "--tp-size", str(plan.tp),
-            "--pp-size", str(plan.pp), "--context-length", str(plan.context_tokens),
-            "--kv-cache-dtype", VLLM_KV_DTYPES[plan.kv_dtype]]
-    expl = [("--model-path", f"{repo}: the checkpoint SGLang serves"), ("--tp-size", f"TP={plan.tp}"),
-            ("--pp-size", f"PP={plan.pp}"), ("--context-length", f"{plan.context_tokens:,} tokens: the plan's context"),
-            ("--kv-cache-dtype", f"{VLLM_KV_DTYPES[plan.kv_dtype]}: the plan's {plan.kv_dtype} KV cache")]
+    argv = [
+        "python",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        repo,
+        "--tp-size",
+        str(plan.tp),
+        "--pp-size",
+        str(plan.pp),
+        "--context-length",
+        str(plan.context_tokens),
+        "--kv-cache-dtype",
+        VLLM_KV_DTYPES[plan.kv_dtype],
+    ]
+    expl = [
+        ("--model-path", f"{repo}: the checkpoint SGLang serves"),
+        ("--tp-size", f"TP={plan.tp}"),
+        ("--pp-size", f"PP={plan.pp}"),
+        ("--context-length", f"{plan.context_tokens:,} tokens: the plan's context"),
+        ("--kv-cache-dtype", f"{VLLM_KV_DTYPES[plan.kv_dtype]}: the plan's {plan.kv_dtype} KV cache"),
+    ]
     if "mem_fraction_static" in settings:
         argv += ["--mem-fraction-static", f"{float(settings['mem_fraction_static']):g}"]
         expl.append(("--mem-fraction-static", "the fraction the plan's SGLang figures were computed with"))
@@ -350,23 +435,35 @@ def _gguf_ref(plan: Plan, gguf: str | None) -> tuple[str, list[str]]:
         return f"{ckpt.repo}:{ckpt.id.upper()}", notes
     base = base_model_id(plan)
     published = [c for c in checkpoints_for(base, "llama.cpp") if c.file_bytes]
-    if published:   # the nearest published file: no other GGUF of this model exists
-        near = min(published, key=lambda c: (abs(_nominal_bits(c.id) - _bits(plan.weight_format)),
-                                              -(c.file_bytes or 0)))
-        notes.append(f"no {plan.weight_format} GGUF of {base} is published; the nearest published file is "
-                     f"{near.id.upper()} ({(near.file_bytes or 0) / 1e9:,.1f} GB, {near.repo}) — plan with "
-                     f"--weights {near.id} for its exact size")
+    if published:  # the nearest published file: no other GGUF of this model exists
+        near = min(
+            published, key=lambda c: (abs(_nominal_bits(c.id) - _bits(plan.weight_format)), -(c.file_bytes or 0))
+        )
+        notes.append(
+            f"no {plan.weight_format} GGUF of {base} is published; the nearest published file is "
+            f"{near.id.upper()} ({(near.file_bytes or 0) / 1e9:,.1f} GB, {near.repo}) — plan with "
+            f"--weights {near.id} for its exact size"
+        )
         return f"{near.repo}:{near.id.upper()}", notes
     repo = GGUF_REPOS.get(base)
     tag = GGUF_TAGS.get(plan.weight_format)
     if repo is None or tag is None:
-        raise K3InputError("gguf", f"no known GGUF repository for {plan.model.id} at {plan.weight_format}; "
-                           "pass one", "repo:QUANT or a .gguf path")
+        raise K3InputError(
+            "gguf",
+            f"no known GGUF repository for {plan.model.id} at {plan.weight_format}; pass one",
+            "repo:QUANT or a .gguf path",
+        )
     return f"{repo}:{tag}", notes
 
 
-def llama_server_command(plan: Plan, *, gguf: str | None = None, model_path: str | None = None,
-                         n_cpu_moe: int | None = None, offload_all_experts: bool = False) -> Command:
+def llama_server_command(
+    plan: Plan,
+    *,
+    gguf: str | None = None,
+    model_path: str | None = None,
+    n_cpu_moe: int | None = None,
+    offload_all_experts: bool = False,
+) -> Command:
     """``llama-server`` for a plan: ``-hf repo:QUANT`` (or ``-m file``), ``-c`` = context ×
     batch (llama.cpp shares ``-c`` among ``-np`` slots), ``-ngl 999`` (every layer on GPU),
     ``--cache-type-k/-v``; ``--n-cpu-moe N`` or ``-ot '<expert regex>=CPU'`` for offload.
@@ -394,23 +491,51 @@ def llama_server_command(plan: Plan, *, gguf: str | None = None, model_path: str
     cache = LLAMA_CACHE_TYPES[plan.kv_dtype]
     ctx = plan.context_tokens * plan.batch
     ngl = int(settings.get("n_gpu_layers", -1))
-    argv = ["llama-server", *src, "-c", str(ctx), "-np", str(plan.batch), "-ngl", "999" if ngl < 0 else str(ngl),
-            "--cache-type-k", cache, "--cache-type-v", cache]
-    expl = [src_why,
-            ("-c", f"{ctx:,} tokens = context {plan.context_tokens:,} × {plan.batch} slot(s)"),
-            ("-np", f"{plan.batch} parallel slot(s): the plan's batch"),
-            ("-ngl", "999 = every layer on the GPUs" if ngl < 0 else
-             f"{ngl}: the last {max(ngl - 1, 0)} layers and the output head on the GPUs, as planned"),
-            ("--cache-type-k", f"{cache}: the plan's {plan.kv_dtype} KV"
-             + (" (llama.cpp has no FP8 cache; q8_0 is 1.0625 B per element)" if plan.kv_dtype == "fp8" else "")),
-            ("--cache-type-v", f"{cache}, the same for values")]
+    argv = [
+        "llama-server",
+        *src,
+        "-c",
+        str(ctx),
+        "-np",
+        str(plan.batch),
+        "-ngl",
+        "999" if ngl < 0 else str(ngl),
+        "--cache-type-k",
+        cache,
+        "--cache-type-v",
+        cache,
+    ]
+    expl = [
+        src_why,
+        ("-c", f"{ctx:,} tokens = context {plan.context_tokens:,} × {plan.batch} slot(s)"),
+        ("-np", f"{plan.batch} parallel slot(s): the plan's batch"),
+        (
+            "-ngl",
+            "999 = every layer on the GPUs"
+            if ngl < 0
+            else f"{ngl}: the last {max(ngl - 1, 0)} layers and the output head on the GPUs, as planned",
+        ),
+        (
+            "--cache-type-k",
+            f"{cache}: the plan's {plan.kv_dtype} KV"
+            + (" (llama.cpp has no FP8 cache; q8_0 is 1.0625 B per element)" if plan.kv_dtype == "fp8" else ""),
+        ),
+        ("--cache-type-v", f"{cache}, the same for values"),
+    ]
     fa = settings.get("flash_attn", True)
     if cache != "f16" and not fa:
-        raise K3InputError("flash_attn", "llama.cpp needs flash attention for a quantized V cache", "on, or an f16 cache")
+        raise K3InputError(
+            "flash_attn", "llama.cpp needs flash attention for a quantized V cache", "on, or an f16 cache"
+        )
     if settings or cache != "f16":
         argv += ["--flash-attn", "on" if fa else "off"]
-        expl.append(("--flash-attn", ("on" if fa else "off") + (": llama.cpp needs flash attention for a quantized "
-                                                                 "V cache" if cache != "f16" else ": as planned")))
+        expl.append(
+            (
+                "--flash-attn",
+                ("on" if fa else "off")
+                + (": llama.cpp needs flash attention for a quantized V cache" if cache != "f16" else ": as planned"),
+            )
+        )
     ub = int(settings.get("n_ubatch", 512))
     if ub != 512:
         argv += ["-ub", str(ub)]
@@ -435,23 +560,37 @@ def llama_server_command(plan: Plan, *, gguf: str | None = None, model_path: str
         hint = f"--n-cpu-moe {n_cpu}" if n_cpu else f"-ot {shlex.quote(EXPERT_REGEX)}"
         notes.append(f"the plan does not fit in VRAM; offload experts ({hint}) or add GPUs")
     if plan.nodes > 1:
-        notes.append(f"llama.cpp reaches GPUs on other nodes through rpc-server and --rpc host:port; "
-                     f"expect the network to bound speed across {plan.nodes} nodes")
+        notes.append(
+            f"llama.cpp reaches GPUs on other nodes through rpc-server and --rpc host:port; "
+            f"expect the network to bound speed across {plan.nodes} nodes"
+        )
     return Command("llama.cpp", tuple(argv), tuple(expl), tuple(notes))
 
 
 def topology_command(plan: Plan | None = None) -> Command:
     """``nvidia-smi topo -m`` (``rocm-smi --showtopo`` on AMD): check the GPU links (guide step 6)."""
     if plan is not None and plan.gpu.vendor.upper() == "AMD":
-        return Command("rocm-smi", ("rocm-smi", "--showtopo"),
-                       (("--showtopo", "XGMI between every pair = Infinity Fabric; PCIE = the slow path"),))
-    return Command("nvidia-smi", ("nvidia-smi", "topo", "-m"),
-                   (("-m", "the GPU-to-GPU matrix: NV# = NVLink; PIX/PXB/PHB/NODE/SYS = PCIe or CPU hops, "
-                           "where tensor-parallel all-reduces crawl"),))
+        return Command(
+            "rocm-smi",
+            ("rocm-smi", "--showtopo"),
+            (("--showtopo", "XGMI between every pair = Infinity Fabric; PCIE = the slow path"),),
+        )
+    return Command(
+        "nvidia-smi",
+        ("nvidia-smi", "topo", "-m"),
+        (
+            (
+                "-m",
+                "the GPU-to-GPU matrix: NV# = NVLink; PIX/PXB/PHB/NODE/SYS = PCIe or CPU hops, "
+                "where tensor-parallel all-reduces crawl",
+            ),
+        ),
+    )
 
 
-def commands_for(plan: Plan, *, hf_repo: str | None = None, gguf: str | None = None,
-                 model_path: str | None = None) -> dict[str, Command]:
+def commands_for(
+    plan: Plan, *, hf_repo: str | None = None, gguf: str | None = None, model_path: str | None = None
+) -> dict[str, Command]:
     """The commands for a plan: for a plan for an engine, that engine's command (with the
     settings the plan was computed with) and the topology check; otherwise vLLM's and
     llama.cpp's, leaving out an engine that cannot express the plan (a KV dtype it lacks, no
@@ -462,10 +601,12 @@ def commands_for(plan: Plan, *, hf_repo: str | None = None, gguf: str | None = N
     if gguf is not None:
         _gguf_ref(plan, gguf)
     out: dict[str, Command] = {}
-    makers = {"vllm": lambda: vllm_command(plan, hf_repo=hf_repo),
-              "sglang": lambda: sglang_command(plan, hf_repo=hf_repo),
-              "llama.cpp": lambda: llama_server_command(plan, gguf=gguf, model_path=model_path)}
-    if plan.engine is not None:   # a plan for an engine launches on that engine, with its settings
+    makers = {
+        "vllm": lambda: vllm_command(plan, hf_repo=hf_repo),
+        "sglang": lambda: sglang_command(plan, hf_repo=hf_repo),
+        "llama.cpp": lambda: llama_server_command(plan, gguf=gguf, model_path=model_path),
+    }
+    if plan.engine is not None:  # a plan for an engine launches on that engine, with its settings
         if plan.engine.engine in makers:
             out[plan.engine.engine] = makers[plan.engine.engine]()
         out["topology"] = topology_command(plan)

@@ -9,13 +9,16 @@ weights, KV per rank, whole-layer stages, the fullest GPU decides).
 >>> stage_layer_counts(93, 4)
 (23, 23, 24, 23)
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec, get_gpu
 from k3lib.core.layout import Layout, deployable_layout, valid_tp_sizes
+
 # re-exported: tests/test_parallel.py imports them from here
 from k3lib.core.layout import check_tp as check_tp
 from k3lib.core.layout import stage_layer_counts as stage_layer_counts
@@ -27,16 +30,27 @@ from k3lib.core.precisions import get_weight_format
 from k3lib.core.search import gpus_per_node_of, min_gpus_plan, next_gpu_count
 from k3lib.core.units import GiB, parse_context_tokens, parse_positive_int
 
-
 # ---------------------------------------------------------------- the plan, from k3lib.core
 
-ParallelPlan = Plan   # one plan type: a ParallelPlan IS a k3lib.core.plan.Plan
+ParallelPlan = Plan  # one plan type: a ParallelPlan IS a k3lib.core.plan.Plan
 
 
-def distribute(*, model: "str | ModelSpec" = "kimi-k3", gpu: "str | GPUSpec" = "h200", layout: Layout | None = None,
-               tp: int | None = None, pp: int = 1, dp: int = 1, ep: int = 1, nodes: int = 1,
-               weights: str = "native", kv_dtype: str = "bf16", context: object = 262144, batch: object = 1,
-               assumptions: Assumptions | None = None) -> Plan:
+def distribute(
+    *,
+    model: str | ModelSpec = "kimi-k3",
+    gpu: str | GPUSpec = "h200",
+    layout: Layout | None = None,
+    tp: int | None = None,
+    pp: int = 1,
+    dp: int = 1,
+    ep: int = 1,
+    nodes: int = 1,
+    weights: str = "native",
+    kv_dtype: str = "bf16",
+    context: object = 262144,
+    batch: object = 1,
+    assumptions: Assumptions | None = None,
+) -> Plan:
     """:func:`k3lib.core.plan.make_plan` on an explicit ``layout`` (or ``tp``/``pp``/``dp``/``ep``/``nodes``).
 
     >>> p = distribute(model="llama-3.1-70b", gpu="h100", tp=16, context=8192, weights="bf16", nodes=2)
@@ -44,11 +58,23 @@ def distribute(*, model: "str | ModelSpec" = "kimi-k3", gpu: "str | GPUSpec" = "
     True
     """
     if layout is None:
-        layout = Layout(tp=parse_positive_int(tp if tp is not None else 1, "tp"), pp=parse_positive_int(pp, "pp"),
-                        dp=parse_positive_int(dp, "dp"), ep=parse_positive_int(ep, "ep"),
-                        nodes=parse_positive_int(nodes, "nodes"))
-    return make_plan(model=model, gpu=gpu, layout=layout, weights=weights, kv_dtype=kv_dtype, context=context,
-                     batch=batch, assumptions=assumptions)
+        layout = Layout(
+            tp=parse_positive_int(tp if tp is not None else 1, "tp"),
+            pp=parse_positive_int(pp, "pp"),
+            dp=parse_positive_int(dp, "dp"),
+            ep=parse_positive_int(ep, "ep"),
+            nodes=parse_positive_int(nodes, "nodes"),
+        )
+    return make_plan(
+        model=model,
+        gpu=gpu,
+        layout=layout,
+        weights=weights,
+        kv_dtype=kv_dtype,
+        context=context,
+        batch=batch,
+        assumptions=assumptions,
+    )
 
 
 def from_plan(plan: Plan, *, dp: int = 1, ep: int = 1) -> Plan:
@@ -57,9 +83,16 @@ def from_plan(plan: Plan, *, dp: int = 1, ep: int = 1) -> Plan:
     if dp == 1 and ep == 1:
         return plan
     layout = Layout(tp=plan.tp // dp, pp=plan.pp, dp=dp, ep=ep, nodes=plan.nodes)
-    return make_plan(model=plan.model, gpu=plan.gpu, layout=layout, weights=plan.weight_format,
-                     kv_dtype=plan.kv_dtype, context=plan.context_tokens, batch=plan.batch,
-                     assumptions=plan.assumptions)
+    return make_plan(
+        model=plan.model,
+        gpu=plan.gpu,
+        layout=layout,
+        weights=plan.weight_format,
+        kv_dtype=plan.kv_dtype,
+        context=plan.context_tokens,
+        batch=plan.batch,
+        assumptions=plan.assumptions,
+    )
 
 
 # ---------------------------------------------------------------- tables
@@ -71,7 +104,7 @@ def _unit(unit: str) -> int:
     return GiB if unit == "GiB" else 10**9
 
 
-def per_gpu_table(plan: "ParallelPlan | Plan", unit: str = "GiB"):
+def per_gpu_table(plan: ParallelPlan | Plan, unit: str = "GiB"):
     """One row per pipeline stage (every GPU of a stage holds the same): each component,
     the total, capacity and headroom in ``unit``; the fullest stage is marked.
 
@@ -98,7 +131,7 @@ def per_gpu_table(plan: "ParallelPlan | Plan", unit: str = "GiB"):
     return pd.DataFrame(rows)
 
 
-def per_gpu_long(plan: "ParallelPlan | Plan", unit: str = "GiB"):
+def per_gpu_long(plan: ParallelPlan | Plan, unit: str = "GiB"):
     """Long format for a stacked bar: ``GPU`` (stage label), ``component``, ``{unit}``,
     ``available``."""
     import pandas as pd
@@ -107,25 +140,42 @@ def per_gpu_long(plan: "ParallelPlan | Plan", unit: str = "GiB"):
     div = _unit(unit)
     rows = []
     for s in pp.shares:
-        label = f"stage {s.stage}: {s.layers} layers, ×{s.gpus} GPUs" if pp.layout.pp > 1 else \
-            f"each of {s.gpus} GPUs"
+        label = f"stage {s.stage}: {s.layers} layers, ×{s.gpus} GPUs" if pp.layout.pp > 1 else f"each of {s.gpus} GPUs"
         for i, (name, b) in enumerate(s.components().items()):
-            rows.append({"GPU": label, "component": name, "order": i, unit: b / div,
-                         "available": s.available_bytes / div})
+            rows.append(
+                {"GPU": label, "component": name, "order": i, unit: b / div, "available": s.available_bytes / div}
+            )
     return pd.DataFrame(rows)
 
 
-def compare_layouts(layouts: Sequence[tuple[str, Layout]], *, model: "str | ModelSpec", gpu: str, weights: str,
-                    kv_dtype: str, context: object, batch: object = 1, unit: str = "GiB",
-                    assumptions: Assumptions | None = None):
+def compare_layouts(
+    layouts: Sequence[tuple[str, Layout]],
+    *,
+    model: str | ModelSpec,
+    gpu: str,
+    weights: str,
+    kv_dtype: str,
+    context: object,
+    batch: object = 1,
+    unit: str = "GiB",
+    assumptions: Assumptions | None = None,
+):
     """One row per named layout: the fullest GPU's components and whether it fits."""
     import pandas as pd
 
     div = _unit(unit)
     rows = []
     for name, lay in layouts:
-        p = distribute(model=model, gpu=gpu, layout=lay, weights=weights, kv_dtype=kv_dtype, context=context,
-                       batch=batch, assumptions=assumptions)
+        p = distribute(
+            model=model,
+            gpu=gpu,
+            layout=lay,
+            weights=weights,
+            kv_dtype=kv_dtype,
+            context=context,
+            batch=batch,
+            assumptions=assumptions,
+        )
         pk = p.peak
         row: dict[str, Any] = {"layout": name, "GPUs": lay.gpus}
         for comp, b in pk.components().items():
@@ -137,8 +187,9 @@ def compare_layouts(layouts: Sequence[tuple[str, Layout]], *, model: "str | Mode
     return pd.DataFrame(rows)
 
 
-def kv_per_gpu_vs_tp(models: Sequence[str], *, tps: Sequence[int], context: object = "128K", kv_dtype: str = "bf16",
-                     unit: str = "GiB"):
+def kv_per_gpu_vs_tp(
+    models: Sequence[str], *, tps: Sequence[int], context: object = "128K", kv_dtype: str = "bf16", unit: str = "GiB"
+):
     """KV cache on one GPU against TP, next to the guide's rule (total ÷ TP): the
     difference is the replication — GQA past $K$ KV heads, MLA always.
 
@@ -158,10 +209,16 @@ def kv_per_gpu_vs_tp(models: Sequence[str], *, tps: Sequence[int], context: obje
         for t in tps:
             if t not in allowed:
                 continue
-            per = kv_bytes_per_gpu(m, kv_total_bytes=total, context_tokens=ctx, batch=1, kv_dtype=kv_dtype,
-                                   tp=t, pp=1)
-            rows.append({"model": m.name, "TP": t, f"KV per GPU ({unit})": per / div,
-                         f"guide rule: total ÷ TP ({unit})": total / t / div, "ratio to rule": per / (total / t)})
+            per = kv_bytes_per_gpu(m, kv_total_bytes=total, context_tokens=ctx, batch=1, kv_dtype=kv_dtype, tp=t, pp=1)
+            rows.append(
+                {
+                    "model": m.name,
+                    "TP": t,
+                    f"KV per GPU ({unit})": per / div,
+                    f"guide rule: total ÷ TP ({unit})": total / t / div,
+                    "ratio to rule": per / (total / t),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -171,9 +228,18 @@ def nccl_table(tps: Sequence[int] = (1, 2, 4, 8, 16), *, nccl_bytes: int = NCCL_
     import pandas as pd
 
     div = _unit(unit)
-    return pd.DataFrame([{"TP": t, f"NCCL buffers per GPU ({unit})": overhead_bytes_per_gpu(
-        tp=t, payload_bytes_per_gpu=0, cuda_context_bytes=0, nccl_bytes=nccl_bytes,
-        fragmentation_fraction=0) / div} for t in tps])
+    return pd.DataFrame(
+        [
+            {
+                "TP": t,
+                f"NCCL buffers per GPU ({unit})": overhead_bytes_per_gpu(
+                    tp=t, payload_bytes_per_gpu=0, cuda_context_bytes=0, nccl_bytes=nccl_bytes, fragmentation_fraction=0
+                )
+                / div,
+            }
+            for t in tps
+        ]
+    )
 
 
 # ---------------------------------------------------------------- GPU counts
@@ -192,22 +258,52 @@ def layouts_for(model: ModelSpec, gpus: int, *, gpus_per_node: int = 8) -> tuple
         return ()
 
 
-def min_gpus(*, model: "str | ModelSpec", gpu: str, weights: str, kv_dtype: str, context: object, batch: object = 1,
-             gpus_per_node: int | None = None, max_gpus: int = 256, whole_nodes: bool = True,
-             assumptions: Assumptions | None = None) -> Plan | None:
+def min_gpus(
+    *,
+    model: str | ModelSpec,
+    gpu: str,
+    weights: str,
+    kv_dtype: str,
+    context: object,
+    batch: object = 1,
+    gpus_per_node: int | None = None,
+    max_gpus: int = 256,
+    whole_nodes: bool = True,
+    assumptions: Assumptions | None = None,
+) -> Plan | None:
     """The fewest GPUs, deployable (one node, then whole nodes, TP inside a node), whose
     fullest GPU fits: :func:`k3lib.core.search.min_gpus_plan`. ``gpus_per_node`` is the
     GPU's own (hardware row); the argument is kept for callers and must agree with it."""
     if gpus_per_node is not None and gpus_per_node != gpus_per_node_of(gpu):
-        raise K3InputError("gpus_per_node", f"{gpus_per_node} is not what a {get_gpu(gpu).name} node holds",
-                           str(gpus_per_node_of(gpu)))
-    return min_gpus_plan(model=model, gpu=gpu, weights=weights, kv_dtype=kv_dtype, context=context, batch=batch,
-                         max_gpus=max_gpus, whole_nodes=whole_nodes, assumptions=assumptions)
+        raise K3InputError(
+            "gpus_per_node", f"{gpus_per_node} is not what a {get_gpu(gpu).name} node holds", str(gpus_per_node_of(gpu))
+        )
+    return min_gpus_plan(
+        model=model,
+        gpu=gpu,
+        weights=weights,
+        kv_dtype=kv_dtype,
+        context=context,
+        batch=batch,
+        max_gpus=max_gpus,
+        whole_nodes=whole_nodes,
+        assumptions=assumptions,
+    )
 
 
-def gpu_count_table(*, model: "str | ModelSpec", gpu: "str | Sequence[str]", rows: Sequence[tuple[str, str]],
-                    context: object, batch: object = 1, production_extra: int = 1, gpus_per_node: int | None = None,
-                    whole_nodes: bool = True, assumptions: Assumptions | None = None, unit: str = "GiB"):
+def gpu_count_table(
+    *,
+    model: str | ModelSpec,
+    gpu: str | Sequence[str],
+    rows: Sequence[tuple[str, str]],
+    context: object,
+    batch: object = 1,
+    production_extra: int = 1,
+    gpus_per_node: int | None = None,
+    whole_nodes: bool = True,
+    assumptions: Assumptions | None = None,
+    unit: str = "GiB",
+):
     """The guide's lost "optimal GPU counts by precision" table: for each GPU and each
     (weights, KV dtype) row, the fewest GPUs that fit (:func:`min_gpus`) and the
     production count: the guide's "add one more GPU to each row", read as the next
@@ -216,21 +312,43 @@ def gpu_count_table(*, model: "str | ModelSpec", gpu: "str | Sequence[str]", row
 
     div = _unit(unit)
     out = []
-    for g in ([gpu] if isinstance(gpu, str) else list(gpu)):
+    for g in [gpu] if isinstance(gpu, str) else list(gpu):
         name = get_gpu(g).name
         for weights, kv in rows:
-            p = min_gpus(model=model, gpu=g, weights=weights, kv_dtype=kv, context=context, batch=batch,
-                         gpus_per_node=gpus_per_node, whole_nodes=whole_nodes, assumptions=assumptions)
+            p = min_gpus(
+                model=model,
+                gpu=g,
+                weights=weights,
+                kv_dtype=kv,
+                context=context,
+                batch=batch,
+                gpus_per_node=gpus_per_node,
+                whole_nodes=whole_nodes,
+                assumptions=assumptions,
+            )
             row: dict[str, Any] = {"GPU": name, "weights": weights, "KV dtype": kv}
             if p is None:
-                row.update({"minimum GPUs": None, "layout": "none up to 256", f"fullest GPU ({unit})": None,
-                            f"headroom per GPU ({unit})": None, f"production GPUs (+{production_extra})": None})
+                row.update(
+                    {
+                        "minimum GPUs": None,
+                        "layout": "none up to 256",
+                        f"fullest GPU ({unit})": None,
+                        f"headroom per GPU ({unit})": None,
+                        f"production GPUs (+{production_extra})": None,
+                    }
+                )
             else:
-                row.update({"minimum GPUs": p.layout.gpus, "layout": p.layout.describe(),
-                            f"fullest GPU ({unit})": round(p.peak.total_bytes / div, 1),
-                            f"headroom per GPU ({unit})": round(p.peak.headroom_bytes / div, 1),
-                            f"production GPUs (+{production_extra})": next_gpu_count(
-                                p.model, p.gpu, at_least=p.gpus + production_extra, whole_nodes=whole_nodes)})
+                row.update(
+                    {
+                        "minimum GPUs": p.layout.gpus,
+                        "layout": p.layout.describe(),
+                        f"fullest GPU ({unit})": round(p.peak.total_bytes / div, 1),
+                        f"headroom per GPU ({unit})": round(p.peak.headroom_bytes / div, 1),
+                        f"production GPUs (+{production_extra})": next_gpu_count(
+                            p.model, p.gpu, at_least=p.gpus + production_extra, whole_nodes=whole_nodes
+                        ),
+                    }
+                )
             out.append(row)
     return pd.DataFrame(out)
 
@@ -245,8 +363,9 @@ GUIDE000_CASES: tuple[tuple[str, dict[str, str], float, str], ...] = (
     ("fix 2: Q8 weights", {"weights": "q8"}, 78.8, "total ~78.8"),
     ("fix 3: FP8 KV cache", {"kv_dtype": "fp8"}, 88.8, "total ~88.8"),
 )
-GUIDE000_BASE: dict[str, Any] = dict(model="kimi-k3@guide-000", gpu="h100", gpus=8, weights="bf16", kv_dtype="bf16",
-                     context="512K")
+GUIDE000_BASE: dict[str, Any] = dict(
+    model="kimi-k3@guide-000", gpu="h100", gpus=8, weights="bf16", kv_dtype="bf16", context="512K"
+)
 GUIDE000_CASE2: dict[str, Any] = dict(model="kimi-k3@guide-000", gpu="h100", gpus=5, weights="q4", context="128K")
 
 
@@ -258,12 +377,13 @@ def guide000_assumption_sets() -> tuple[tuple[str, Assumptions], ...]:
     """
     return (
         ("stated: act 10, 8/GPU", Assumptions()),
-        ("worked example: act 10, 6/GPU",
-         Assumptions(activation_bytes=10 * GiB, overhead_per_gpu_bytes=6 * GiB)),
+        ("worked example: act 10, 6/GPU", Assumptions(activation_bytes=10 * GiB, overhead_per_gpu_bytes=6 * GiB)),
         ("act 12, 5/GPU", Assumptions(activation_bytes=12 * GiB, overhead_per_gpu_bytes=5 * GiB)),
         ("act 10, 7/GPU", Assumptions(activation_bytes=10 * GiB, overhead_per_gpu_bytes=7 * GiB)),
-        ("both cases: act 33⅓, 2⅓/GPU",
-         Assumptions(activation_bytes=round(100 / 3 * GiB), overhead_per_gpu_bytes=round(7 / 3 * GiB))),
+        (
+            "both cases: act 33⅓, 2⅓/GPU",
+            Assumptions(activation_bytes=round(100 / 3 * GiB), overhead_per_gpu_bytes=round(7 / 3 * GiB)),
+        ),
     )
 
 
@@ -276,15 +396,25 @@ def guide000_implied_table(unit: str = "GiB"):
     div = _unit(unit)
     rows = []
     figures = [(case, {**GUIDE000_BASE, **change}, guide) for case, change, guide, _ in GUIDE000_CASES]
-    figures += [("5× H100, Q4, 128K, FP8 KV", {**GUIDE000_CASE2, "kv_dtype": "fp8"}, 80 - 2.8),
-                ("5× H100, Q4, 128K, BF16 KV", {**GUIDE000_CASE2, "kv_dtype": "bf16"}, 80 - 2.8)]
+    figures += [
+        ("5× H100, Q4, 128K, FP8 KV", {**GUIDE000_CASE2, "kv_dtype": "fp8"}, 80 - 2.8),
+        ("5× H100, Q4, 128K, BF16 KV", {**GUIDE000_CASE2, "kv_dtype": "bf16"}, 80 - 2.8),
+    ]
     for case, args, guide in figures:
         g = make_plan(**args).per_gpu
         w, kv = g.weights_bytes / div, g.kv_cache_bytes / div
-        rows.append({"case": case, "GPUs": args["gpus"], f"guide total per GPU ({unit})": guide,
-                     f"weights per GPU ({unit})": round(w, 2), f"KV per GPU ({unit})": round(kv, 2),
-                     f"left for activation + overhead ({unit})": round(implied_extra_per_gpu(
-                         total_per_gpu=guide, weights_per_gpu=w, kv_per_gpu=kv), 2)})
+        rows.append(
+            {
+                "case": case,
+                "GPUs": args["gpus"],
+                f"guide total per GPU ({unit})": guide,
+                f"weights per GPU ({unit})": round(w, 2),
+                f"KV per GPU ({unit})": round(kv, 2),
+                f"left for activation + overhead ({unit})": round(
+                    implied_extra_per_gpu(total_per_gpu=guide, weights_per_gpu=w, kv_per_gpu=kv), 2
+                ),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -300,11 +430,17 @@ def guide000_tier_check(unit: str = "GiB"):
     for tier in ("bf16", "q8", "q4", "q2"):
         b = get_weight_format(tier).bits
         w = prof.weights_bytes_by_tier[tier]
-        rows.append({"tier": tier, "bits per weight": b, f"guide ({unit})": round(w / div, 1),
-                     f"594 × bits/16 ({unit})": round(bf16 * b / 16 / div, 1),
-                     f"guide per GPU at 8 ({unit})": round(w / 8 / div, 2),
-                     f"rule per GPU at 8 ({unit})": round(bf16 * b / 16 / 8 / div, 2),
-                     "guide ÷ rule": round(w / (bf16 * b / 16), 2)})
+        rows.append(
+            {
+                "tier": tier,
+                "bits per weight": b,
+                f"guide ({unit})": round(w / div, 1),
+                f"594 × bits/16 ({unit})": round(bf16 * b / 16 / div, 1),
+                f"guide per GPU at 8 ({unit})": round(w / 8 / div, 2),
+                f"rule per GPU at 8 ({unit})": round(bf16 * b / 16 / 8 / div, 2),
+                "guide ÷ rule": round(w / (bf16 * b / 16), 2),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -339,11 +475,18 @@ def guide000_case2_table(assumptions: Sequence[tuple[str, str, Assumptions]] | N
     rows = []
     for name, kv, a in assumptions:
         g = make_plan(**GUIDE000_CASE2, kv_dtype=kv, assumptions=a).per_gpu
-        rows.append({"assumption": name, "KV dtype": kv, f"weights ({unit})": round(g.weights_bytes / div, 2),
-                     f"KV cache ({unit})": round(g.kv_cache_bytes / div, 2),
-                     f"activation + overhead ({unit})": round((g.activation_bytes + g.overhead_bytes) / div, 2),
-                     f"total ({unit})": round(g.total_bytes / div, 2), f"headroom ({unit})": round(g.headroom_bytes / div, 2),
-                     f"guide headroom ({unit})": 2.8})
+        rows.append(
+            {
+                "assumption": name,
+                "KV dtype": kv,
+                f"weights ({unit})": round(g.weights_bytes / div, 2),
+                f"KV cache ({unit})": round(g.kv_cache_bytes / div, 2),
+                f"activation + overhead ({unit})": round((g.activation_bytes + g.overhead_bytes) / div, 2),
+                f"total ({unit})": round(g.total_bytes / div, 2),
+                f"headroom ({unit})": round(g.headroom_bytes / div, 2),
+                f"guide headroom ({unit})": 2.8,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -370,5 +513,3 @@ def solve_activation_overhead(cases: Sequence[tuple[int, float]]) -> tuple[float
         raise K3InputError("cases", "two different GPU counts are needed")
     a = (x1 - x2) / (1 / g1 - 1 / g2)
     return a, x1 - a / g1
-
-

@@ -15,22 +15,24 @@ marketed memory); a real architecture with k3lib's measured rules (the same defa
 >>> c.gpus, c.label
 (16, '2 nodes × 8 h200-sxm, weights native, KV fp8, context 256K (TP=8 PP=2, vllm)')
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from k3lib.core.memory import weights_bytes
+from k3lib.core.checkpoints import checkpoints_for
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import GPUSpec, get_gpu
-from k3lib.core.models import ModelSpec, PublishedProfile, get_model, get_profile
-from k3lib.core.checkpoints import checkpoints_for
 from k3lib.core.layout import Layout, choose_layout
+from k3lib.core.memory import weights_bytes
+from k3lib.core.models import ModelSpec, PublishedProfile, get_model, get_profile
 from k3lib.core.plan import Assumptions, Plan, make_plan
-from k3lib.core.search import candidate_gpu_counts, context_grid_tokens, gpus_per_node_of, min_gpus_plan
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
+from k3lib.core.search import candidate_gpu_counts, context_grid_tokens, gpus_per_node_of, min_gpus_plan
 from k3lib.core.sweep import sweep
 from k3lib.core.units import GiB, context_label, parse_context_tokens, parse_positive_int
 
@@ -146,14 +148,14 @@ def _checkpoint_engine(engine: Any) -> str:
     return "vllm" if eid in ("generic", "guide", "k3lib", "default") else eid
 
 
-def _hw(gpu: "str | GPUSpec") -> GPUSpec:
+def _hw(gpu: str | GPUSpec) -> GPUSpec:
     return gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)
 
 
 # ----------------------------------------------------------------- precisions
 
 
-def precision_ladder(model: "str | ModelSpec", engine: str = "vllm") -> tuple[str, ...]:
+def precision_ladder(model: str | ModelSpec, engine: str = "vllm") -> tuple[str, ...]:
     """The weights the solver may choose from, best quality first.
 
     A guide profile: its published tiers (as k3lib format ids), by bits per weight.
@@ -168,7 +170,7 @@ def precision_ladder(model: "str | ModelSpec", engine: str = "vllm") -> tuple[st
     >>> precision_ladder("kimi-k3", engine="llama.cpp")[:3]
     ('ud-q8_k_xl', 'ud-q4_k_xl', 'ud-q2_k_xl')
     """
-    if hasattr(model, "require_architecture"):   # the user's own file: its own weights, nothing else exists
+    if hasattr(model, "require_architecture"):  # the user's own file: its own weights, nothing else exists
         return ("native",)
     spec = _spec(model)
     if isinstance(spec, PublishedProfile):
@@ -196,6 +198,7 @@ def _rank_kv(kv_dtypes: Sequence[str]) -> tuple[str, ...]:
 
 # ----------------------------------------------------------------- vectorized grid
 
+
 @dataclass(frozen=True)
 class _Grid:
     """Fits and per-GPU totals over (GPU count, weights, KV dtype, context)."""
@@ -216,22 +219,47 @@ class _Grid:
         return np.where(self.fits.any(axis=-1), self.contexts[last], 0)
 
 
-def _grid(spec: ModelSpec, hw: GPUSpec, counts: Sequence[int], weights: Sequence[str],
-          kv_dtypes: Sequence[str], contexts: Iterable[int], *, batch: int, assumptions: Assumptions,
-          nodes: int | None = None) -> _Grid:
+def _grid(
+    spec: ModelSpec,
+    hw: GPUSpec,
+    counts: Sequence[int],
+    weights: Sequence[str],
+    kv_dtypes: Sequence[str],
+    contexts: Iterable[int],
+    *,
+    batch: int,
+    assumptions: Assumptions,
+    nodes: int | None = None,
+) -> _Grid:
     """One :func:`k3lib.core.sweep.sweep` call over deployable counts (or ``nodes`` nodes)."""
     counts = tuple(int(n) for n in counts)
     ctx = np.asarray(sorted(set(int(c) for c in contexts)), dtype=np.int64)
-    res = sweep(models=[spec], gpus=[hw.id], counts=list(counts), weights=list(weights),
-                kv_dtypes=list(kv_dtypes), contexts=ctx.tolist(), batch=batch, nodes=nodes,
-                assumptions=assumptions)
+    res = sweep(
+        models=[spec],
+        gpus=[hw.id],
+        counts=list(counts),
+        weights=list(weights),
+        kv_dtypes=list(kv_dtypes),
+        contexts=ctx.tolist(),
+        batch=batch,
+        nodes=nodes,
+        assumptions=assumptions,
+    )
     per_node = gpus_per_node_of(hw)
     layouts = tuple(choose_layout(spec, gpus=n, nodes=nodes, gpus_per_node=per_node) for n in counts)
-    return _Grid(counts, layouts, tuple(res.weights), _rank_kv(kv_dtypes), ctx, res.fits[0, 0],
-                 res.total_bytes_per_gpu[0, 0], res.available_bytes_per_gpu[0, 0])
+    return _Grid(
+        counts,
+        layouts,
+        tuple(res.weights),
+        _rank_kv(kv_dtypes),
+        ctx,
+        res.fits[0, 0],
+        res.total_bytes_per_gpu[0, 0],
+        res.available_bytes_per_gpu[0, 0],
+    )
 
 
-def context_grid(model: "str | ModelSpec", step_tokens: int = CONTEXT_STEP_TOKENS) -> np.ndarray:
+def context_grid(model: str | ModelSpec, step_tokens: int = CONTEXT_STEP_TOKENS) -> np.ndarray:
     """Contexts ``step, 2·step, …`` up to the model's maximum (1K steps to 1M: 1,024 points)."""
     return context_grid_tokens(_spec(model), step_tokens)
 
@@ -275,34 +303,59 @@ class Configuration:
 
     @property
     def label(self) -> str:
-        where = f"{self.nodes} nodes × {self.gpus // self.nodes} {self.gpu}" if self.nodes > 1 \
+        where = (
+            f"{self.nodes} nodes × {self.gpus // self.nodes} {self.gpu}"
+            if self.nodes > 1
             else f"{self.gpus}× {self.gpu}"
-        return (f"{where}, weights {self.weights}, KV {self.kv_dtype}, "
-                f"context {format_context(self.context_tokens)} (TP={self.tp} PP={self.pp}, {self.engine})")
+        )
+        return (
+            f"{where}, weights {self.weights}, KV {self.kv_dtype}, "
+            f"context {format_context(self.context_tokens)} (TP={self.tp} PP={self.pp}, {self.engine})"
+        )
 
     def plan(self) -> Plan:
         """The full :class:`~k3lib.core.plan.Plan` of this configuration: the plan for its
         engine it was verified with, or (guide policy, generic model) one make_plan call."""
         if self.engine_plan is not None:
             return self.engine_plan
-        return make_plan(model=self.model, gpu=self.gpu, gpus=self.gpus, nodes=self.nodes, weights=self.weights,
-                         kv_dtype=self.kv_dtype, context=self.context_tokens, batch=self.batch,
-                         assumptions=self.assumptions)
+        return make_plan(
+            model=self.model,
+            gpu=self.gpu,
+            gpus=self.gpus,
+            nodes=self.nodes,
+            weights=self.weights,
+            kv_dtype=self.kv_dtype,
+            context=self.context_tokens,
+            batch=self.batch,
+            assumptions=self.assumptions,
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "gpu": self.gpu, "gpus": self.gpus, "nodes": self.nodes, "tp": self.tp,
-                "pp": self.pp, "weights": self.weights, "kv_dtype": self.kv_dtype, "engine": self.engine,
-                "context_tokens": self.context_tokens, "batch": self.batch,
-                "total_bytes_per_gpu": self.total_bytes_per_gpu,
-                "available_bytes_per_gpu": self.available_bytes_per_gpu,
-                "headroom_bytes_per_gpu": self.headroom_bytes_per_gpu,
-                "max_context_tokens": self.max_context_tokens, "reason": self.reason}
+        return {
+            "model": self.model,
+            "gpu": self.gpu,
+            "gpus": self.gpus,
+            "nodes": self.nodes,
+            "tp": self.tp,
+            "pp": self.pp,
+            "weights": self.weights,
+            "kv_dtype": self.kv_dtype,
+            "engine": self.engine,
+            "context_tokens": self.context_tokens,
+            "batch": self.batch,
+            "total_bytes_per_gpu": self.total_bytes_per_gpu,
+            "available_bytes_per_gpu": self.available_bytes_per_gpu,
+            "headroom_bytes_per_gpu": self.headroom_bytes_per_gpu,
+            "max_context_tokens": self.max_context_tokens,
+            "reason": self.reason,
+        }
 
 
-def _pick(spec: ModelSpec, hw: GPUSpec, grid: _Grid, target: int, batch: int, a: Assumptions, why: str,
-          engine: str) -> Configuration | None:
+def _pick(
+    spec: ModelSpec, hw: GPUSpec, grid: _Grid, target: int, batch: int, a: Assumptions, why: str, engine: str
+) -> Configuration | None:
     ti = int(np.searchsorted(grid.contexts, target))
-    hits = np.argwhere(grid.fits[..., ti])                           # C order = (count, precision, KV) order
+    hits = np.argwhere(grid.fits[..., ti])  # C order = (count, precision, KV) order
     if not len(hits):
         return None
     r, p, k = (int(x) for x in hits[0])
@@ -311,16 +364,29 @@ def _pick(spec: ModelSpec, hw: GPUSpec, grid: _Grid, target: int, batch: int, a:
     avail = int(grid.available_bytes_per_gpu[r, p, k, ti])
     mx = int(grid.max_context()[r, p, k])
     w, kv = grid.weights[p], grid.kv_dtypes[k]
-    reason = (f"{why}: {n}× {hw.id} ({lay.describe()}) at weights {w} and KV {kv} needs {_gib(total)} of "
-              f"{_gib(avail)} on the fullest GPU at {format_context(target)} ({_gib(avail - total)} headroom) "
-              f"and holds up to {format_context(mx)}.")
-    return Configuration(spec.id, hw.id, n, lay.nodes, lay.tp, lay.pp, w, kv, target, batch, total, avail, mx,
-                         reason, a, engine)
+    reason = (
+        f"{why}: {n}× {hw.id} ({lay.describe()}) at weights {w} and KV {kv} needs {_gib(total)} of "
+        f"{_gib(avail)} on the fullest GPU at {format_context(target)} ({_gib(avail - total)} headroom) "
+        f"and holds up to {format_context(mx)}."
+    )
+    return Configuration(
+        spec.id, hw.id, n, lay.nodes, lay.tp, lay.pp, w, kv, target, batch, total, avail, mx, reason, a, engine
+    )
 
 
-def _engine_pick(model: Any, spec: ModelSpec, hw: GPUSpec, counts: Sequence[int], ws: Sequence[str],
-                 ks: Sequence[str], target: int, batch: int, engine: str | EngineSettings, why: str,
-                 nodes: int | None = None) -> Configuration | None:
+def _engine_pick(
+    model: Any,
+    spec: ModelSpec,
+    hw: GPUSpec,
+    counts: Sequence[int],
+    ws: Sequence[str],
+    ks: Sequence[str],
+    target: int,
+    batch: int,
+    engine: str | EngineSettings,
+    why: str,
+    nodes: int | None = None,
+) -> Configuration | None:
     """The first (count, checkpoint, KV dtype), in preference order, whose plan for ``engine``
     fits by that engine's rules (:func:`k3lib.engines.deployment.plan_for_engine`), with
     its maximum context under the same rules."""
@@ -332,42 +398,81 @@ def _engine_pick(model: Any, spec: ModelSpec, hw: GPUSpec, counts: Sequence[int]
         for w in ws:
             for kv in ks:
                 try:
-                    p = plan_for_engine(model=model, engine=engine, gpu=hw, gpus=n, nodes=nodes, weights=w,
-                                        kv_dtype=kv, context=target, batch=batch, with_limits=False)
+                    p = plan_for_engine(
+                        model=model,
+                        engine=engine,
+                        gpu=hw,
+                        gpus=n,
+                        nodes=nodes,
+                        weights=w,
+                        kv_dtype=kv,
+                        context=target,
+                        batch=batch,
+                        with_limits=False,
+                    )
                 except K3InputError:
                     continue
                 if not p.fits:
                     continue
                 verdict = p.engine
-                assert verdict is not None                    # plan_for_engine always sets it
+                assert verdict is not None  # plan_for_engine always sets it
                 settings = engine if isinstance(engine, EngineSettings) else EngineSettings(verdict.engine)
                 mx = engine_max_context_tokens(model, p, settings, weights=w, kv_dtype=kv)
                 verdict = dataclasses.replace(verdict, max_context_tokens=mx)
                 p = dataclasses.replace(p, engine=verdict)
                 pg = p.per_gpu
-                reason = (f"{why}: {n}× {hw.id} ({p.layout.describe()}) at weights {p.weight_format} and KV "
-                          f"{p.kv_dtype}: {p.reason}; holds up to {format_context(mx)} by "
-                          f"{verdict.name}'s rules.")
-                return Configuration(spec.id, hw.id, n, p.nodes, p.tp, p.pp, p.weight_format, p.kv_dtype, target,
-                                     batch, pg.total_bytes, pg.available_bytes, mx, reason, p.assumptions,
-                                     verdict.engine, source=model if model is not spec else None, engine_plan=p)
+                reason = (
+                    f"{why}: {n}× {hw.id} ({p.layout.describe()}) at weights {p.weight_format} and KV "
+                    f"{p.kv_dtype}: {p.reason}; holds up to {format_context(mx)} by "
+                    f"{verdict.name}'s rules."
+                )
+                return Configuration(
+                    spec.id,
+                    hw.id,
+                    n,
+                    p.nodes,
+                    p.tp,
+                    p.pp,
+                    p.weight_format,
+                    p.kv_dtype,
+                    target,
+                    batch,
+                    pg.total_bytes,
+                    pg.available_bytes,
+                    mx,
+                    reason,
+                    p.assumptions,
+                    verdict.engine,
+                    source=model if model is not spec else None,
+                    engine_plan=p,
+                )
     return None
 
 
 def _solver_inputs(model, gpu, context, weights, kv_dtypes, batch, engine):
     spec, hw = _spec(model), _hw(gpu)
     target = parse_context_tokens(context, "context")
-    ws = tuple(weights or precision_ladder(model if hasattr(model, "require_architecture") else spec,
-                                           _checkpoint_engine(engine)))
+    ws = tuple(
+        weights
+        or precision_ladder(model if hasattr(model, "require_architecture") else spec, _checkpoint_engine(engine))
+    )
     ks = _rank_kv(kv_dtypes)
     n_batch = parse_positive_int(batch, "batch")
     return spec, hw, target, ws, ks, n_batch
 
 
-def cheapest_configuration(*, model: str | ModelSpec | LoadedModel, gpu: str | GPUSpec, context: object,
-                           weights: Sequence[str] | None = None, kv_dtypes: Sequence[str] = SOLVER_KV_DTYPES,
-                           max_gpus: int = 32, engine: str | EngineSettings = "vllm", batch: object = 1,
-                           assumptions: Assumptions | None = None) -> Configuration | None:
+def cheapest_configuration(
+    *,
+    model: str | ModelSpec | LoadedModel,
+    gpu: str | GPUSpec,
+    context: object,
+    weights: Sequence[str] | None = None,
+    kv_dtypes: Sequence[str] = SOLVER_KV_DTYPES,
+    max_gpus: int = 32,
+    engine: str | EngineSettings = "vllm",
+    batch: object = 1,
+    assumptions: Assumptions | None = None,
+) -> Configuration | None:
     """The cheapest deployable configuration that holds ``context``: fewest GPUs (one node,
     then whole nodes), then the best checkpoint (``weights`` in preference order, default
     :func:`precision_ladder` for ``engine``), then the highest KV precision. ``None`` if
@@ -385,18 +490,27 @@ def cheapest_configuration(*, model: str | ModelSpec | LoadedModel, gpu: str | G
     if target > spec.max_context_tokens or not counts:
         return None
     if _is_engine(engine) and not isinstance(spec, PublishedProfile):
-        return _engine_pick(model, spec, hw, counts, ws, ks, target, n_batch, engine,
-                            "fewest GPUs, then highest precision")
+        return _engine_pick(
+            model, spec, hw, counts, ws, ks, target, n_batch, engine, "fewest GPUs, then highest precision"
+        )
     ctx = np.append(context_grid(spec), target)
     grid = _grid(spec, hw, counts, ws, ks, ctx, batch=n_batch, assumptions=a)
     return _pick(spec, hw, grid, target, n_batch, a, "fewest GPUs, then highest precision", _engine_id(engine))
 
 
-def best_configuration(*, model: str | ModelSpec | LoadedModel, gpu: str | GPUSpec, gpus: object, context: object,
-                       nodes: object = None, weights: Sequence[str] | None = None,
-                       kv_dtypes: Sequence[str] = SOLVER_KV_DTYPES, engine: str | EngineSettings = "vllm",
-                       batch: object = 1,
-                       assumptions: Assumptions | None = None) -> Configuration | None:
+def best_configuration(
+    *,
+    model: str | ModelSpec | LoadedModel,
+    gpu: str | GPUSpec,
+    gpus: object,
+    context: object,
+    nodes: object = None,
+    weights: Sequence[str] | None = None,
+    kv_dtypes: Sequence[str] = SOLVER_KV_DTYPES,
+    engine: str | EngineSettings = "vllm",
+    batch: object = 1,
+    assumptions: Assumptions | None = None,
+) -> Configuration | None:
     """The best configuration for a given GPU count: the best checkpoint, then the highest
     KV precision, that holds ``context``; ``None`` if none does.
 
@@ -408,20 +522,30 @@ def best_configuration(*, model: str | ModelSpec | LoadedModel, gpu: str | GPUSp
     a = _a(assumptions, spec)
     n = parse_positive_int(gpus, "gpus")
     m = parse_positive_int(nodes, "nodes") if nodes is not None else None
-    choose_layout(spec, gpus=n, nodes=m, gpus_per_node=gpus_per_node_of(hw))   # validates, names the field
+    choose_layout(spec, gpus=n, nodes=m, gpus_per_node=gpus_per_node_of(hw))  # validates, names the field
     if target > spec.max_context_tokens:
         return None
     if _is_engine(engine) and not isinstance(spec, PublishedProfile):
-        return _engine_pick(model, spec, hw, [n], ws, ks, target, n_batch, engine,
-                            f"highest precision on {n} GPUs", nodes=m)
+        return _engine_pick(
+            model, spec, hw, [n], ws, ks, target, n_batch, engine, f"highest precision on {n} GPUs", nodes=m
+        )
     ctx = np.append(context_grid(spec), target)
     grid = _grid(spec, hw, [n], ws, ks, ctx, batch=n_batch, assumptions=a, nodes=m)
     return _pick(spec, hw, grid, target, n_batch, a, f"highest precision on {n} GPUs", _engine_id(engine))
 
 
-def min_gpus(*, model: "str | ModelSpec", gpu: "str | GPUSpec", weights: str, kv_dtype: str, context: object,
-             max_gpus: int = 256, batch: object = 1, whole_nodes: bool = True,
-             assumptions: Assumptions | None = None) -> int | None:
+def min_gpus(
+    *,
+    model: str | ModelSpec,
+    gpu: str | GPUSpec,
+    weights: str,
+    kv_dtype: str,
+    context: object,
+    max_gpus: int = 256,
+    batch: object = 1,
+    whole_nodes: bool = True,
+    assumptions: Assumptions | None = None,
+) -> int | None:
     """Fewest GPUs that hold ``context`` at these precisions: deployable counts (one node,
     then whole nodes), or with ``whole_nodes=False`` any count in one pool (the guides'
     own reading, for auditing their arithmetic). One sweep (:func:`k3lib.core.search.min_gpus_plan`).
@@ -433,8 +557,15 @@ def min_gpus(*, model: "str | ModelSpec", gpu: "str | GPUSpec", weights: str, kv
     11
     """
     spec = _spec(model)
-    p = min_gpus_plan(model=spec, gpu=gpu, weights=weights, kv_dtype=kv_dtype, context=context, batch=batch,
-                      max_gpus=max_gpus, whole_nodes=whole_nodes, assumptions=_a(assumptions, spec))
+    p = min_gpus_plan(
+        model=spec,
+        gpu=gpu,
+        weights=weights,
+        kv_dtype=kv_dtype,
+        context=context,
+        batch=batch,
+        max_gpus=max_gpus,
+        whole_nodes=whole_nodes,
+        assumptions=_a(assumptions, spec),
+    )
     return None if p is None else p.gpus
-
-

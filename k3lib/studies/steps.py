@@ -17,11 +17,13 @@ function that returns a frozen dataclass with its figure (``.figure``) and a one
 >>> step2_precision(model="kimi-k3@guide-000", budget=b).weights
 'q4'
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from k3lib.core.checkpoints import resolve_weights
 from k3lib.core.errors import K3InputError
@@ -32,13 +34,28 @@ from k3lib.core.plan import Assumptions, make_plan, memory_basis_for
 from k3lib.core.precisions import get_kv_dtype, get_weight_format
 from k3lib.core.search import next_gpu_count
 from k3lib.core.units import GB, GiB, parse_context_tokens, parse_positive_int
-
-from k3lib.studies.solver import (CONTEXT_STEP_TOKENS, GUIDE_DEFAULT_WEIGHTS,
-                                  GUIDE_FLASH_ATTENTION_SAVING, GUIDE_KV_DTYPES, GUIDE_MIN_TOKENS_PER_S,
-                                  guide004_active_params, guide_overhead_per_gpu_bytes, GUIDE_PAGED_ATTENTION_SAVING,
-                                  capped_claim_bytes,
-                                  GUIDE_WEIGHT_RESERVE_FRACTION, _a, _gib, _grid, _hw, _rank_kv, _spec,
-                                  context_grid, format_context, min_gpus, precision_ladder)
+from k3lib.studies.solver import (
+    CONTEXT_STEP_TOKENS,
+    GUIDE_DEFAULT_WEIGHTS,
+    GUIDE_FLASH_ATTENTION_SAVING,
+    GUIDE_KV_DTYPES,
+    GUIDE_MIN_TOKENS_PER_S,
+    GUIDE_PAGED_ATTENTION_SAVING,
+    GUIDE_WEIGHT_RESERVE_FRACTION,
+    _a,
+    _gib,
+    _grid,
+    _hw,
+    _rank_kv,
+    _spec,
+    capped_claim_bytes,
+    context_grid,
+    format_context,
+    guide004_active_params,
+    guide_overhead_per_gpu_bytes,
+    min_gpus,
+    precision_ladder,
+)
 
 if TYPE_CHECKING:
     from k3lib.engines.deployment import EngineSettings
@@ -76,8 +93,9 @@ class Budget:
         return f"real budget {_gib(self.budget_bytes)}"
 
 
-def step1_budget(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: object,
-                 assumptions: Assumptions | None = None) -> Budget:
+def step1_budget(
+    *, model: str | ModelSpec, gpu: str | GPUSpec, gpus: object, assumptions: Assumptions | None = None
+) -> Budget:
     """Real budget $B = G·C_{gpu} - O$, with $O = G·8$ GiB unless the assumptions say otherwise.
 
     >>> step1_budget(model="kimi-k3@guide-000", gpu="h100", gpus=4).budget_bytes / 2**30
@@ -98,8 +116,10 @@ def step1_budget(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: object
         rule = guide_overhead_per_gpu_bytes()
         overhead, how = rule * n, f"{n} × {_gib(rule)} (the guide's rule)"
     total = cap * n
-    reason = (f"{n} × {_gib(cap)} ({basis} memory of a {hw.id}) = {_gib(total)}, minus {how} of overhead "
-              f"= {_gib(total - overhead)}.")
+    reason = (
+        f"{n} × {_gib(cap)} ({basis} memory of a {hw.id}) = {_gib(total)}, minus {how} of overhead "
+        f"= {_gib(total - overhead)}."
+    )
     return Budget(hw.id, n, basis, cap, overhead, total, total - overhead, reason)
 
 
@@ -127,9 +147,14 @@ class PrecisionChoice:
         return f"{self.weights} ({_gib(self.weights_bytes)} of weights)"
 
 
-def step2_precision(*, model: "str | ModelSpec", budget: Budget,
-                    reserve_fraction: float = GUIDE_WEIGHT_RESERVE_FRACTION,
-                    default: str = GUIDE_DEFAULT_WEIGHTS, assumptions: Assumptions | None = None) -> PrecisionChoice:
+def step2_precision(
+    *,
+    model: str | ModelSpec,
+    budget: Budget,
+    reserve_fraction: float = GUIDE_WEIGHT_RESERVE_FRACTION,
+    default: str = GUIDE_DEFAULT_WEIGHTS,
+    assumptions: Assumptions | None = None,
+) -> PrecisionChoice:
     """The guide's "start with Q4 unless you have 10+ H100s", generalized by memory.
 
     *Upgrade* to the model's full precision when its weights fit in $(1-r)·B$, the budget
@@ -153,8 +178,11 @@ def step2_precision(*, model: "str | ModelSpec", budget: Budget,
     a = _a(assumptions, spec)
     ladder = precision_ladder(spec)
     sizes = {w: _weights_size(spec, w) for w in ladder}
-    act = a.activation_bytes if a.activation_bytes is not None else activation_bytes(
-        spec, batch=1, prefill_chunk_tokens=a.prefill_chunk_tokens)
+    act = (
+        a.activation_bytes
+        if a.activation_bytes is not None
+        else activation_bytes(spec, batch=1, prefill_chunk_tokens=a.prefill_chunk_tokens)
+    )
     limit = int(budget.budget_bytes * (1 - reserve_fraction))
     fitting = tuple(w for w in ladder if sizes[w] <= limit)
     loads = tuple(w for w in ladder if sizes[w] + act < budget.budget_bytes)
@@ -166,28 +194,47 @@ def step2_precision(*, model: "str | ModelSpec", budget: Budget,
         return _gib(budget.budget_bytes - sizes[x] - act)
 
     if top in fitting:
-        w, why = top, (f"{top} ({_gib(sizes[top])}) fits in {pct} of the budget ({_gib(limit)}), so there is "
-                       f"memory for full precision")
+        w, why = (
+            top,
+            (
+                f"{top} ({_gib(sizes[top])}) fits in {pct} of the budget ({_gib(limit)}), so there is "
+                f"memory for full precision"
+            ),
+        )
     elif dflt in loads:
-        better = [x for x in ladder[:ladder.index(dflt)] if sizes[x] <= sizes[dflt]]
+        better = [x for x in ladder[: ladder.index(dflt)] if sizes[x] <= sizes[dflt]]
         if better:
             w = better[0]
-            why = (f"{w} ({_gib(sizes[w])}) is no larger than the guide's {dflt} ({_gib(sizes[dflt])}) and loads "
-                   f"with {room(w)} left for the KV cache")
+            why = (
+                f"{w} ({_gib(sizes[w])}) is no larger than the guide's {dflt} ({_gib(sizes[dflt])}) and loads "
+                f"with {room(w)} left for the KV cache"
+            )
         else:
             w = dflt
             others = [x for x in fitting if ladder.index(x) < ladder.index(dflt)]
             also = f"; {', '.join(others)} would also fit in {pct}" if others else ""
-            why = (f"{top} ({_gib(sizes[top])}) does not fit in {pct} of the budget ({_gib(limit)}), so the guide's "
-                   f"{dflt} ({_gib(sizes[dflt])}, {room(dflt)} left for the KV cache){also}")
+            why = (
+                f"{top} ({_gib(sizes[top])}) does not fit in {pct} of the budget ({_gib(limit)}), so the guide's "
+                f"{dflt} ({_gib(sizes[dflt])}, {room(dflt)} left for the KV cache){also}"
+            )
     elif loads:
         w = loads[0]
-        why = (f"{dflt} ({_gib(sizes.get(dflt, 0))}) plus activation does not load in {_gib(budget.budget_bytes)}; "
-               f"{w} ({_gib(sizes[w])}) is the highest precision that does, with {room(w)} left for the KV cache")
+        why = (
+            f"{dflt} ({_gib(sizes.get(dflt, 0))}) plus activation does not load in {_gib(budget.budget_bytes)}; "
+            f"{w} ({_gib(sizes[w])}) is the highest precision that does, with {room(w)} left for the KV cache"
+        )
     else:
-        return PrecisionChoice(None, None, limit, reserve_fraction, (), (
-            f"even {ladder[-1]} ({_gib(sizes[ladder[-1]])}) plus activation exceeds the real budget "
-            f"({_gib(budget.budget_bytes)}): add GPUs."))
+        return PrecisionChoice(
+            None,
+            None,
+            limit,
+            reserve_fraction,
+            (),
+            (
+                f"even {ladder[-1]} ({_gib(sizes[ladder[-1]])}) plus activation exceeds the real budget "
+                f"({_gib(budget.budget_bytes)}): add GPUs."
+            ),
+        )
     return PrecisionChoice(w, sizes[w], limit, reserve_fraction, fitting, why + ".")
 
 
@@ -230,11 +277,21 @@ class ContextChoice:
         return ", ".join(f"{x.kv_dtype} {format_context(x.max_context_tokens)}" for x in self.limits)
 
 
-def step3_context(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: object, weights: str | None,
-                  budget: Budget, nodes: object = None, kv_dtypes: Sequence[str] = GUIDE_KV_DTYPES,
-                  target_context: object | None = None, batch: object = 1,
-                  assumptions: Assumptions | None = None, engine: object = None,
-                  source: object = None) -> ContextChoice:
+def step3_context(
+    *,
+    model: str | ModelSpec,
+    gpu: str | GPUSpec,
+    gpus: object,
+    weights: str | None,
+    budget: Budget,
+    nodes: object = None,
+    kv_dtypes: Sequence[str] = GUIDE_KV_DTYPES,
+    target_context: object | None = None,
+    batch: object = 1,
+    assumptions: Assumptions | None = None,
+    engine: object = None,
+    source: object = None,
+) -> ContextChoice:
     """Max context per KV dtype: $T_{max} = (B - W - A) / kv_{tok}$, capped at the model's maximum.
     With a real ``engine`` (an id or EngineSettings) the maximum is that engine's, on the
     inventory's layout (:func:`k3lib.engines.deployment.engine_max_context_tokens`); ``source``
@@ -258,12 +315,19 @@ def step3_context(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
     target = parse_context_tokens(target_context, "context") if target_context is not None else None
     kvs = _rank_kv(kv_dtypes)
     if weights is None:
-        return ContextChoice(None, tuple(ContextLimit(k, kv_bytes_per_token(spec, k), 0, 0, 0, "none") for k in kvs),
-                             target, "No precision fits, so there is no KV budget.")
+        return ContextChoice(
+            None,
+            tuple(ContextLimit(k, kv_bytes_per_token(spec, k), 0, 0, 0, "none") for k in kvs),
+            target,
+            "No precision fits, so there is no KV budget.",
+        )
     w = weights if not isinstance(spec, PublishedProfile) else get_weight_format(weights).id
     w_bytes = _weights_size(spec, w)
-    act = a.activation_bytes if a.activation_bytes is not None else activation_bytes(
-        spec, batch=n_batch, prefill_chunk_tokens=a.prefill_chunk_tokens)
+    act = (
+        a.activation_bytes
+        if a.activation_bytes is not None
+        else activation_bytes(spec, batch=n_batch, prefill_chunk_tokens=a.prefill_chunk_tokens)
+    )
     kv_budget = budget.budget_bytes - w_bytes - act
     per_tok = {k: kv_bytes_per_token(spec, k) for k in kvs}
     formula = {k: max(0, kv_budget // (per_tok[k] * n_batch)) for k in kvs}
@@ -278,11 +342,21 @@ def step3_context(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
         maxes = {}
         for k in kvs:
             try:
-                p = plan_for_engine(model=source or spec, engine=settings, gpu=hw, gpus=n, nodes=m, weights=w,
-                                    kv_dtype=k, context=CONTEXT_STEP_TOKENS, batch=n_batch, with_limits=False)
+                p = plan_for_engine(
+                    model=source or spec,
+                    engine=settings,
+                    gpu=hw,
+                    gpus=n,
+                    nodes=m,
+                    weights=w,
+                    kv_dtype=k,
+                    context=CONTEXT_STEP_TOKENS,
+                    batch=n_batch,
+                    with_limits=False,
+                )
                 maxes[k] = engine_max_context_tokens(source or spec, p, settings, weights=w, kv_dtype=k)
             except K3InputError:
-                maxes[k] = 0       # a KV dtype this engine has not (vLLM: no int4 cache)
+                maxes[k] = 0  # a KV dtype this engine has not (vLLM: no int4 cache)
         method = f"{get_engine_name(eid)} rules"
     else:
         grid = _grid(spec, hw, [n], [w], kvs, context_grid(spec), batch=n_batch, assumptions=a, nodes=m)
@@ -292,16 +366,22 @@ def step3_context(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: objec
     limits = tuple(ContextLimit(k, per_tok[k], kv_budget, int(formula[k]), int(maxes[k]), method) for k in kvs)
     parts = "; ".join(f"{k}: {per_tok[k]:,} B/token → {format_context(maxes[k])}" for k in kvs)
     if isinstance(spec, PublishedProfile):
-        reason = (f"KV budget = {_gib(budget.budget_bytes)} − {_gib(w_bytes)} weights − {_gib(act)} activation "
-                  f"= {_gib(kv_budget)}; {parts} (capped at {format_context(spec.max_context_tokens)}).")
+        reason = (
+            f"KV budget = {_gib(budget.budget_bytes)} − {_gib(w_bytes)} weights − {_gib(act)} activation "
+            f"= {_gib(kv_budget)}; {parts} (capped at {format_context(spec.max_context_tokens)})."
+        )
     elif method.endswith("rules"):
-        reason = (f"Longest context {method} allow on {n} GPUs (1K grid; 0 = a KV dtype it has not); {parts} "
-                  f"(the guide's linear formula on {_gib(kv_budget)} would give {format_context(formula[kvs[0]])} "
-                  f"at {kvs[0]}).")
+        reason = (
+            f"Longest context {method} allow on {n} GPUs (1K grid; 0 = a KV dtype it has not); {parts} "
+            f"(the guide's linear formula on {_gib(kv_budget)} would give {format_context(formula[kvs[0]])} "
+            f"at {kvs[0]})."
+        )
     else:
-        reason = (f"Per-GPU KV from k3lib on {n} GPUs (the linear formula on {_gib(kv_budget)} would give "
-                  f"{format_context(formula[kvs[0]])} at {kvs[0]}); {parts} (1K grid, capped at "
-                  f"{format_context(spec.max_context_tokens)}).")
+        reason = (
+            f"Per-GPU KV from k3lib on {n} GPUs (the linear formula on {_gib(kv_budget)} would give "
+            f"{format_context(formula[kvs[0]])} at {kvs[0]}); {parts} (1K grid, capped at "
+            f"{format_context(spec.max_context_tokens)})."
+        )
     return ContextChoice(w, limits, target, reason)
 
 
@@ -352,9 +432,18 @@ def _int_pair(pair: tuple[float, float]) -> tuple[int, int]:
     return int(pair[0]), int(pair[1])
 
 
-def step4_optimizations(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: object, weights: str,
-                        context: object, kv_dtype: str = "fp8", nodes: object = None, batch: object = 1,
-                        assumptions: Assumptions | None = None) -> Optimizations:
+def step4_optimizations(
+    *,
+    model: str | ModelSpec,
+    gpu: str | GPUSpec,
+    gpus: object,
+    weights: str,
+    context: object,
+    kv_dtype: str = "fp8",
+    nodes: object = None,
+    batch: object = 1,
+    assumptions: Assumptions | None = None,
+) -> Optimizations:
     """What each of the guide's three optimizations saves in this configuration.
 
     FP8 KV is derived: $KV_{bf16}(T) - KV_{fp8}(T)$ from k3lib (per GPU, replication
@@ -367,41 +456,66 @@ def step4_optimizations(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus:
     32.0
     """
     a = _a(assumptions, _spec(model))
-    common: dict[str, Any] = dict(model=model, gpu=gpu, gpus=gpus, nodes=nodes, weights=weights, context=context,
-                                  batch=batch, assumptions=a)
+    common: dict[str, Any] = dict(
+        model=model, gpu=gpu, gpus=gpus, nodes=nodes, weights=weights, context=context, batch=batch, assumptions=a
+    )
     bf = make_plan(kv_dtype="bf16", **common)
     f8 = make_plan(kv_dtype="fp8", **common)
     cur = make_plan(kv_dtype=kv_dtype, **common)
     n = cur.gpus
     kv_total = bf.total.kv_cache_bytes - f8.total.kv_cache_bytes
-    s = cur.peak.stage           # on the fullest GPU of this plan: the same stage at both dtypes
+    s = cur.peak.stage  # on the fullest GPU of this plan: the same stage at both dtypes
     kv_gpu = bf.shares[s].kv_cache_bytes - f8.shares[s].kv_cache_bytes
     act = cur.total.activation_bytes
     # a lever saves at most what it acts on: FlashAttention the activation, PagedAttention the KV cache
     fa = _int_pair(capped_claim_bytes(GUIDE_FLASH_ATTENTION_SAVING, act, act))
     kv_cur = cur.total.kv_cache_bytes
     pa = _int_pair(capped_claim_bytes(GUIDE_PAGED_ATTENTION_SAVING, cur.total.total_bytes, kv_cur))
-    pa_claim = _int_pair((cur.total.total_bytes * GUIDE_PAGED_ATTENTION_SAVING[0],
-                          cur.total.total_bytes * GUIDE_PAGED_ATTENTION_SAVING[1]))
-    pa_cap = (f"; capped at the whole KV cache ({_gib(kv_cur)}): PagedAttention can save no more than the cache "
-              "it pages" if pa != pa_claim else "")
-    items = (
-        Optimization("FlashAttention", fa, (-(-fa[0] // n), -(-fa[1] // n)), "guide claim",
-                     "on by default in vLLM; check the attention backend in the startup log",
-                     f"The guide claims 20–35 % less activation memory; on {_gib(act)} of activation that is "
-                     f"{_range_gib(fa)} (a claim, not derived)."),
-        Optimization("PagedAttention", pa, (-(-pa[0] // n), -(-pa[1] // n)), "guide claim",
-                     "native in vLLM (its block allocator); nothing to switch on",
-                     f"The guide claims 5–12 % of total VRAM; on this plan's {_gib(cur.total.total_bytes)} that is "
-                     f"{_range_gib(pa_claim)}{pa_cap} (a claim, not derived: k3lib already sizes the KV cache "
-                     "exactly)."),
-        Optimization("FP8 KV cache", (kv_total, kv_total), (kv_gpu, kv_gpu), "derived",
-                     "--kv-cache-dtype fp8 (vLLM); check 'kv_cache_dtype=fp8' in the log",
-                     f"Halving {_gib(bf.total.kv_cache_bytes)} of BF16 KV at {format_context(cur.context_tokens)} "
-                     f"saves {_gib(kv_total)} ({_gib(kv_gpu)} per GPU)."),
+    pa_claim = _int_pair(
+        (
+            cur.total.total_bytes * GUIDE_PAGED_ATTENTION_SAVING[0],
+            cur.total.total_bytes * GUIDE_PAGED_ATTENTION_SAVING[1],
+        )
     )
-    reason = ("FP8 KV is derived from the model; the FlashAttention and PagedAttention figures are the guide's "
-              "percentages applied to this plan.")
+    pa_cap = (
+        f"; capped at the whole KV cache ({_gib(kv_cur)}): PagedAttention can save no more than the cache it pages"
+        if pa != pa_claim
+        else ""
+    )
+    items = (
+        Optimization(
+            "FlashAttention",
+            fa,
+            (-(-fa[0] // n), -(-fa[1] // n)),
+            "guide claim",
+            "on by default in vLLM; check the attention backend in the startup log",
+            f"The guide claims 20–35 % less activation memory; on {_gib(act)} of activation that is "
+            f"{_range_gib(fa)} (a claim, not derived).",
+        ),
+        Optimization(
+            "PagedAttention",
+            pa,
+            (-(-pa[0] // n), -(-pa[1] // n)),
+            "guide claim",
+            "native in vLLM (its block allocator); nothing to switch on",
+            f"The guide claims 5–12 % of total VRAM; on this plan's {_gib(cur.total.total_bytes)} that is "
+            f"{_range_gib(pa_claim)}{pa_cap} (a claim, not derived: k3lib already sizes the KV cache "
+            "exactly).",
+        ),
+        Optimization(
+            "FP8 KV cache",
+            (kv_total, kv_total),
+            (kv_gpu, kv_gpu),
+            "derived",
+            "--kv-cache-dtype fp8 (vLLM); check 'kv_cache_dtype=fp8' in the log",
+            f"Halving {_gib(bf.total.kv_cache_bytes)} of BF16 KV at {format_context(cur.context_tokens)} "
+            f"saves {_gib(kv_total)} ({_gib(kv_gpu)} per GPU).",
+        ),
+    )
+    reason = (
+        "FP8 KV is derived from the model; the FlashAttention and PagedAttention figures are the guide's "
+        "percentages applied to this plan."
+    )
     return Optimizations(items, reason)
 
 
@@ -418,7 +532,7 @@ class Trial:
 class TestSequence:
     """Step 5: the ``max_model_len`` values to try, with the predicted outcome of each."""
 
-    __test__ = False   # not a pytest test class
+    __test__ = False  # not a pytest test class
 
     target_context_tokens: int
     predicted_max_context_tokens: int
@@ -438,8 +552,13 @@ class TestSequence:
         return " → ".join(f"{format_context(t.max_model_len)} {'loads' if t.loads else 'OOM'}" for t in self.trials)
 
 
-def step5_test_sequence(*, target_context_tokens: int, predicted_max_context_tokens: int,
-                        step_tokens: int = CONTEXT_STEP_TOKENS, max_trials: int = 16) -> TestSequence:
+def step5_test_sequence(
+    *,
+    target_context_tokens: int,
+    predicted_max_context_tokens: int,
+    step_tokens: int = CONTEXT_STEP_TOKENS,
+    max_trials: int = 16,
+) -> TestSequence:
     """The guide's "test at 50 %": start at half the target; if it loads, double (up to
     the target); if it OOMs, reduce by 25 % (rounded down to ``step_tokens``) and retry;
     after an OOM the first load is the answer. Outcomes are predicted from
@@ -454,7 +573,7 @@ def step5_test_sequence(*, target_context_tokens: int, predicted_max_context_tok
     v = max(step_tokens, (target // 2) // step_tokens * step_tokens)
     trials: list[Trial] = []
     oom_seen = False
-    if pred < step_tokens:          # nothing loads: one failed try says so
+    if pred < step_tokens:  # nothing loads: one failed try says so
         trials.append(Trial(v, False))
     while pred >= step_tokens and len(trials) < max_trials:
         loads = v <= pred
@@ -474,8 +593,10 @@ def step5_test_sequence(*, target_context_tokens: int, predicted_max_context_tok
         runs = f"{len(trials)} run{'s' if len(trials) > 1 else ''}"
         reason = f"{format_context(target)} is predicted to load (max {format_context(pred)}); {runs} confirm it."
     elif final:
-        reason = (f"The prediction caps context at {format_context(pred)}, so the sequence settles at "
-                  f"{format_context(final)} below the {format_context(target)} target.")
+        reason = (
+            f"The prediction caps context at {format_context(pred)}, so the sequence settles at "
+            f"{format_context(final)} below the {format_context(target)} target."
+        )
     else:
         reason = "Nothing is predicted to load at any tried length: fix the weights or add GPUs first."
     return TestSequence(target, pred, tuple(trials), final, reason)
@@ -513,11 +634,12 @@ class Throughput:
         if self.expected_tokens_per_s is None:
             return f"≤ {self.tokens_per_s:,.1f} tok/s (bandwidth ceiling)"
         err = f", ±{self.expected_error_pct:.0f} % on held-aside runs" if self.expected_error_pct is not None else ""
-        return (f"≈ {self.expected_tokens_per_s:,.1f} tok/s ({self.expected_basis}{err}); "
-                f"ceiling {self.tokens_per_s:,.1f}")
+        return (
+            f"≈ {self.expected_tokens_per_s:,.1f} tok/s ({self.expected_basis}{err}); ceiling {self.tokens_per_s:,.1f}"
+        )
 
 
-def active_weight_bytes(model: "str | ModelSpec", weights: str) -> int:
+def active_weight_bytes(model: str | ModelSpec, weights: str) -> int:
     """Bytes of weights read per decoded token.
 
     Architecture: every group but the input embedding (a lookup) and the routed
@@ -544,14 +666,23 @@ def active_weight_bytes(model: "str | ModelSpec", weights: str) -> int:
             continue
         b = bits.get(g, bits.get("*", 16))
         total += (n * frac if g == "routed_experts" else n) * b / 8
-    if published:   # a published file: the same share of its exact bytes
+    if published:  # a published file: the same share of its exact bytes
         total *= published / weights_bytes(spec, fmt)
     return int(math.ceil(total))
 
 
-def step6_throughput(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: object, weights: str,
-                     kv_dtype: str, context: object, nodes: object = None, batch: object = 1,
-                     assumptions: Assumptions | None = None) -> Throughput:
+def step6_throughput(
+    *,
+    model: str | ModelSpec,
+    gpu: str | GPUSpec,
+    gpus: object,
+    weights: str,
+    kv_dtype: str,
+    context: object,
+    nodes: object = None,
+    batch: object = 1,
+    assumptions: Assumptions | None = None,
+) -> Throughput:
     """Decode ceiling $r = B · TP·bw / (W_{active} + KV_{read})$ tokens/s.
 
     Each token reads the active weights and the whole KV cache once. Under TP the
@@ -565,8 +696,19 @@ def step6_throughput(*, model: "str | ModelSpec", gpu: "str | GPUSpec", gpus: ob
     216
     """
     a = _a(assumptions, _spec(model))
-    return throughput_for_plan(make_plan(model=model, gpu=gpu, gpus=gpus, nodes=nodes, weights=weights,
-                                         kv_dtype=kv_dtype, context=context, batch=batch, assumptions=a))
+    return throughput_for_plan(
+        make_plan(
+            model=model,
+            gpu=gpu,
+            gpus=gpus,
+            nodes=nodes,
+            weights=weights,
+            kv_dtype=kv_dtype,
+            context=context,
+            batch=batch,
+            assumptions=a,
+        )
+    )
 
 
 def throughput_for_plan(plan) -> Throughput:
@@ -586,35 +728,55 @@ def throughput_for_plan(plan) -> Throughput:
     interconnect = "; ".join(links) or "TP inside one NVLink domain"
     pp_note = f" (PP={plan.pp}: stages take turns)" if plan.pp > 1 else ""
     if below:
-        reason = (f"{w_act / GB:,.1f} GB of active weights + {kv_read / GB:,.1f} GB of KV per token over "
-                  f"{bw / GB * 1e-3:,.1f} TB/s{pp_note} caps decode at {rate:,.2f} tok/s — below the guide's "
-                  f"{GUIDE_MIN_TOKENS_PER_S:g} tok/s from bandwidth alone, so the interconnect is not the cause.")
+        reason = (
+            f"{w_act / GB:,.1f} GB of active weights + {kv_read / GB:,.1f} GB of KV per token over "
+            f"{bw / GB * 1e-3:,.1f} TB/s{pp_note} caps decode at {rate:,.2f} tok/s — below the guide's "
+            f"{GUIDE_MIN_TOKENS_PER_S:g} tok/s from bandwidth alone, so the interconnect is not the cause."
+        )
     else:
-        reason = (f"{w_act / GB:,.1f} GB of active weights + {kv_read / GB:,.1f} GB of KV per token over "
-                  f"{bw / GB * 1e-3:,.1f} TB/s{pp_note} allow at most {rate:,.0f} tok/s; if you measure under "
-                  f"{GUIDE_MIN_TOKENS_PER_S:g} tok/s, suspect the interconnect ({interconnect}) and run "
-                  f"nvidia-smi topo -m.")
+        reason = (
+            f"{w_act / GB:,.1f} GB of active weights + {kv_read / GB:,.1f} GB of KV per token over "
+            f"{bw / GB * 1e-3:,.1f} TB/s{pp_note} allow at most {rate:,.0f} tok/s; if you measure under "
+            f"{GUIDE_MIN_TOKENS_PER_S:g} tok/s, suspect the interconnect ({interconnect}) and run "
+            f"nvidia-smi topo -m."
+        )
     expected = basis = err = None
     if not isinstance(plan.model, PublishedProfile) and plan.fits:
-        from k3lib.serving import serving_estimate   # the serving layer (lazy: it reads the studies)
+        from k3lib.serving import serving_estimate  # the serving layer (lazy: it reads the studies)
 
         engine = plan.engine_id if plan.engine_id not in ("generic", "guide") else "vllm"
         try:
             # the batch decoding through the whole context (no prompt to prefill, so no prefill
             # stalls the steps; the mean context is half the window): the generation rate step 6 asks about
-            est = serving_estimate(plan, engine=engine, concurrency=plan.batch, input_tokens=0,
-                                   output_tokens=max(1, plan.context_tokens))
+            est = serving_estimate(
+                plan, engine=engine, concurrency=plan.batch, input_tokens=0, output_tokens=max(1, plan.context_tokens)
+            )
         except K3InputError:
             est = None
         if est is not None and est.decode_tokens_per_s_per_sequence.value is not None:
             f = est.decode_tokens_per_s_per_sequence
             expected, basis, err = f.value * plan.batch, f.basis, f.expected_error_pct
-            reason += (f" The serving model expects ≈ {expected:,.1f} tok/s here ({basis}"
-                       + (f", ±{err:.0f} % on runs it was not fitted on" if err is not None else "")
-                       + f"; {engine}; {plan.batch} sequence(s) generating through the {plan.context_tokens:,}-token "
-                       f"context), {expected / rate:.0%} of the ceiling.")
-    return Throughput(w_act, kv_read, per_tok, bw, rate, GUIDE_MIN_TOKENS_PER_S, below, interconnect,
-                      "nvidia-smi topo -m", reason, expected, basis, err)
+            reason += (
+                f" The serving model expects ≈ {expected:,.1f} tok/s here ({basis}"
+                + (f", ±{err:.0f} % on runs it was not fitted on" if err is not None else "")
+                + f"; {engine}; {plan.batch} sequence(s) generating through the {plan.context_tokens:,}-token "
+                f"context), {expected / rate:.0%} of the ceiling."
+            )
+    return Throughput(
+        w_act,
+        kv_read,
+        per_tok,
+        bw,
+        rate,
+        GUIDE_MIN_TOKENS_PER_S,
+        below,
+        interconnect,
+        "nvidia-smi topo -m",
+        reason,
+        expected,
+        basis,
+        err,
+    )
 
 
 # ----------------------------------------------------------------- step 7
@@ -643,10 +805,19 @@ class AddOneGPU:
         return f"{self.needed_gpus} needed → buy {self.recommended_gpus}"
 
 
-def step7_add_one_gpu(*, model: "str | ModelSpec", gpu: "str | GPUSpec", weights: str | None, kv_dtype: str,
-                      context: object, batch: object = 1, max_gpus: int = 256,
-                      assumptions: Assumptions | None = None, engine: str | EngineSettings | None = None,
-                      source: str | ModelSpec | LoadedModel | None = None) -> AddOneGPU:
+def step7_add_one_gpu(
+    *,
+    model: str | ModelSpec,
+    gpu: str | GPUSpec,
+    weights: str | None,
+    kv_dtype: str,
+    context: object,
+    batch: object = 1,
+    max_gpus: int = 256,
+    assumptions: Assumptions | None = None,
+    engine: str | EngineSettings | None = None,
+    source: str | ModelSpec | LoadedModel | None = None,
+) -> AddOneGPU:
     """Fewest deployable GPUs at these precisions and context (:func:`min_gpus`, one sweep),
     then the next deployable count: one more GPU inside a node, one more node past it.
 
@@ -663,22 +834,55 @@ def step7_add_one_gpu(*, model: "str | ModelSpec", gpu: "str | GPUSpec", weights
     eid = str(getattr(engine, "engine", engine or "generic")).lower()
     if engine is not None and eid not in ("generic", "guide") and not isinstance(spec, PublishedProfile):
         from k3lib.studies.solver import cheapest_configuration
-        cheap = cheapest_configuration(model=source or spec, gpu=hw, context=target, weights=[w], kv_dtypes=[kid],
-                                       batch=batch, max_gpus=min(max_gpus, 64), engine=engine)
+
+        cheap = cheapest_configuration(
+            model=source or spec,
+            gpu=hw,
+            context=target,
+            weights=[w],
+            kv_dtypes=[kid],
+            batch=batch,
+            max_gpus=min(max_gpus, 64),
+            engine=engine,
+        )
         need = cheap.gpus if cheap is not None else None
         max_gpus = min(max_gpus, 64)
     else:
-        need = min_gpus(model=spec, gpu=hw, weights=w, kv_dtype=kid, context=target, max_gpus=max_gpus,
-                        batch=batch, assumptions=assumptions)
+        need = min_gpus(
+            model=spec,
+            gpu=hw,
+            weights=w,
+            kv_dtype=kid,
+            context=target,
+            max_gpus=max_gpus,
+            batch=batch,
+            assumptions=assumptions,
+        )
     if need is None:
-        return AddOneGPU(w, kid, target, None, None, None,
-                         f"No deployable count up to {max_gpus} {hw.id} holds {w} + {kid} KV at "
-                         f"{format_context(target)}.")
+        return AddOneGPU(
+            w,
+            kid,
+            target,
+            None,
+            None,
+            None,
+            f"No deployable count up to {max_gpus} {hw.id} holds {w} + {kid} KV at {format_context(target)}.",
+        )
     rec = next_gpu_count(spec, hw, at_least=need + 1)
-    lay = make_plan(model=spec, gpu=hw, gpus=rec, weights=w, kv_dtype=kid, context=target, batch=batch,
-                    assumptions=_a(assumptions, spec)).layout
-    reason = (f"{need} {hw.id} hold {w} + {kid} KV at {format_context(target)}; the guide's production rule "
-              f"adds one GPU, and the next count you can deploy is {rec} ({lay.describe()}).")
+    lay = make_plan(
+        model=spec,
+        gpu=hw,
+        gpus=rec,
+        weights=w,
+        kv_dtype=kid,
+        context=target,
+        batch=batch,
+        assumptions=_a(assumptions, spec),
+    ).layout
+    reason = (
+        f"{need} {hw.id} hold {w} + {kid} KV at {format_context(target)}; the guide's production rule "
+        f"adds one GPU, and the next count you can deploy is {rec} ({lay.describe()})."
+    )
     return AddOneGPU(w, kid, target, need, rec, (lay.tp, lay.pp), reason)
 
 

@@ -12,9 +12,11 @@ vl-convert: no JavaScript, no CDN).
 >>> spec["title"]
 'KV cache vs context, batch 1 (GiB = 2^30 bytes)'
 """
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -49,8 +51,13 @@ def _need(df: pd.DataFrame, *columns: str) -> None:
         raise K3InputError("data", f"missing columns {missing}", ", ".join(map(str, df.columns)))
 
 
-def budget_stacked_bar(data: "Plan | Sequence[Plan] | Mapping[str, Plan] | pd.DataFrame", *, per: str = "total",
-                       unit: str = "GiB", title: str | None = None) -> "alt.LayerChart | alt.FacetChart":
+def budget_stacked_bar(
+    data: Plan | Sequence[Plan] | Mapping[str, Plan] | pd.DataFrame,
+    *,
+    per: str = "total",
+    unit: str = "GiB",
+    title: str | None = None,
+) -> alt.LayerChart | alt.FacetChart:
     """One horizontal bar per configuration, stacked by component (weights, KV cache,
     activation, overhead), with a black tick at the memory available.
 
@@ -69,8 +76,11 @@ def budget_stacked_bar(data: "Plan | Sequence[Plan] | Mapping[str, Plan] | pd.Da
     bars = base.mark_bar().encode(
         y=alt.Y("config:N", title=None, sort=None, axis=alt.Axis(labelLimit=360)),
         x=alt.X(f"sum({value}):Q", title=f"memory {where} ({UNIT_NOTE[unit]})"),
-        color=alt.Color("component:N", scale=alt.Scale(domain=COMPONENT_ORDER, range=COMPONENT_COLORS),
-                        legend=alt.Legend(title="component", orient="bottom")),
+        color=alt.Color(
+            "component:N",
+            scale=alt.Scale(domain=COMPONENT_ORDER, range=COMPONENT_COLORS),
+            legend=alt.Legend(title="component", orient="bottom"),
+        ),
         order=alt.Order("order:Q") if "order" in df.columns else alt.Undefined,
         tooltip=["config:N", "component:N", alt.Tooltip(f"{value}:Q", title=f"{unit}", format=",.2f")],
     )
@@ -78,14 +88,21 @@ def budget_stacked_bar(data: "Plan | Sequence[Plan] | Mapping[str, Plan] | pd.Da
     available = f"available_{unit}"
     if available in df.columns:
         caps = df.drop_duplicates("config")[["config", available]]
-        layers.append(alt.Chart(caps).mark_tick(color="black", thickness=3, size=24).encode(
-            y=alt.Y("config:N", sort=None), x=alt.X(f"{available}:Q"),
-            tooltip=["config:N", alt.Tooltip(f"{available}:Q", title=f"available ({unit})", format=",.2f")]))
+        layers.append(
+            alt.Chart(caps)
+            .mark_tick(color="black", thickness=3, size=24)
+            .encode(
+                y=alt.Y("config:N", sort=None),
+                x=alt.X(f"{available}:Q"),
+                tooltip=["config:N", alt.Tooltip(f"{available}:Q", title=f"available ({unit})", format=",.2f")],
+            )
+        )
     return alt.layer(*layers).properties(
-        title=title or f"Memory budget {where} ({unit}); black tick = memory available", width=520)
+        title=title or f"Memory budget {where} ({unit}); black tick = memory available", width=520
+    )
 
 
-def precision_ladder_chart(df: pd.DataFrame, *, title: str | None = None) -> "alt.LayerChart | alt.FacetChart":
+def precision_ladder_chart(df: pd.DataFrame, *, title: str | None = None) -> alt.LayerChart | alt.FacetChart:
     """Weight bytes per precision (bars), grouped by model, labelled with the saving vs BF16.
 
     ``df``: :func:`k3lib.views.tables.precision_ladder_table` or ``precision_ladder_comparison``.
@@ -104,14 +121,21 @@ def precision_ladder_chart(df: pd.DataFrame, *, title: str | None = None) -> "al
     bars = base.mark_bar().encode(
         y=alt.Y(f"{value}:Q", title=f"weights ({UNIT_NOTE[unit]})"),
         color=alt.Color("model:N", legend=alt.Legend(title="model", orient="bottom")),
-        tooltip=["model:N", "precision:N", alt.Tooltip(f"{value}:Q", format=",.1f"), "saved_vs_bf16_pct:Q",
-                 "saved_vs_previous_pct:Q"])
+        tooltip=[
+            "model:N",
+            "precision:N",
+            alt.Tooltip(f"{value}:Q", format=",.1f"),
+            "saved_vs_bf16_pct:Q",
+            "saved_vs_previous_pct:Q",
+        ],
+    )
     text = base.mark_text(dy=-6, fontSize=10).encode(y=alt.Y(f"{value}:Q"), text="label:N")
     return alt.layer(bars, text).properties(
-        title=title or f"Weights by precision ({unit}); labels: saved vs BF16", width=420)
+        title=title or f"Weights by precision ({unit}); labels: saved vs BF16", width=420
+    )
 
 
-def kv_vs_context_chart(df: pd.DataFrame, *, log_y: bool = False, title: str | None = None) -> "alt.Chart":
+def kv_vs_context_chart(df: pd.DataFrame, *, log_y: bool = False, title: str | None = None) -> alt.Chart:
     """KV cache against context length, one line per KV dtype (and dash per model).
 
     ``df``: :func:`k3lib.views.tables.kv_context_long`. The x axis is log base 2 (each step
@@ -125,19 +149,32 @@ def kv_vs_context_chart(df: pd.DataFrame, *, log_y: bool = False, title: str | N
     if "model" not in data.columns:
         data["model"] = ""
     label = "datum.value >= 1048576 ? (datum.value / 1048576) + 'M' : (datum.value / 1024) + 'K'"
-    return alt.Chart(data).mark_line(strokeWidth=2.5).encode(
-        x=alt.X("context_tokens:Q", scale=alt.Scale(type="log", base=2),
+    return (
+        alt.Chart(data)
+        .mark_line(strokeWidth=2.5)
+        .encode(
+            x=alt.X(
+                "context_tokens:Q",
+                scale=alt.Scale(type="log", base=2),
                 axis=alt.Axis(labelExpr=label, values=sorted(set(data["context_tokens"]))),
-                title="context T (tokens; K = 1,024)"),
-        y=alt.Y(f"{value}:Q", scale=alt.Scale(type="log") if log_y else alt.Undefined,
-                title=f"KV cache ({UNIT_NOTE[unit]})"),
-        color=alt.Color("kv_dtype:N", title="KV dtype", sort=["BF16", "FP8", "INT4"]),
-        strokeDash=alt.StrokeDash("model:N", title="model", legend=alt.Legend(symbolType="stroke", symbolStrokeColor="#555")),
-        tooltip=["model:N", "kv_dtype:N", "context:N", alt.Tooltip(f"{value}:Q", format=",.2f")],
-    ).properties(title=title or f"KV cache vs context, batch 1 ({UNIT_NOTE[unit]})", width=460)
+                title="context T (tokens; K = 1,024)",
+            ),
+            y=alt.Y(
+                f"{value}:Q",
+                scale=alt.Scale(type="log") if log_y else alt.Undefined,
+                title=f"KV cache ({UNIT_NOTE[unit]})",
+            ),
+            color=alt.Color("kv_dtype:N", title="KV dtype", sort=["BF16", "FP8", "INT4"]),
+            strokeDash=alt.StrokeDash(
+                "model:N", title="model", legend=alt.Legend(symbolType="stroke", symbolStrokeColor="#555")
+            ),
+            tooltip=["model:N", "kv_dtype:N", "context:N", alt.Tooltip(f"{value}:Q", format=",.2f")],
+        )
+        .properties(title=title or f"KV cache vs context, batch 1 ({UNIT_NOTE[unit]})", width=460)
+    )
 
 
-def kv_per_token_comparison_chart(df: pd.DataFrame, *, title: str | None = None) -> "alt.LayerChart | alt.FacetChart":
+def kv_per_token_comparison_chart(df: pd.DataFrame, *, title: str | None = None) -> alt.LayerChart | alt.FacetChart:
     """KV bytes per token across models (bars, KiB = 1,024 bytes), coloured by attention design.
 
     ``df``: :func:`k3lib.views.tables.kv_per_token_table`.
@@ -145,19 +182,26 @@ def kv_per_token_comparison_chart(df: pd.DataFrame, *, title: str | None = None)
     import altair as alt
 
     _need(df, "model", "attention", "kv_KiB_per_token")
-    base = alt.Chart(df).encode(y=alt.Y("model:N", sort="-x", title=None),
-                                x=alt.X("kv_KiB_per_token:Q", title="KV cache per token (KiB = 1,024 bytes)"))
+    base = alt.Chart(df).encode(
+        y=alt.Y("model:N", sort="-x", title=None),
+        x=alt.X("kv_KiB_per_token:Q", title="KV cache per token (KiB = 1,024 bytes)"),
+    )
     bars = base.mark_bar().encode(
-        color=alt.Color("attention:N",
-                        legend=alt.Legend(title="attention", orient="bottom", columns=2, labelLimit=300)),
-        tooltip=["model:N", "attention:N", "formula:N" if "formula" in df.columns else "attention:N",
-                 alt.Tooltip("kv_KiB_per_token:Q", format=",.2f")])
+        color=alt.Color(
+            "attention:N", legend=alt.Legend(title="attention", orient="bottom", columns=2, labelLimit=300)
+        ),
+        tooltip=[
+            "model:N",
+            "attention:N",
+            "formula:N" if "formula" in df.columns else "attention:N",
+            alt.Tooltip("kv_KiB_per_token:Q", format=",.2f"),
+        ],
+    )
     text = base.mark_text(align="left", dx=3, fontSize=10).encode(text=alt.Text("kv_KiB_per_token:Q", format=",.1f"))
-    return alt.layer(bars, text).properties(title=title or "KV cache per token (KiB), growing layers only",
-                                            width=420)
+    return alt.layer(bars, text).properties(title=title or "KV cache per token (KiB), growing layers only", width=420)
 
 
-def reference_heatmap(df: pd.DataFrame, *, title: str | None = None) -> "alt.LayerChart | alt.FacetChart":
+def reference_heatmap(df: pd.DataFrame, *, title: str | None = None) -> alt.LayerChart | alt.FacetChart:
     """The reference table (weights × context → total) as a labelled heatmap.
 
     ``df``: :func:`k3lib.views.tables.reference_table` (columns ``total_<unit>_<context>``).
@@ -170,13 +214,15 @@ def reference_heatmap(df: pd.DataFrame, *, title: str | None = None) -> "alt.Lay
         raise K3InputError("data", "no total_<unit>_<context> columns", ", ".join(map(str, df.columns)))
     unit = cols[0].split("_")[1]
     data = df.assign(row=df["weights"] + " + " + df["kv_dtype"] + " KV").melt(
-        id_vars=["row"], value_vars=cols, var_name="context", value_name="total")
+        id_vars=["row"], value_vars=cols, var_name="context", value_name="total"
+    )
     data["context"] = data["context"].str.split("_").str[-1]
-    base = alt.Chart(data).encode(x=alt.X("context:N", sort=None, title="context (K = 1,024 tokens)",
-                                          axis=alt.Axis(labelAngle=0)),
-                                  y=alt.Y("row:N", sort=None, title=None))
+    base = alt.Chart(data).encode(
+        x=alt.X("context:N", sort=None, title="context (K = 1,024 tokens)", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("row:N", sort=None, title=None),
+    )
     rect = base.mark_rect().encode(color=alt.Color("total:Q", title=unit, scale=alt.Scale(scheme="blues")))
-    text = base.mark_text(fontSize=11).encode(text=alt.Text("total:Q", format=",.0f"),
-                                              color=alt.value("black"))
-    return alt.layer(rect, text).properties(title=title or f"Total memory by precision × context ({UNIT_NOTE[unit]})",
-                                            width=380)
+    text = base.mark_text(fontSize=11).encode(text=alt.Text("total:Q", format=",.0f"), color=alt.value("black"))
+    return alt.layer(rect, text).properties(
+        title=title or f"Total memory by precision × context ({UNIT_NOTE[unit]})", width=380
+    )

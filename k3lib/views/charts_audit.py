@@ -6,6 +6,7 @@
 >>> spec["mark"]["type"]
 'bar'
 """
+
 from __future__ import annotations
 
 from k3lib.guides.claims import COLUMN_VERDICTS, VERDICTS
@@ -46,14 +47,18 @@ def verdict_bars(table, *, width: int = 460):
     data = pd.concat(parts, ignore_index=True)
     data["order"] = data["verdict"].map({v: i for i, v in enumerate(COLUMN_VERDICTS)})
     data["bar"] = data["guide"] + " · " + data["question"]
-    return (alt.Chart(data, title="Verdicts per guide: own inputs and real K3")
-            .mark_bar()
-            .encode(y=alt.Y("bar:N", title=None),
-                    x=alt.X("claims:Q", title="claims"),
-                    color=alt.Color("verdict:N", scale=column_scale(), legend=alt.Legend(title="verdict")),
-                    order=alt.Order("order:Q"),
-                    tooltip=["guide", "question", "verdict", "claims"])
-            .properties(width=width, height=150))
+    return (
+        alt.Chart(data, title="Verdicts per guide: own inputs and real K3")
+        .mark_bar()
+        .encode(
+            y=alt.Y("bar:N", title=None),
+            x=alt.X("claims:Q", title="claims"),
+            color=alt.Color("verdict:N", scale=column_scale(), legend=alt.Legend(title="verdict")),
+            order=alt.Order("order:Q"),
+            tooltip=["guide", "question", "verdict", "claims"],
+        )
+        .properties(width=width, height=150)
+    )
 
 
 def guide_vs_real(use_instead, *, unit: str = "GB", width: int = 520):
@@ -63,20 +68,29 @@ def guide_vs_real(use_instead, *, unit: str = "GB", width: int = 520):
 
     alt = _alt()
     cols = {f"guide 000 ({unit})": "guide 000", f"guide 004 ({unit})": "guide 004", f"K3 real ({unit})": "K3 real"}
-    long = (use_instead.rename(columns=cols)
-            .melt(id_vars=["quantity"], value_vars=list(cols.values()), var_name="source", value_name="size")
-            .dropna(subset=["size"]))
+    long = (
+        use_instead.rename(columns=cols)
+        .melt(id_vars=["quantity"], value_vars=list(cols.values()), var_name="source", value_name="size")
+        .dropna(subset=["size"])
+    )
     long = long[pd.to_numeric(long["size"]) > 0]
     colors = alt.Scale(domain=["guide 000", "guide 004", "K3 real"], range=["#c62828", "#b7791f", "#1565c0"])
-    return (alt.Chart(long, title=f"The guides' sizes against K3's ({unit}, log scale)")
-            .mark_point(filled=True, size=90)
-            .encode(y=alt.Y("quantity:N", title=None, sort=list(use_instead["quantity"])),
-                    x=alt.X("size:Q", scale=alt.Scale(type="log"), title=f"size ({unit})"),
-                    color=alt.Color("source:N", scale=colors, legend=alt.Legend(title=None)),
-                    shape=alt.Shape("source:N", legend=alt.Legend(title=None),
-                                    scale=alt.Scale(domain=colors.domain, range=["square", "triangle", "circle"])),
-                    tooltip=["quantity", "source", alt.Tooltip("size:Q", format=",.1f")])
-            .properties(width=width, height=22 * len(use_instead)))
+    return (
+        alt.Chart(long, title=f"The guides' sizes against K3's ({unit}, log scale)")
+        .mark_point(filled=True, size=90)
+        .encode(
+            y=alt.Y("quantity:N", title=None, sort=list(use_instead["quantity"])),
+            x=alt.X("size:Q", scale=alt.Scale(type="log"), title=f"size ({unit})"),
+            color=alt.Color("source:N", scale=colors, legend=alt.Legend(title=None)),
+            shape=alt.Shape(
+                "source:N",
+                legend=alt.Legend(title=None),
+                scale=alt.Scale(domain=colors.domain, range=["square", "triangle", "circle"]),
+            ),
+            tooltip=["quantity", "source", alt.Tooltip("size:Q", format=",.1f")],
+        )
+        .properties(width=width, height=22 * len(use_instead))
+    )
 
 
 def bits_per_weight(gguf, *, width: int = 420):
@@ -90,7 +104,8 @@ def bits_per_weight(gguf, *, width: int = 420):
         x=alt.X("nominal:Q", title="the tier's nominal bits", scale=alt.Scale(domain=[0, 19], nice=False)),
         y=alt.Y("bits per weight:Q", title="bits per weight = size × 8 / 2,779.5B"),
         color=alt.Color("kind:N", legend=alt.Legend(title="weights cell", orient="top-left")),
-        tooltip=["tier", "weights (GB)", "bits per weight", "K3 file or type"])
+        tooltip=["tier", "weights (GB)", "bits per weight", "K3 file or type"],
+    )
     labels = base.mark_text(dx=9, align="left").encode(x="nominal:Q", y="bits per weight:Q", text="tier:N")
     diagonal = alt.Chart(data).mark_line(strokeDash=[4, 4], color="#9e9e9e").encode(x="nominal:Q", y="nominal:Q")
     return (diagonal + points + labels).properties(width=width, height=300)

@@ -4,6 +4,7 @@ Each function takes plain data (a DataFrame from :mod:`k3lib.studies.parallel` o
 :mod:`k3lib.studies.offload`) and returns a chart; none displays anything. Test them as specs:
 ``chart.to_dict()`` validates against the Vega-Lite schema.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -39,11 +40,12 @@ CELL_WIDTH_PX = 600
 
 def readable(chart, *, width: int = CELL_WIDTH_PX):
     """``chart`` sized to the cell with labels of :data:`FONT_PX` px and the legend below."""
-    return (chart.properties(width=width)
-            .configure_axis(labelFontSize=FONT_PX, titleFontSize=FONT_PX, labelLimit=360)
-            .configure_legend(labelFontSize=FONT_PX, titleFontSize=FONT_PX, orient="bottom", labelLimit=0,
-                              columns=3)
-            .configure_title(fontSize=FONT_PX + 1))
+    return (
+        chart.properties(width=width)
+        .configure_axis(labelFontSize=FONT_PX, titleFontSize=FONT_PX, labelLimit=360)
+        .configure_legend(labelFontSize=FONT_PX, titleFontSize=FONT_PX, orient="bottom", labelLimit=0, columns=3)
+        .configure_title(fontSize=FONT_PX + 1)
+    )
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,9 @@ class Verdict:
         import html
 
         return "".join(
-            f'<p style="color:{"#1a7f37" if ok else "#cf222e"};font-weight:600;margin:0.2em 0">'
-            f"{html.escape(text)}</p>" for text, ok in ((t, verdict_ok(t)) for t in self.lines))
+            f'<p style="color:{"#1a7f37" if ok else "#cf222e"};font-weight:600;margin:0.2em 0">{html.escape(text)}</p>'
+            for text, ok in ((t, verdict_ok(t)) for t in self.lines)
+        )
 
     def __repr__(self) -> str:
         return "\n".join(self.lines)
@@ -90,8 +93,10 @@ def layouts_long(table, *, unit: str = "GiB"):
     rows = []
     for _, r in table.iterrows():
         cap = r[f"fullest GPU ({unit})"] + r[f"headroom ({unit})"]
-        rows += [{"GPU": r["layout"], "component": c, "order": i, unit: r[f"{c} ({unit})"], "available": cap}
-                 for i, c in enumerate(comps)]
+        rows += [
+            {"GPU": r["layout"], "component": c, "order": i, unit: r[f"{c} ({unit})"], "available": cap}
+            for i, c in enumerate(comps)
+        ]
     return pd.DataFrame(rows)
 
 
@@ -101,20 +106,33 @@ def per_gpu_stacked_bar(df, *, unit: str = "GiB", title: str = "", width: int = 
     ``GPU``, ``component``, ``order``, ``{unit}``, ``available``."""
     alt = _alt()
     comps = [c for c in COMPONENT_COLOURS if c in set(df["component"])]
-    colour = alt.Color("component:N", title="component",
-                       scale=alt.Scale(domain=comps, range=[COMPONENT_COLOURS[c] for c in comps]),
-                       sort=comps)
-    bars = alt.Chart(df).mark_bar().encode(
-        y=alt.Y("GPU:N", title=None, sort=None),
-        x=alt.X(f"sum({unit}):Q", title=f"memory per GPU ({unit})"),
-        color=colour,
-        order=alt.Order("order:Q"),
-        tooltip=["GPU:N", "component:N", alt.Tooltip(f"{unit}:Q", format=",.2f")],
+    colour = alt.Color(
+        "component:N",
+        title="component",
+        scale=alt.Scale(domain=comps, range=[COMPONENT_COLOURS[c] for c in comps]),
+        sort=comps,
+    )
+    bars = (
+        alt.Chart(df)
+        .mark_bar()
+        .encode(
+            y=alt.Y("GPU:N", title=None, sort=None),
+            x=alt.X(f"sum({unit}):Q", title=f"memory per GPU ({unit})"),
+            color=colour,
+            order=alt.Order("order:Q"),
+            tooltip=["GPU:N", "component:N", alt.Tooltip(f"{unit}:Q", format=",.2f")],
+        )
     )
     # the capacity: a black tick across each bar at the GPU's usable memory
-    cap = alt.Chart(df).mark_tick(color="black", thickness=3, size=26).encode(
-        x="max(available):Q", y=alt.Y("GPU:N", sort=None),
-        tooltip=[alt.Tooltip("max(available):Q", title=f"usable per GPU ({unit})", format=",.1f")])
+    cap = (
+        alt.Chart(df)
+        .mark_tick(color="black", thickness=3, size=26)
+        .encode(
+            x="max(available):Q",
+            y=alt.Y("GPU:N", sort=None),
+            tooltip=[alt.Tooltip("max(available):Q", title=f"usable per GPU ({unit})", format=",.1f")],
+        )
+    )
     return (bars + cap).properties(title=title, width=width)
 
 
@@ -125,57 +143,99 @@ def kv_vs_tp_chart(df, *, unit: str = "GiB", title: str = "KV cache per GPU agai
     actual = f"KV per GPU ({unit})"
     rule = f"guide rule: total ÷ TP ({unit})"
     long = df.melt(id_vars=["model", "TP"], value_vars=[actual, rule], var_name="how", value_name=unit)
-    return alt.Chart(long).mark_line(point=True).encode(
-        x=alt.X("TP:Q", scale=alt.Scale(type="log", base=2), title="tensor-parallel size (TP)",
-                axis=alt.Axis(values=sorted(set(long["TP"])), format="d")),
-        y=alt.Y(f"{unit}:Q", title=f"KV cache per GPU ({unit})"),
-        color=alt.Color("model:N", legend=alt.Legend(labelLimit=0)),
-        # the legend draws each line style as a dashed or solid stroke (not the points' black dot)
-        strokeDash=alt.StrokeDash("how:N", title=None, legend=alt.Legend(
-            symbolType="stroke", symbolStrokeColor="#555", symbolFillColor="transparent", symbolStrokeWidth=2,
-            symbolSize=400, labelLimit=0)),
-        tooltip=["model:N", "TP:Q", "how:N", alt.Tooltip(f"{unit}:Q", format=",.2f")],
-    ).properties(title=title, width=420)
+    return (
+        alt.Chart(long)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X(
+                "TP:Q",
+                scale=alt.Scale(type="log", base=2),
+                title="tensor-parallel size (TP)",
+                axis=alt.Axis(values=sorted(set(long["TP"])), format="d"),
+            ),
+            y=alt.Y(f"{unit}:Q", title=f"KV cache per GPU ({unit})"),
+            color=alt.Color("model:N", legend=alt.Legend(labelLimit=0)),
+            # the legend draws each line style as a dashed or solid stroke (not the points' black dot)
+            strokeDash=alt.StrokeDash(
+                "how:N",
+                title=None,
+                legend=alt.Legend(
+                    symbolType="stroke",
+                    symbolStrokeColor="#555",
+                    symbolFillColor="transparent",
+                    symbolStrokeWidth=2,
+                    symbolSize=400,
+                    labelLimit=0,
+                ),
+            ),
+            tooltip=["model:N", "TP:Q", "how:N", alt.Tooltip(f"{unit}:Q", format=",.2f")],
+        )
+        .properties(title=title, width=420)
+    )
 
 
-def tokens_per_s_curve(df, *, x: str = "VRAM needed (GB)", y: str = "decode tokens/s", colour: str = "GPU",
-                       title: str = "Decode speed as experts move to the GPU", marks: Sequence[float] = ()):
+def tokens_per_s_curve(
+    df,
+    *,
+    x: str = "VRAM needed (GB)",
+    y: str = "decode tokens/s",
+    colour: str = "GPU",
+    title: str = "Decode speed as experts move to the GPU",
+    marks: Sequence[float] = (),
+):
     """tokens/s against VRAM (one line per ``colour`` value); ``marks``: vertical rules
     at given VRAM sizes (e.g. the cards' capacities). ``df`` is
     :func:`k3lib.studies.offload.offload_curve`'s format."""
     alt = _alt()
-    line = alt.Chart(df).mark_line().encode(
-        x=alt.X(f"{x}:Q", title=x),
-        y=alt.Y(f"{y}:Q", title=y, scale=alt.Scale(type="log")),
-        color=alt.Color(f"{colour}:N"),
-        tooltip=[f"{colour}:N", "expert layers on GPU:Q", alt.Tooltip(f"{x}:Q", format=",.0f"),
-                 alt.Tooltip(f"{y}:Q", format=",.2f")],
+    line = (
+        alt.Chart(df)
+        .mark_line()
+        .encode(
+            x=alt.X(f"{x}:Q", title=x),
+            y=alt.Y(f"{y}:Q", title=y, scale=alt.Scale(type="log")),
+            color=alt.Color(f"{colour}:N"),
+            tooltip=[
+                f"{colour}:N",
+                "expert layers on GPU:Q",
+                alt.Tooltip(f"{x}:Q", format=",.0f"),
+                alt.Tooltip(f"{y}:Q", format=",.2f"),
+            ],
+        )
     )
     chart = line
     if marks:
         import pandas as pd
 
-        rules = alt.Chart(pd.DataFrame({x: list(marks)})).mark_rule(color="gray", strokeDash=[4, 3]).encode(
-            x=f"{x}:Q")
+        rules = alt.Chart(pd.DataFrame({x: list(marks)})).mark_rule(color="gray", strokeDash=[4, 3]).encode(x=f"{x}:Q")
         chart = line + rules
     return chart.properties(title=title, width=460)
 
 
-def device_comparison(df, *, model_col: str = "model tokens/s", guide_col: str = "guide tokens/s",
-                      device_col: str = "device", title: str = "Offload decode speed: guide 004 vs the model"):
+def device_comparison(
+    df,
+    *,
+    model_col: str = "model tokens/s",
+    guide_col: str = "guide tokens/s",
+    device_col: str = "device",
+    title: str = "Offload decode speed: guide 004 vs the model",
+):
     """Dot plot, one row per device: the guide's figure and the model's. ``df`` is
     :func:`k3lib.studies.offload.guide004_device_table`'s format."""
     alt = _alt()
-    long = df.melt(id_vars=[device_col], value_vars=[guide_col, model_col], var_name="source",
-                   value_name="tokens/s")
+    long = df.melt(id_vars=[device_col], value_vars=[guide_col, model_col], var_name="source", value_name="tokens/s")
     order = list(df.sort_values(model_col)[device_col])
-    return alt.Chart(long).mark_point(filled=True, size=70).encode(
-        y=alt.Y(f"{device_col}:N", sort=order, title=None),
-        x=alt.X("tokens/s:Q", title="decode tokens/s"),
-        color=alt.Color("source:N", title=None),
-        shape=alt.Shape("source:N", title=None),
-        tooltip=[f"{device_col}:N", "source:N", alt.Tooltip("tokens/s:Q", format=",.2f")],
-    ).properties(title=title, width=380)
+    return (
+        alt.Chart(long)
+        .mark_point(filled=True, size=70)
+        .encode(
+            y=alt.Y(f"{device_col}:N", sort=order, title=None),
+            x=alt.X("tokens/s:Q", title="decode tokens/s"),
+            color=alt.Color("source:N", title=None),
+            shape=alt.Shape("source:N", title=None),
+            tooltip=[f"{device_col}:N", "source:N", alt.Tooltip("tokens/s:Q", format=",.2f")],
+        )
+        .properties(title=title, width=380)
+    )
 
 
 def time_per_token_bar(df, *, title: str = "", width: int = 420):
@@ -183,20 +243,35 @@ def time_per_token_bar(df, *, title: str = "", width: int = 420):
     step (the sum is the time per token). ``df`` has ``where``, ``ms per token`` and
     ``GB read per token`` (see :func:`k3lib.views.explorers.offload_figure`)."""
     alt = _alt()
-    return alt.Chart(df).mark_bar().encode(
-        x=alt.X("sum(ms per token):Q", title="milliseconds per token (bandwidth roofline)"),
-        color=alt.Color("where:N", title=None, sort=None),
-        order=alt.Order("where:N", sort="descending"),
-        tooltip=["where:N", alt.Tooltip("ms per token:Q", format=",.1f"),
-                 alt.Tooltip("GB read per token:Q", format=",.2f")],
-    ).properties(title=title, width=width, height=60)
+    return (
+        alt.Chart(df)
+        .mark_bar()
+        .encode(
+            x=alt.X("sum(ms per token):Q", title="milliseconds per token (bandwidth roofline)"),
+            color=alt.Color("where:N", title=None, sort=None),
+            order=alt.Order("where:N", sort="descending"),
+            tooltip=[
+                "where:N",
+                alt.Tooltip("ms per token:Q", format=",.1f"),
+                alt.Tooltip("GB read per token:Q", format=",.2f"),
+            ],
+        )
+        .properties(title=title, width=width, height=60)
+    )
 
 
 #: the parts of an offload plan's memory, by where they sit (rows of
 #: :func:`k3lib.serving.offload_model.summary_table`)
-OFFLOAD_PARTS = {"GPU memory": ("non-expert weights on GPU", "experts kept on GPU", "KV cache", "activation",
-                                "GPU runtime overhead"),
-                 "host RAM": ("experts in RAM", "embedding in RAM", "host needs beyond weights")}
+OFFLOAD_PARTS = {
+    "GPU memory": (
+        "non-expert weights on GPU",
+        "experts kept on GPU",
+        "KV cache",
+        "activation",
+        "GPU runtime overhead",
+    ),
+    "host RAM": ("experts in RAM", "embedding in RAM", "host needs beyond weights"),
+}
 
 
 def offload_memory_long(plan, *, unit: str = "GB"):
@@ -211,9 +286,16 @@ def offload_memory_long(plan, *, unit: str = "GB"):
     rows = []
     for (tier, parts), t in zip(OFFLOAD_PARTS.items(), plan.tiers):
         label = f"{tier}: read at {t.bandwidth_bytes_per_s / 1e9:,.0f} GB/s"
-        rows += [{"where": label, "part": p, unit: float(table[p]),
-                  f"read per token ({unit})": t.read_bytes_per_step / (1e9 if unit == "GB" else 2**30)}
-                 for p in parts if p in table.index and table[p] > 0]
+        rows += [
+            {
+                "where": label,
+                "part": p,
+                unit: float(table[p]),
+                f"read per token ({unit})": t.read_bytes_per_step / (1e9 if unit == "GB" else 2**30),
+            }
+            for p in parts
+            if p in table.index and table[p] > 0
+        ]
     return pd.DataFrame(rows)
 
 
@@ -221,13 +303,22 @@ def offload_memory_bar(df, *, unit: str = "GB", width: int = 520):
     """Two stacked bars — GPU memory and host RAM — of what an offload plan keeps in each
     (``df`` from :func:`offload_memory_long`); the tooltip gives the bytes each tier reads per token."""
     alt = _alt()
-    return alt.Chart(df).mark_bar().encode(
-        y=alt.Y("where:N", title=None, sort=None),
-        x=alt.X(f"sum({unit}):Q", title=f"resident memory ({unit})"),
-        color=alt.Color("part:N", title="part", sort=None),
-        tooltip=["where:N", "part:N", alt.Tooltip(f"{unit}:Q", format=",.1f"),
-                 alt.Tooltip(f"read per token ({unit}):Q", format=",.2f")],
-    ).properties(width=width)
+    return (
+        alt.Chart(df)
+        .mark_bar()
+        .encode(
+            y=alt.Y("where:N", title=None, sort=None),
+            x=alt.X(f"sum({unit}):Q", title=f"resident memory ({unit})"),
+            color=alt.Color("part:N", title="part", sort=None),
+            tooltip=[
+                "where:N",
+                "part:N",
+                alt.Tooltip(f"{unit}:Q", format=",.1f"),
+                alt.Tooltip(f"read per token ({unit}):Q", format=",.2f"),
+            ],
+        )
+        .properties(width=width)
+    )
 
 
 def ceiling_labelled(verdict: str) -> str:

@@ -1,4 +1,5 @@
 """A tiny Mixtral-style GGUF (2.5 MB) that notebook ``06-any-model`` writes and reads back."""
+
 from __future__ import annotations
 
 import os
@@ -6,11 +7,20 @@ from pathlib import Path
 
 #: the demo GGUF's shapes: D = 256, 2 layers, 4 query heads and 2 KV heads of 64, 8 experts (2 active)
 #: of width 256, vocabulary 512; tensor types as a Q4_K_M file mixes them
-DEMO_GGUF = {"hidden": 256, "layers": 2, "heads": 4, "kv_heads": 2, "experts": 8, "experts_used": 2,
-             "expert_ffn": 256, "vocab": 512, "context": 32768}
+DEMO_GGUF = {
+    "hidden": 256,
+    "layers": 2,
+    "heads": 4,
+    "kv_heads": 2,
+    "experts": 8,
+    "experts_used": 2,
+    "expert_ffn": 256,
+    "vocab": 512,
+    "context": 32768,
+}
 
 
-def write_demo_gguf(directory: "str | os.PathLike[str]", *, name: str = "tiny-moe.gguf") -> Path:
+def write_demo_gguf(directory: str | os.PathLike[str], *, name: str = "tiny-moe.gguf") -> Path:
     """Write a tiny Mixtral-style GGUF (:data:`DEMO_GGUF`; zero-filled tensors, 2,546,176
     bytes of tensor data) into ``directory`` and return its path.
 

@@ -291,8 +291,10 @@ def working(claim_id: str) -> pandas.DataFrame:
     import pandas as pd
 
     v = audit_claim(get_claim(claim_id))
-    rows = [{"param": f.name, "formula": f.formula, "value": None if f.value is None else round(f.value, 4),
-             "unit": f.unit} for f in v.figures]
+    rows = [
+        {"param": f.name, "formula": f.formula, "value": None if f.value is None else round(f.value, 4), "unit": f.unit}
+        for f in v.figures
+    ]
     if v.computed_value is not None and not any(f.value == v.computed_value for f in v.figures):
         rows.append({"param": "computed", "formula": v.formula, "value": round(v.computed_value, 4), "unit": v.unit})
     return pd.DataFrame(rows, columns=["param", "formula", "value", "unit"])

@@ -13,6 +13,7 @@ Decode is memory-bound
 >>> Line("a <b>b</b> & <i>")._repr_html_()
 "<p style='color:#1f5fa8;font-size:14px;margin:0.4em 0'>a <b>b</b> &amp; &lt;i&gt;</p>"
 """
+
 from __future__ import annotations
 
 import html

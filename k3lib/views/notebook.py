@@ -9,6 +9,7 @@ A notebook's second cell is::
 which returns a :class:`~k3lib.core.plan.Plan` or stops the notebook with a
 :class:`ParameterError` whose whole message is ``parameter <name>: <what is wrong>``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,8 +17,17 @@ from typing import Any
 from k3lib.core.errors import K3InputError
 from k3lib.views.params import ParameterError, PlanParameters, parameter_error, parameter_errors
 
-__all__ = ["ParameterError", "PlanParameters", "parameter_error", "parameter_errors", "validate", "engine_plan",
-           "setup", "skip_slow_iri_checker", "ALTAIR_RENDERER"]
+__all__ = [
+    "ParameterError",
+    "PlanParameters",
+    "parameter_error",
+    "parameter_errors",
+    "validate",
+    "engine_plan",
+    "setup",
+    "skip_slow_iri_checker",
+    "ALTAIR_RENDERER",
+]
 
 
 def validate(**params: Any):
@@ -33,9 +43,11 @@ def validate(**params: Any):
 
     with parameter_errors():
         if "engine" in params or "gpu_memory_utilization" in params:
-            raise K3InputError(next(k for k in ("engine", "gpu_memory_utilization") if k in params),
-                               "is not a notebook plan parameter (the plan is engine-neutral)",
-                               "use k3lib.views.any_model.validate or the report for engine settings")
+            raise K3InputError(
+                next(k for k in ("engine", "gpu_memory_utilization") if k in params),
+                "is not a notebook plan parameter (the plan is engine-neutral)",
+                "use k3lib.views.any_model.validate or the report for engine settings",
+            )
         p = PlanParameters.parse(**params)
         return make_plan(**p.plan_kwargs())
 
@@ -58,8 +70,10 @@ def engine_plan(*, engine: Any = None, **params: Any):
         kwargs = p.plan_kwargs()
         kwargs["model"] = model
         a = kwargs.pop("assumptions")
-        given = any(v is not None for v in (a.activation_bytes, a.overhead_per_gpu_bytes, a.overhead_total_bytes,
-                                            a.memory_basis))
+        given = any(
+            v is not None
+            for v in (a.activation_bytes, a.overhead_per_gpu_bytes, a.overhead_total_bytes, a.memory_basis)
+        )
         return plan_for_engine(engine=engine, assumptions=a if given else None, **kwargs)
 
 

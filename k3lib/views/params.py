@@ -22,10 +22,12 @@ Traceback (most recent call last):
 ...
 k3lib.core.errors.K3InputError: gpus: '٨' is not a whole number: only ASCII digits 0-9 are read (allowed: a whole number ≥ 1, at most 4,096)
 """
+
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Optional
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -69,13 +71,16 @@ def parameter_errors() -> Iterator[None]:
 
 
 def _unset(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip()) or (
-        isinstance(value, str) and value.strip().lower() == "auto")
+    return (
+        value is None
+        or (isinstance(value, str) and not value.strip())
+        or (isinstance(value, str) and value.strip().lower() == "auto")
+    )
 
 
 def _name(value: Any, field: str) -> Any:
     if not isinstance(value, str):
-        return value                              # a ModelSpec/GPUSpec object from the API
+        return value  # a ModelSpec/GPUSpec object from the API
     text = value.strip()
     if not text or len(text) > MAX_NAME_CHARS or not text.isprintable():
         raise K3InputError(field, f"{value[:40]!r} is not a name", f"1 to {MAX_NAME_CHARS} printable characters")
@@ -88,21 +93,21 @@ class PlanParameters(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
     model: Any = "kimi-k3"
-    weights: Optional[str] = None
+    weights: str | None = None
     kv_dtype: str = "bf16"
     context: int = 262144
     batch: int = 1
     gpu: Any = "h100-sxm"
     gpus: int = 8
-    nodes: Optional[int] = None
-    tp: Optional[int] = None
-    pp: Optional[int] = None
-    activation: Optional[int] = None
-    overhead_per_gpu: Optional[int] = None
-    overhead_total: Optional[int] = None
-    memory_basis: Optional[Literal["marketed", "usable"]] = None
-    engine: Optional[str] = None
-    gpu_memory_utilization: Optional[float] = None
+    nodes: int | None = None
+    tp: int | None = None
+    pp: int | None = None
+    activation: int | None = None
+    overhead_per_gpu: int | None = None
+    overhead_total: int | None = None
+    memory_basis: Literal["marketed", "usable"] | None = None
+    engine: str | None = None
+    gpu_memory_utilization: float | None = None
 
     @field_validator("model", "gpu", "weights", "kv_dtype", "engine", mode="before")
     @classmethod
@@ -123,17 +128,17 @@ class PlanParameters(BaseModel):
 
     @field_validator("nodes", "tp", "pp", mode="before")
     @classmethod
-    def _optional_counts(cls, v: Any, info) -> Optional[int]:
+    def _optional_counts(cls, v: Any, info) -> int | None:
         return None if _unset(v) else parse_positive_int(v, info.field_name)
 
     @field_validator("activation", "overhead_per_gpu", "overhead_total", mode="before")
     @classmethod
-    def _sizes(cls, v: Any, info) -> Optional[int]:
+    def _sizes(cls, v: Any, info) -> int | None:
         return None if _unset(v) else parse_size_bytes(v, info.field_name)
 
     @field_validator("memory_basis", mode="before")
     @classmethod
-    def _basis(cls, v: Any) -> Optional[str]:
+    def _basis(cls, v: Any) -> str | None:
         if _unset(v):
             return None
         if v not in ("marketed", "usable"):
@@ -142,7 +147,7 @@ class PlanParameters(BaseModel):
 
     @field_validator("gpu_memory_utilization", mode="before")
     @classmethod
-    def _util(cls, v: Any) -> Optional[float]:
+    def _util(cls, v: Any) -> float | None:
         if _unset(v) or v == 0:
             return None
         allowed = "a fraction in (0, 1], e.g. 0.9"
@@ -155,7 +160,7 @@ class PlanParameters(BaseModel):
         return f
 
     @classmethod
-    def parse(cls, **params: Any) -> "PlanParameters":
+    def parse(cls, **params: Any) -> PlanParameters:
         """Validate keyword parameters; raises one :class:`K3InputError` naming the first bad field."""
         try:
             return cls.model_validate(params)
@@ -173,14 +178,28 @@ class PlanParameters(BaseModel):
         """The :class:`~k3lib.core.plan.Assumptions` these parameters override."""
         from k3lib.core.plan import Assumptions
 
-        return Assumptions(activation_bytes=self.activation, overhead_per_gpu_bytes=self.overhead_per_gpu,
-                           overhead_total_bytes=self.overhead_total, memory_basis=self.memory_basis)
+        return Assumptions(
+            activation_bytes=self.activation,
+            overhead_per_gpu_bytes=self.overhead_per_gpu,
+            overhead_total_bytes=self.overhead_total,
+            memory_basis=self.memory_basis,
+        )
 
     def plan_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :func:`~k3lib.core.plan.make_plan` (engine settings excluded)."""
-        return dict(model=self.model, gpu=self.gpu, gpus=self.gpus, weights=self.weights, kv_dtype=self.kv_dtype,
-                    context=self.context, batch=self.batch, nodes=self.nodes, tp=self.tp, pp=self.pp,
-                    assumptions=self.assumptions())
+        return dict(
+            model=self.model,
+            gpu=self.gpu,
+            gpus=self.gpus,
+            weights=self.weights,
+            kv_dtype=self.kv_dtype,
+            context=self.context,
+            batch=self.batch,
+            nodes=self.nodes,
+            tp=self.tp,
+            pp=self.pp,
+            assumptions=self.assumptions(),
+        )
 
 
 def model_source(model: Any, model_path: object = "") -> Any:
@@ -220,5 +239,4 @@ def model_source(model: Any, model_path: object = "") -> Any:
         raise ParameterError(f"parameter {source}: {text}", source) from None
 
 
-__all__ = ["PlanParameters", "ParameterError", "parameter_error", "parameter_errors", "MAX_NAME_CHARS",
-           "model_source"]
+__all__ = ["PlanParameters", "ParameterError", "parameter_error", "parameter_errors", "MAX_NAME_CHARS", "model_source"]

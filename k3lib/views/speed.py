@@ -3,6 +3,7 @@
 notebook 08. Nothing here computes a speed: every number is the serving model's, with its
 basis and held-aside error.
 """
+
 from __future__ import annotations
 
 import re
@@ -10,15 +11,17 @@ from collections.abc import Sequence
 from typing import Any
 
 #: the figures of one estimate as they are shown, in order: (key, label, scale, unit shown)
-SHOWN = (("decode_tokens_per_s_per_sequence", "decode per sequence", 1, "tokens/s"),
-         ("output_tokens_per_s_total", "output, all sequences", 1, "tokens/s"),
-         ("output_tokens_per_s_per_gpu", "output per GPU", 1, "tokens/s"),
-         ("prefill_tokens_per_s", "prefill (one prompt)", 1, "tokens/s"),
-         ("ttft_s", "time to first token", 1000, "ms"),
-         ("tpot_s", "time per output token", 1000, "ms"),
-         ("max_concurrency", "max concurrency", 1, "requests"),
-         ("usd_per_hour", "cost", 1, "US$/hour"),
-         ("usd_per_million_output_tokens", "cost per million output tokens", 1, "US$"))
+SHOWN = (
+    ("decode_tokens_per_s_per_sequence", "decode per sequence", 1, "tokens/s"),
+    ("output_tokens_per_s_total", "output, all sequences", 1, "tokens/s"),
+    ("output_tokens_per_s_per_gpu", "output per GPU", 1, "tokens/s"),
+    ("prefill_tokens_per_s", "prefill (one prompt)", 1, "tokens/s"),
+    ("ttft_s", "time to first token", 1000, "ms"),
+    ("tpot_s", "time per output token", 1000, "ms"),
+    ("max_concurrency", "max concurrency", 1, "requests"),
+    ("usd_per_hour", "cost", 1, "US$/hour"),
+    ("usd_per_million_output_tokens", "cost per million output tokens", 1, "US$"),
+)
 
 
 #: font size (px) of the speed charts' axis labels, titles and legends, and their width (px):
@@ -29,9 +32,11 @@ WIDTH_PX = 620
 
 def _styled(chart):
     """Readable labels (:data:`FONT_PX`) on a top-level chart."""
-    return (chart.configure_axis(labelFontSize=FONT_PX, titleFontSize=FONT_PX)
-            .configure_legend(labelFontSize=FONT_PX, titleFontSize=FONT_PX, orient="bottom")
-            .configure_title(fontSize=FONT_PX + 1, anchor="start"))
+    return (
+        chart.configure_axis(labelFontSize=FONT_PX, titleFontSize=FONT_PX)
+        .configure_legend(labelFontSize=FONT_PX, titleFontSize=FONT_PX, orient="bottom")
+        .configure_title(fontSize=FONT_PX + 1, anchor="start")
+    )
 
 
 def _label(fig: dict[str, Any]) -> str:
@@ -64,14 +69,21 @@ def figures_table(estimate) -> Any:
     for key, label, scale, unit in SHOWN:
         f = d[key]
         v = f["value"]
-        rows.append({"figure": label, "value": "—" if v is None else _number(v * scale), "unit": unit,
-                     "basis": _label(f)})
+        rows.append(
+            {"figure": label, "value": "—" if v is None else _number(v * scale), "unit": unit, "basis": _label(f)}
+        )
     return _shown(pd.DataFrame(rows))
 
 
-def concurrency_table(plan, *, concurrencies: Sequence[int] = (1, 4, 16, 64, 256), input_tokens: int = 1024,
-                      output_tokens: int = 256, engine: str | None = None,
-                      price_per_gpu_hour: float | None = None) -> Any:
+def concurrency_table(
+    plan,
+    *,
+    concurrencies: Sequence[int] = (1, 4, 16, 64, 256),
+    input_tokens: int = 1024,
+    output_tokens: int = 256,
+    engine: str | None = None,
+    price_per_gpu_hour: float | None = None,
+) -> Any:
     """Throughput against latency as concurrency grows, up to what the engine's KV cache and
     ``max_num_seqs`` allow (concurrencies past it are dropped; the limit itself is added):
     one serving estimate per concurrency."""
@@ -79,23 +91,43 @@ def concurrency_table(plan, *, concurrencies: Sequence[int] = (1, 4, 16, 64, 256
 
     from k3lib.serving import serving_estimate
 
-    first = serving_estimate(plan, concurrency=1, input_tokens=input_tokens, output_tokens=output_tokens,
-                             engine=engine, price_per_gpu_hour=price_per_gpu_hour)
+    first = serving_estimate(
+        plan,
+        concurrency=1,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        engine=engine,
+        price_per_gpu_hour=price_per_gpu_hour,
+    )
     cap = first.max_concurrency.value
     levels = sorted({c for c in concurrencies if cap is None or c <= cap} | ({int(cap)} if cap else set()))
     rows = []
     for c in levels:
-        e = first if c == 1 else serving_estimate(plan, concurrency=c, input_tokens=input_tokens,
-                                                  output_tokens=output_tokens, engine=engine,
-                                                  price_per_gpu_hour=price_per_gpu_hour)
+        e = (
+            first
+            if c == 1
+            else serving_estimate(
+                plan,
+                concurrency=c,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                engine=engine,
+                price_per_gpu_hour=price_per_gpu_hour,
+            )
+        )
         d = e.to_dict()
         v = {k: d[k]["value"] for k in d}
-        rows.append({"concurrency": c, "output tokens/s (all)": v["output_tokens_per_s_total"],
-                     "output tokens/s per GPU": v["output_tokens_per_s_per_gpu"],
-                     "TPOT (ms)": None if v["tpot_s"] is None else v["tpot_s"] * 1000,
-                     "TTFT (ms)": None if v["ttft_s"] is None else v["ttft_s"] * 1000,
-                     "US$ per M output tokens": v["usd_per_million_output_tokens"],
-                     "basis": _label(d["output_tokens_per_s_total"])})
+        rows.append(
+            {
+                "concurrency": c,
+                "output tokens/s (all)": v["output_tokens_per_s_total"],
+                "output tokens/s per GPU": v["output_tokens_per_s_per_gpu"],
+                "TPOT (ms)": None if v["tpot_s"] is None else v["tpot_s"] * 1000,
+                "TTFT (ms)": None if v["ttft_s"] is None else v["ttft_s"] * 1000,
+                "US$ per M output tokens": v["usd_per_million_output_tokens"],
+                "basis": _label(d["output_tokens_per_s_total"]),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -116,13 +148,18 @@ def throughput_latency_chart(frame, *, title: str = "Throughput against latency"
     base = alt.Chart(data).encode(
         x=alt.X("TPOT (ms):Q", title="time per output token (ms)"),
         y=alt.Y("output tokens/s (all):Q", title="output tokens/s, all sequences"),
-        tooltip=["concurrency", "output tokens/s (all)", "TPOT (ms)", "TTFT (ms)", "basis"])
-    return _styled((base.mark_line(point=True) + base.mark_text(dy=-10, fontSize=FONT_PX).encode(
-        text="concurrency:Q")).properties(title=title, width=WIDTH_PX, height=300))
+        tooltip=["concurrency", "output tokens/s (all)", "TPOT (ms)", "TTFT (ms)", "basis"],
+    )
+    return _styled(
+        (base.mark_line(point=True) + base.mark_text(dy=-10, fontSize=FONT_PX).encode(text="concurrency:Q")).properties(
+            title=title, width=WIDTH_PX, height=300
+        )
+    )
 
 
-def roofline_table(plan, *, batches: Sequence[int] = (1, 8, 32, 64, 128, 256, 512, 1024),
-                   context_tokens: int = 1024) -> Any:
+def roofline_table(
+    plan, *, batches: Sequence[int] = (1, 8, 32, 64, 128, 256, 512, 1024), context_tokens: int = 1024
+) -> Any:
     """Why decode is memory-bound: for one decode step of ``batch`` sequences on the plan's binding
     GPU, the time to read its bytes at full bandwidth and the time to do its FLOPs at peak
     (:func:`k3lib.serving.roofline.decode_terms`, the theoretical ceiling: no efficiencies).
@@ -137,9 +174,16 @@ def roofline_table(plan, *, batches: Sequence[int] = (1, 8, 32, 64, 128, 256, 51
     for b in batches:
         t = decode_terms(inp, concurrency=b, context_tokens=context_tokens)
         mem, comp = t.memory_seconds(), t.compute_seconds()
-        rows.append({"batch": b, "GB read per step": t.bytes_read / 1e9, "TFLOP per step": t.flops / 1e12,
-                     "memory time (ms)": mem * 1000, "compute time (ms)": comp * 1000,
-                     "bound by": "compute" if comp > mem else "memory"})
+        rows.append(
+            {
+                "batch": b,
+                "GB read per step": t.bytes_read / 1e9,
+                "TFLOP per step": t.flops / 1e12,
+                "memory time (ms)": mem * 1000,
+                "compute time (ms)": comp * 1000,
+                "bound by": "compute" if comp > mem else "memory",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -167,16 +211,20 @@ def compute_bound_batch(plan, *, context_tokens: int = 0, limit: int = 1 << 16) 
     return hi
 
 
-def layouts_curve(plans: dict, *, input_tokens: int = 1024, output_tokens: int = 256,
-                  concurrencies: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128, 256)) -> Any:
+def layouts_curve(
+    plans: dict,
+    *,
+    input_tokens: int = 1024,
+    output_tokens: int = 256,
+    concurrencies: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128, 256),
+) -> Any:
     """:func:`concurrency_table` for several plans (one per layout), stacked with a ``layout`` column,
     for one throughput-against-latency chart."""
     import pandas as pd
 
     frames = []
     for name, plan in plans.items():
-        f = concurrency_table(plan, concurrencies=concurrencies, input_tokens=input_tokens,
-                              output_tokens=output_tokens)
+        f = concurrency_table(plan, concurrencies=concurrencies, input_tokens=input_tokens, output_tokens=output_tokens)
         f.insert(0, "layout", name)
         frames.append(f)
     return pd.concat(frames, ignore_index=True)
@@ -193,9 +241,13 @@ def layouts_chart(frame, *, title: str = "Throughput against latency, per layout
         x=alt.X("TPOT (ms):Q", title="time per output token (ms)"),
         y=alt.Y("output tokens/s per GPU:Q", title="output tokens/s per GPU"),
         color=alt.Color("layout:N", legend=alt.Legend(labelLimit=0)),
-        tooltip=["layout", "concurrency", "output tokens/s per GPU", "TPOT (ms)", "TTFT (ms)", "basis"])
-    return _styled((base.mark_line(point=True) + base.mark_text(dy=-9, fontSize=FONT_PX).encode(
-        text="concurrency:Q")).properties(title=title, width=WIDTH_PX, height=320))
+        tooltip=["layout", "concurrency", "output tokens/s per GPU", "TPOT (ms)", "TTFT (ms)", "basis"],
+    )
+    return _styled(
+        (base.mark_line(point=True) + base.mark_text(dy=-9, fontSize=FONT_PX).encode(text="concurrency:Q")).properties(
+            title=title, width=WIDTH_PX, height=320
+        )
+    )
 
 
 def _request_kv_bytes(plan, context_tokens: int) -> int:
@@ -203,9 +255,16 @@ def _request_kv_bytes(plan, context_tokens: int) -> int:
     from k3lib.core.memory import kv_bytes_per_rank
     from k3lib.core.precisions import get_kv_dtype
 
-    return int(kv_bytes_per_rank(plan.model, context_tokens=int(context_tokens), batch=1,
-                                 bytes_per_element=get_kv_dtype(plan.kv_dtype).bytes_per_element, tp=1,
-                                 state_bytes_per_element=plan.assumptions.state_bytes_per_element))
+    return int(
+        kv_bytes_per_rank(
+            plan.model,
+            context_tokens=int(context_tokens),
+            batch=1,
+            bytes_per_element=get_kv_dtype(plan.kv_dtype).bytes_per_element,
+            tp=1,
+            state_bytes_per_element=plan.assumptions.state_bytes_per_element,
+        )
+    )
 
 
 def cache_worked_table(plan, *, input_tokens: int = 1024, output_tokens: int = 256, concurrency: int = 16) -> Any:
@@ -227,17 +286,29 @@ def cache_worked_table(plan, *, input_tokens: int = 1024, output_tokens: int = 2
     p_act = plan.model.params_active
     with_cache = 2 * p_act * output_tokens
     without = 2 * p_act * output_tokens * (input_tokens + (output_tokens - 1) / 2)
-    rows = [("KV written per token, all layers", "kv_tok", f"{kv_bytes_per_token(plan.model, plan.kv_dtype):,}", "B"),
-            (f"prefill writes: K,V of the {input_tokens:,}-token prompt", "I · kv_tok",
-             _number(_request_kv_bytes(plan, input_tokens) / 1e9), "GB"),
-            ("a decode step reads: the weights, once", "W",
-             _number(at_zero / 1e9), "GB"),
-            (f"… and {concurrency} sequences' cache at {mean_t:,} tokens", "B · KV_rank(T)",
-             _number((at_t - at_zero) / 1e9), "GB"),
-            (f"FLOPs of a {output_tokens:,}-token answer, with cache", "2 · P_act · O", _number(with_cache / 1e12),
-             "TFLOP"),
-            ("… without (each step reruns all tokens)", "2 · P_act · O · (I + (O−1)/2)",
-             _number(without / 1e12), "TFLOP")]
+    rows = [
+        ("KV written per token, all layers", "kv_tok", f"{kv_bytes_per_token(plan.model, plan.kv_dtype):,}", "B"),
+        (
+            f"prefill writes: K,V of the {input_tokens:,}-token prompt",
+            "I · kv_tok",
+            _number(_request_kv_bytes(plan, input_tokens) / 1e9),
+            "GB",
+        ),
+        ("a decode step reads: the weights, once", "W", _number(at_zero / 1e9), "GB"),
+        (
+            f"… and {concurrency} sequences' cache at {mean_t:,} tokens",
+            "B · KV_rank(T)",
+            _number((at_t - at_zero) / 1e9),
+            "GB",
+        ),
+        (
+            f"FLOPs of a {output_tokens:,}-token answer, with cache",
+            "2 · P_act · O",
+            _number(with_cache / 1e12),
+            "TFLOP",
+        ),
+        ("… without (each step reruns all tokens)", "2 · P_act · O · (I + (O−1)/2)", _number(without / 1e12), "TFLOP"),
+    ]
     return _shown(pd.DataFrame(rows, columns=["quantity", "formula", "value", "unit"]))
 
 
@@ -253,15 +324,31 @@ def request_timeline(plan, *, input_tokens: int = 1024, output_tokens: int = 256
 
     inp = inputs_from_plan(plan)
     t = prefill_terms(inp, input_tokens=input_tokens).seconds(CEILING) * 1000
-    rows = [{"time (ms)": 0.0, "KV cache of the request (MB)": _request_kv_bytes(plan, 0) / 1e6, "phase": "prefill",
-             "tokens": 0},
-            {"time (ms)": t, "KV cache of the request (MB)": _request_kv_bytes(plan, input_tokens) / 1e6,
-             "phase": "prefill", "tokens": input_tokens}]
+    rows = [
+        {
+            "time (ms)": 0.0,
+            "KV cache of the request (MB)": _request_kv_bytes(plan, 0) / 1e6,
+            "phase": "prefill",
+            "tokens": 0,
+        },
+        {
+            "time (ms)": t,
+            "KV cache of the request (MB)": _request_kv_bytes(plan, input_tokens) / 1e6,
+            "phase": "prefill",
+            "tokens": input_tokens,
+        },
+    ]
     rows.append({**rows[-1], "phase": "decode"})
     for k in range(1, output_tokens + 1):
         t += decode_terms(inp, concurrency=1, context_tokens=input_tokens + k - 1).seconds(CEILING) * 1000
-        rows.append({"time (ms)": t, "KV cache of the request (MB)": _request_kv_bytes(plan, input_tokens + k) / 1e6,
-                     "phase": "decode", "tokens": input_tokens + k})
+        rows.append(
+            {
+                "time (ms)": t,
+                "KV cache of the request (MB)": _request_kv_bytes(plan, input_tokens + k) / 1e6,
+                "phase": "decode",
+                "tokens": input_tokens + k,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -272,15 +359,21 @@ def timeline_chart(frame, *, title: str = "One request alone: prefill, then one 
 
     first = float(frame.loc[frame["phase"] == "prefill", "time (ms)"].max())
     scale = alt.Scale(domain=["prefill", "decode"], range=["#f58518", "#4c78a8"])
-    line = alt.Chart(frame).mark_line(strokeWidth=3).encode(
-        x=alt.X("time (ms):Q", title="time since the request arrived (ms), theoretical ceiling"),
-        y=alt.Y("KV cache of the request (MB):Q", title="KV cache of this request (MB)"),
-        color=alt.Color("phase:N", scale=scale, title="phase"),
-        tooltip=["phase", "tokens", "time (ms)", "KV cache of the request (MB)"])
+    line = (
+        alt.Chart(frame)
+        .mark_line(strokeWidth=3)
+        .encode(
+            x=alt.X("time (ms):Q", title="time since the request arrived (ms), theoretical ceiling"),
+            y=alt.Y("KV cache of the request (MB):Q", title="KV cache of this request (MB)"),
+            color=alt.Color("phase:N", scale=scale, title="phase"),
+            tooltip=["phase", "tokens", "time (ms)", "KV cache of the request (MB)"],
+        )
+    )
     mark = alt.Chart(alt.Data(values=[{"t": first, "label": f"first token at {first:,.1f} ms"}]))
     rule = mark.mark_rule(strokeDash=[4, 3], color="#555").encode(x="t:Q")
     text = mark.mark_text(align="left", dx=4, dy=-6, fontSize=FONT_PX, color="#333").encode(
-        x="t:Q", y=alt.value(12), text="label:N")
+        x="t:Q", y=alt.value(12), text="label:N"
+    )
     return _styled((line + rule + text).properties(title=title, width=WIDTH_PX, height=260))
 
 
@@ -295,25 +388,47 @@ def intensity_table(plan, *, input_tokens: int = 1024, concurrency: int = 16, co
 
     inp = inputs_from_plan(plan)
     ratio = inp.peak_flops / inp.memory_bw_bytes_per_s if inp.peak_flops else None
-    passes = [(f"prefill, one prompt of {input_tokens:,} tokens", input_tokens,
-               prefill_terms(inp, input_tokens=input_tokens)),
-              (f"decode, 1 sequence at {context_tokens:,} tokens", 1,
-               decode_terms(inp, concurrency=1, context_tokens=context_tokens)),
-              (f"decode, {concurrency} sequences at {context_tokens:,} tokens", concurrency,
-               decode_terms(inp, concurrency=concurrency, context_tokens=context_tokens))]
+    passes = [
+        (
+            f"prefill, one prompt of {input_tokens:,} tokens",
+            input_tokens,
+            prefill_terms(inp, input_tokens=input_tokens),
+        ),
+        (
+            f"decode, 1 sequence at {context_tokens:,} tokens",
+            1,
+            decode_terms(inp, concurrency=1, context_tokens=context_tokens),
+        ),
+        (
+            f"decode, {concurrency} sequences at {context_tokens:,} tokens",
+            concurrency,
+            decode_terms(inp, concurrency=concurrency, context_tokens=context_tokens),
+        ),
+    ]
     rows = []
     for name, tokens, t in passes:
         intensity = t.flops / t.bytes_read
-        rows.append({"pass": name, "tokens per pass": f"{tokens:,}", "TFLOP per pass": _number(t.flops / 1e12),
-                     "GB read per pass": _number(t.bytes_read / 1e9),
-                     "intensity (FLOP/byte)": _number(intensity),
-                     "GPU ratio F/BW (FLOP/byte)": "—" if ratio is None else _number(ratio),
-                     "bound by": "—" if ratio is None else ("compute" if intensity > ratio else "memory")})
+        rows.append(
+            {
+                "pass": name,
+                "tokens per pass": f"{tokens:,}",
+                "TFLOP per pass": _number(t.flops / 1e12),
+                "GB read per pass": _number(t.bytes_read / 1e9),
+                "intensity (FLOP/byte)": _number(intensity),
+                "GPU ratio F/BW (FLOP/byte)": "—" if ratio is None else _number(ratio),
+                "bound by": "—" if ratio is None else ("compute" if intensity > ratio else "memory"),
+            }
+        )
     return _shown(pd.DataFrame(rows))
 
 
-def roofline_chart(frame, *, with_cache=None, crossover: int | None = None,
-                   title: str = "One decode step on the binding GPU: read time and compute time"):
+def roofline_chart(
+    frame,
+    *,
+    with_cache=None,
+    crossover: int | None = None,
+    title: str = "One decode step on the binding GPU: read time and compute time",
+):
     """The roofline of a decode step against the batch (log–log; ``frame`` from
     :func:`roofline_table`, best at ``context_tokens=0``): the time to read the step's bytes at full
     bandwidth, the time to do its FLOPs at peak, and the step (the larger, dashed).
@@ -323,37 +438,62 @@ def roofline_chart(frame, *, with_cache=None, crossover: int | None = None,
     import altair as alt
     import pandas as pd
 
-    mem, comp, step, cached = ("memory: weights ÷ bandwidth", "compute: FLOPs ÷ peak FLOP/s", "step: the larger",
-                               "memory: weights + cache ÷ bandwidth")
-    parts = [pd.DataFrame({"batch": frame["batch"], "time (ms)": frame["memory time (ms)"], "term": mem}),
-             pd.DataFrame({"batch": frame["batch"], "time (ms)": frame["compute time (ms)"], "term": comp}),
-             pd.DataFrame({"batch": frame["batch"],
-                           "time (ms)": frame[["memory time (ms)", "compute time (ms)"]].max(axis=1), "term": step})]
+    mem, comp, step, cached = (
+        "memory: weights ÷ bandwidth",
+        "compute: FLOPs ÷ peak FLOP/s",
+        "step: the larger",
+        "memory: weights + cache ÷ bandwidth",
+    )
+    parts = [
+        pd.DataFrame({"batch": frame["batch"], "time (ms)": frame["memory time (ms)"], "term": mem}),
+        pd.DataFrame({"batch": frame["batch"], "time (ms)": frame["compute time (ms)"], "term": comp}),
+        pd.DataFrame(
+            {
+                "batch": frame["batch"],
+                "time (ms)": frame[["memory time (ms)", "compute time (ms)"]].max(axis=1),
+                "term": step,
+            }
+        ),
+    ]
     domain, colours = [mem, comp, step], ["#4c78a8", "#e45756", "#333333"]
     if with_cache is not None:
-        parts.append(pd.DataFrame({"batch": with_cache["batch"], "time (ms)": with_cache["memory time (ms)"],
-                                   "term": cached}))
+        parts.append(
+            pd.DataFrame({"batch": with_cache["batch"], "time (ms)": with_cache["memory time (ms)"], "term": cached})
+        )
         domain.append(cached)
         colours.append("#9ecae9")
     long = pd.concat(parts, ignore_index=True)
-    lines = alt.Chart(long).mark_line(strokeWidth=2.5).encode(
-        x=alt.X("batch:Q", scale=alt.Scale(type="log", base=2), title="sequences decoded together (batch)"),
-        y=alt.Y("time (ms):Q", scale=alt.Scale(type="log"), title="time per step (ms), theoretical ceiling"),
-        color=alt.Color("term:N", scale=alt.Scale(domain=domain, range=colours), title=None,
-                        legend=alt.Legend(labelLimit=0, columns=2)),
-        strokeDash=alt.condition(alt.datum.term == step, alt.value([6, 3]), alt.value([1, 0])),
-        tooltip=["term", "batch", "time (ms)"])
+    lines = (
+        alt.Chart(long)
+        .mark_line(strokeWidth=2.5)
+        .encode(
+            x=alt.X("batch:Q", scale=alt.Scale(type="log", base=2), title="sequences decoded together (batch)"),
+            y=alt.Y("time (ms):Q", scale=alt.Scale(type="log"), title="time per step (ms), theoretical ceiling"),
+            color=alt.Color(
+                "term:N",
+                scale=alt.Scale(domain=domain, range=colours),
+                title=None,
+                legend=alt.Legend(labelLimit=0, columns=2),
+            ),
+            strokeDash=alt.condition(alt.datum.term == step, alt.value([6, 3]), alt.value([1, 0])),
+            tooltip=["term", "batch", "time (ms)"],
+        )
+    )
     layers = [lines]
     if crossover is not None:
         mark = alt.Chart(alt.Data(values=[{"b": crossover, "label": f"compute-bound from batch {crossover:,}"}]))
-        layers += [mark.mark_rule(color="#555", strokeDash=[2, 2]).encode(x="b:Q"),
-                   mark.mark_text(align="right", dx=-4, dy=-6, fontSize=FONT_PX, color="#333").encode(
-                       x="b:Q", y=alt.value(12), text="label:N")]
+        layers += [
+            mark.mark_rule(color="#555", strokeDash=[2, 2]).encode(x="b:Q"),
+            mark.mark_text(align="right", dx=-4, dy=-6, fontSize=FONT_PX, color="#333").encode(
+                x="b:Q", y=alt.value(12), text="label:N"
+            ),
+        ]
     return _styled(alt.layer(*layers).properties(title=title, width=WIDTH_PX, height=300))
 
 
-def concurrency_caps_table(plan, *, shapes: Sequence[tuple[int, int]] = ((1024, 256), (4096, 512), (8192, 1024),
-                                                                          (32768, 1024))) -> Any:
+def concurrency_caps_table(
+    plan, *, shapes: Sequence[tuple[int, int]] = ((1024, 256), (4096, 512), (8192, 1024), (32768, 1024))
+) -> Any:
     """How the engine's KV capacity caps the requests served at once, per request shape
     ($I$ prompt + $O$ answer tokens): $\\min(\\lfloor KV_{tokens}/(I+O) \rfloor, \text{max\\_num\\_seqs})$
     (:func:`k3lib.serving.concurrency.max_concurrency`)."""
@@ -367,16 +507,30 @@ def concurrency_caps_table(plan, *, shapes: Sequence[tuple[int, int]] = ((1024, 
     for i, o in shapes:
         n = max_concurrency(kv_capacity_tokens=cap, input_tokens=i, output_tokens=o, max_num_seqs=seqs)
         by_kv = cap // (i + o)
-        rows.append({"prompt (tokens)": f"{i:,}", "answer (tokens)": f"{o:,}", "per request (tokens)": f"{i + o:,}",
-                     "KV capacity (tokens)": f"{cap:,}", "max concurrency (requests)": f"{n:,}",
-                     "limited by": "KV cache" if seqs is None or by_kv <= seqs else f"max_num_seqs ({seqs:,})"})
+        rows.append(
+            {
+                "prompt (tokens)": f"{i:,}",
+                "answer (tokens)": f"{o:,}",
+                "per request (tokens)": f"{i + o:,}",
+                "KV capacity (tokens)": f"{cap:,}",
+                "max concurrency (requests)": f"{n:,}",
+                "limited by": "KV cache" if seqs is None or by_kv <= seqs else f"max_num_seqs ({seqs:,})",
+            }
+        )
     return _shown(pd.DataFrame(rows))
 
 
 #: the held-aside table's columns as a reader sees them (a share becomes a percentage)
-HOLDOUT_COLUMNS = {"engine": "engine", "hardware_class": "hardware class", "quantity": "quantity", "rows": "rows",
-                   "median_ratio": "median predicted ÷ measured", "within_30_pct": "within ±30 % (%)",
-                   "worst_ratio": "worst predicted ÷ measured", "median_abs_error_pct": "median |error| (%)"}
+HOLDOUT_COLUMNS = {
+    "engine": "engine",
+    "hardware_class": "hardware class",
+    "quantity": "quantity",
+    "rows": "rows",
+    "median_ratio": "median predicted ÷ measured",
+    "within_30_pct": "within ±30 % (%)",
+    "worst_ratio": "worst predicted ÷ measured",
+    "median_abs_error_pct": "median |error| (%)",
+}
 
 
 def holdout_shown(frame) -> Any:
@@ -405,9 +559,11 @@ def bound_line(plan, *, concurrency: int, context_tokens: int = 0) -> Any:
     b = compute_bound_batch(plan, context_tokens=context_tokens)
     memory = b is None or concurrency < b
     where = "never up to 65,536 sequences" if b is None else f"from a batch of {b:,}"
-    text = (f"Decode of {concurrency:,} sequences at {context_tokens:,} tokens is "
-            f"<b>{'memory-bound' if memory else 'compute-bound'}</b> on {plan.gpu.name}; "
-            f"it turns compute-bound {where} (theoretical ceiling).")
+    text = (
+        f"Decode of {concurrency:,} sequences at {context_tokens:,} tokens is "
+        f"<b>{'memory-bound' if memory else 'compute-bound'}</b> on {plan.gpu.name}; "
+        f"it turns compute-bound {where} (theoretical ceiling)."
+    )
     return Line(text, STATEMENT if memory else DOES_NOT_FIT)
 
 
@@ -419,9 +575,11 @@ def timeline_line(frame) -> Any:
     first = float(frame.loc[frame["phase"] == "prefill", "time (ms)"].max())
     end = float(frame["time (ms)"].max())
     steps = int((frame["phase"] == "decode").sum() - 1)
-    text = (f"Prefill of the prompt: <b>{first:,.1f} ms</b>; then <b>{steps:,} decode steps</b> of about "
-            f"{(end - first) / max(1, steps):,.1f} ms each: decode is <b>{100 * (end - first) / end:.1f} %</b> "
-            "of the request's time (theoretical ceiling).")
+    text = (
+        f"Prefill of the prompt: <b>{first:,.1f} ms</b>; then <b>{steps:,} decode steps</b> of about "
+        f"{(end - first) / max(1, steps):,.1f} ms each: decode is <b>{100 * (end - first) / end:.1f} %</b> "
+        "of the request's time (theoretical ceiling)."
+    )
     return Line(text)
 
 
@@ -438,8 +596,13 @@ def curve_shown(frame, *, decimals: int = 1) -> Any:
 
 
 #: layouts the explorer offers by name: GPUs and their split (TP inside a node, PP across stages)
-LAYOUTS: dict[str, dict[str, Any]] = {"1 GPU": dict(gpus=1), "2 GPUs, TP=2": dict(gpus=2, tp=2), "4 GPUs, TP=4": dict(gpus=4, tp=4),
-           "8 GPUs, TP=8": dict(gpus=8, tp=8), "8 GPUs, TP=4 × PP=2": dict(gpus=8, tp=4, pp=2)}
+LAYOUTS: dict[str, dict[str, Any]] = {
+    "1 GPU": dict(gpus=1),
+    "2 GPUs, TP=2": dict(gpus=2, tp=2),
+    "4 GPUs, TP=4": dict(gpus=4, tp=4),
+    "8 GPUs, TP=8": dict(gpus=8, tp=8),
+    "8 GPUs, TP=4 × PP=2": dict(gpus=8, tp=4, pp=2),
+}
 
 
 def concurrency_choices(max_concurrency: int | None, *, top: int = 1024) -> list[int]:
@@ -456,8 +619,14 @@ def concurrency_choices(max_concurrency: int | None, *, top: int = 1024) -> list
     return out + ([cap] if cap not in out else [])
 
 
-def loading_layouts(*, model="llama-3.1-70b", gpu: str = "h100-sxm", layouts: Sequence[str] = tuple(LAYOUTS),
-                    input_tokens: int = 1024, output_tokens: int = 256) -> tuple[dict, dict]:
+def loading_layouts(
+    *,
+    model="llama-3.1-70b",
+    gpu: str = "h100-sxm",
+    layouts: Sequence[str] = tuple(LAYOUTS),
+    input_tokens: int = 1024,
+    output_tokens: int = 256,
+) -> tuple[dict, dict]:
     """(plans that load by layout name, why each other layout is left out): the explorer and the
     per-layout chart draw nothing for a plan that does not load."""
     from k3lib.core.errors import K3InputError
@@ -467,8 +636,9 @@ def loading_layouts(*, model="llama-3.1-70b", gpu: str = "h100-sxm", layouts: Se
     left: dict[str, str] = {}
     for name in layouts:
         try:
-            plan = plan_for_engine(model=model, gpu=gpu, context=input_tokens + output_tokens, with_limits=False,
-                                   **LAYOUTS[name])
+            plan = plan_for_engine(
+                model=model, gpu=gpu, context=input_tokens + output_tokens, with_limits=False, **LAYOUTS[name]
+            )
         except K3InputError as exc:
             left[name] = str(exc)
             continue
@@ -492,8 +662,11 @@ def require_loads(plan) -> None:
     from k3lib.core.errors import K3InputError
 
     if not plan.fits:
-        raise K3InputError("gpus", f"{plan.model.id} does not load on {plan.gpus}× {plan.gpu.id}, so it has no "
-                           f"speed: {plan.reason}", "more GPUs (`k3plan plan` finds the fewest that fit)")
+        raise K3InputError(
+            "gpus",
+            f"{plan.model.id} does not load on {plan.gpus}× {plan.gpu.id}, so it has no speed: {plan.reason}",
+            "more GPUs (`k3plan plan` finds the fewest that fit)",
+        )
 
 
 def layouts_around(plan, *, model, input_tokens: int = 1024, output_tokens: int = 256) -> tuple[dict, dict]:
@@ -512,8 +685,9 @@ def layouts_around(plan, *, model, input_tokens: int = 1024, output_tokens: int 
     left: dict[str, str] = {}
     for shape in shapes:
         try:
-            p = plan_for_engine(model=model, gpu=plan.gpu.id, context=input_tokens + output_tokens,
-                                with_limits=False, **shape)
+            p = plan_for_engine(
+                model=model, gpu=plan.gpu.id, context=input_tokens + output_tokens, with_limits=False, **shape
+            )
         except K3InputError as exc:
             name = f"{shape['gpus']} GPUs" + (f", TP={shape['tp']} × PP={shape['pp']}" if "tp" in shape else "")
             left[name] = str(exc)
@@ -530,11 +704,26 @@ def layouts_table(plans: dict, left_out: dict) -> Any:
     requests its KV cache holds at the plans' context, or why it is left out."""
     import pandas as pd
 
-    rows = [{"layout": name, "GPUs": p.gpus, "loads": "yes",
-             "KV capacity (tokens)": f"{p.engine.kv_capacity_tokens:,}" if p.engine is not None else "—",
-             "why not": "—"} for name, p in plans.items()]
-    rows += [{"layout": name, "GPUs": "".join(re.findall(r"^\d+", name)) or "—",
-              "loads": "no", "KV capacity (tokens)": "—", "why not": why} for name, why in left_out.items()]
+    rows = [
+        {
+            "layout": name,
+            "GPUs": p.gpus,
+            "loads": "yes",
+            "KV capacity (tokens)": f"{p.engine.kv_capacity_tokens:,}" if p.engine is not None else "—",
+            "why not": "—",
+        }
+        for name, p in plans.items()
+    ]
+    rows += [
+        {
+            "layout": name,
+            "GPUs": "".join(re.findall(r"^\d+", name)) or "—",
+            "loads": "no",
+            "KV capacity (tokens)": "—",
+            "why not": why,
+        }
+        for name, why in left_out.items()
+    ]
     return _shown(pd.DataFrame(rows))
 
 
@@ -545,13 +734,22 @@ def printed_table(plan) -> Any:
 
     est = plan.engine.estimate if plan.engine is not None else None
     printed = dict(getattr(est, "printed", None) or {})
-    return _shown(pd.DataFrame(list(printed.items()), columns=[f"{plan.engine.name if plan.engine else 'the engine'} prints",
-                                                        "value"]))
+    return _shown(
+        pd.DataFrame(
+            list(printed.items()), columns=[f"{plan.engine.name if plan.engine else 'the engine'} prints", "value"]
+        )
+    )
 
 
-def speed_explorer(*, model="llama-3.1-70b", gpu: str = "h100-sxm",
-                   layouts: Sequence[str] = ("4 GPUs, TP=4", "8 GPUs, TP=8", "8 GPUs, TP=4 × PP=2"),
-                   input_tokens: int = 1024, output_tokens: int = 256, plans: dict | None = None):
+def speed_explorer(
+    *,
+    model="llama-3.1-70b",
+    gpu: str = "h100-sxm",
+    layouts: Sequence[str] = ("4 GPUs, TP=4", "8 GPUs, TP=8", "8 GPUs, TP=4 × PP=2"),
+    input_tokens: int = 1024,
+    output_tokens: int = 256,
+    plans: dict | None = None,
+):
     """An ipywidgets explorer (thin layer over :func:`figures_table`): a layout (only those that
     load) and a concurrency (only what that layout's KV cache holds, re-offered when the layout
     changes); the figures, each with its basis, update. Estimates are computed once per choice and
@@ -562,20 +760,27 @@ def speed_explorer(*, model="llama-3.1-70b", gpu: str = "h100-sxm",
     from k3lib.serving import serving_estimate
 
     if plans is None:
-        plans, left = loading_layouts(model=model, gpu=gpu, layouts=layouts, input_tokens=input_tokens,
-                                      output_tokens=output_tokens)
+        plans, left = loading_layouts(
+            model=model, gpu=gpu, layouts=layouts, input_tokens=input_tokens, output_tokens=output_tokens
+        )
     else:
-        plans, left = {k: p for k, p in plans.items() if p.fits}, {k: "does not load" for k, p in plans.items()
-                                                                      if not p.fits}
+        plans, left = (
+            {k: p for k, p in plans.items() if p.fits},
+            {k: "does not load" for k, p in plans.items() if not p.fits},
+        )
     if not plans:
-        return w.HTML("<p style='color:#b00020'><b>No layout loads</b>: "
-                      + "; ".join(f"{k}: {v}" for k, v in left.items()) + "</p>")
+        return w.HTML(
+            "<p style='color:#b00020'><b>No layout loads</b>: "
+            + "; ".join(f"{k}: {v}" for k, v in left.items())
+            + "</p>"
+        )
     cache: dict = {}
 
     def estimate(name: str, c: int):
         if (name, c) not in cache:
-            cache[name, c] = serving_estimate(plans[name], concurrency=c, input_tokens=input_tokens,
-                                              output_tokens=output_tokens)
+            cache[name, c] = serving_estimate(
+                plans[name], concurrency=c, input_tokens=input_tokens, output_tokens=output_tokens
+            )
         return cache[name, c]
 
     def cap(name: str) -> int | None:
@@ -594,14 +799,20 @@ def speed_explorer(*, model="llama-3.1-70b", gpu: str = "h100-sxm",
         if busy[0]:
             return
         est = estimate(layout.value, conc.value)
-        out.value = (f"<p>{plans[layout.value].gpus}× {plans[layout.value].gpu.name}, {conc.value:,} requests of "
-                     f"{input_tokens:,} + {output_tokens:,} tokens at once:</p>"
-                     + figures_table(est).to_html(index=False) + note)
+        out.value = (
+            f"<p>{plans[layout.value].gpus}× {plans[layout.value].gpu.name}, {conc.value:,} requests of "
+            f"{input_tokens:,} + {output_tokens:,} tokens at once:</p>" + figures_table(est).to_html(index=False) + note
+        )
 
     def relayout(_change=None) -> None:
         opts = concurrency_choices(cap(layout.value))
-        keep = conc.value if conc.value in opts else max(c for c in opts if c <= conc.value) \
-            if any(c <= conc.value for c in opts) else opts[0]
+        keep = (
+            conc.value
+            if conc.value in opts
+            else max(c for c in opts if c <= conc.value)
+            if any(c <= conc.value for c in opts)
+            else opts[0]
+        )
         busy[0] = True
         conc.options = opts
         conc.value = keep

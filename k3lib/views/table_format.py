@@ -1,5 +1,6 @@
 """Formatting shared by the workbook's tables: one unit per table (GiB by default, or GB),
 named in the column; sizes rounded to 2 decimals, percentages to 1; precision labels."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -29,12 +30,14 @@ def _pct(part: float, whole: float) -> float:
 
 
 def _label(fmt_or_dtype: str) -> str:
-    return {"bf16": "BF16", "fp8": "FP8", "int4": "INT4", "q8": "Q8", "q4": "Q4", "q2": "Q2",
-            "native": "native"}.get(fmt_or_dtype, fmt_or_dtype)
+    return {"bf16": "BF16", "fp8": "FP8", "int4": "INT4", "q8": "Q8", "q4": "Q4", "q2": "Q2", "native": "native"}.get(
+        fmt_or_dtype, fmt_or_dtype
+    )
 
 
-def shown(data: pd.DataFrame | Mapping[str, object], *, decimals: int = 2,
-          columns: tuple[str, ...] | None = None) -> pd.DataFrame:
+def shown(
+    data: pd.DataFrame | Mapping[str, object], *, decimals: int = 2, columns: tuple[str, ...] | None = None
+) -> pd.DataFrame:
     """A table for a reader (a DataFrame of strings, default index dropped): integers with
     thousands separators, floats to at most ``decimals`` places (never ``e+``), a missing value
     as "—" (never ``NaN``/``<NA>``). ``data`` is a DataFrame or a mapping ``{item: value}``
@@ -76,9 +79,26 @@ def shown(data: pd.DataFrame | Mapping[str, object], *, decimals: int = 2,
 # ---------------------------------------------------------------- the display layer
 
 #: a column name's trailing unit token and how a header writes it: ``kv_cache_GiB`` → "kv cache (GiB)"
-HEADER_UNITS = {"GiB": "GiB", "GB": "GB", "TiB": "TiB", "TB": "TB", "MiB": "MiB", "MB": "MB", "KiB": "KiB",
-                "B": "B", "bytes": "B", "pct": "%", "percent": "%", "s": "s", "ms": "ms", "W": "W",
-                "tok_s": "tokens/s", "GBps": "GB/s", "USD": "USD", "bits": "bits"}
+HEADER_UNITS = {
+    "GiB": "GiB",
+    "GB": "GB",
+    "TiB": "TiB",
+    "TB": "TB",
+    "MiB": "MiB",
+    "MB": "MB",
+    "KiB": "KiB",
+    "B": "B",
+    "bytes": "B",
+    "pct": "%",
+    "percent": "%",
+    "s": "s",
+    "ms": "ms",
+    "W": "W",
+    "tok_s": "tokens/s",
+    "GBps": "GB/s",
+    "USD": "USD",
+    "bits": "bits",
+}
 
 
 def reader_header(name: object) -> str:
@@ -93,7 +113,7 @@ def reader_header(name: object) -> str:
         return text
     for token in sorted(HEADER_UNITS, key=len, reverse=True):
         if text.endswith("_" + token) and len(text) > len(token) + 1:
-            return f"{text[:-len(token) - 1].replace('_', ' ')} ({HEADER_UNITS[token]})"
+            return f"{text[: -len(token) - 1].replace('_', ' ')} ({HEADER_UNITS[token]})"
     return text.replace("_", " ")
 
 
@@ -130,7 +150,7 @@ def reader_number(x: object, decimals: int = 2, *, whole: bool = True) -> object
         if x.is_integer() and (abs(x) >= 1000 and whole or decimals == 0):
             return f"{x:,.0f}"
         places = decimals
-        if x != 0 and abs(x) < 0.5 * 10 ** -decimals:
+        if x != 0 and abs(x) < 0.5 * 10**-decimals:
             places = min(12, 1 - math.floor(math.log10(abs(x))))
         return f"{x:,.{places}f}"
     return x
@@ -154,8 +174,13 @@ class ReaderTable:
         return repr(self)
 
 
-def reader_table(data: pd.DataFrame | Mapping[str, object], *, decimals: int = 2, headers: bool = True,
-                 columns: tuple[str, ...] | None = None) -> ReaderTable:
+def reader_table(
+    data: pd.DataFrame | Mapping[str, object],
+    *,
+    decimals: int = 2,
+    headers: bool = True,
+    columns: tuple[str, ...] | None = None,
+) -> ReaderTable:
     """What a reader should see of ``data`` (a DataFrame, or a mapping ``{item: value}`` shown as
     ``item | value`` rows named by ``columns``): the index hidden (a named, non-default index
     becomes the first column), integers with thousands separators, floats to ``decimals`` places
@@ -187,13 +212,16 @@ def reader_table(data: pd.DataFrame | Mapping[str, object], *, decimals: int = 2
     if not isinstance(df.index, pd.RangeIndex) and not all(str(i) == "" for i in df.index):
         names = [n if n is not None else "" for n in df.index.names]
         df = df.rename_axis(names).reset_index()  # row labels ("KV cache", "256K") become a column
+
     def column(col: pd.Series) -> pd.Series:
         # one number of places per column, the fewest (up to ``decimals``) that show every float in
         # it: none for token or GPU counts stored as floats, 1 for percentages rounded to 0.1, so
         # 1,346.00 sits over 1,343.50 and 24.2 is not written 24.20
         floats = [x for x in col if isinstance(x, float) and x == x and abs(x) != float("inf")]
-        places = max((next(d for d in range(decimals + 1) if round(x, d) == round(x, decimals))
-                      for x in floats), default=decimals)
+        places = max(
+            (next(d for d in range(decimals + 1) if round(x, d) == round(x, decimals)) for x in floats),
+            default=decimals,
+        )
         return col.map(lambda x: reader_number(x, places, whole=False))
 
     df = df.astype(object).apply(column)

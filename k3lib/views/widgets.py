@@ -12,6 +12,7 @@ sliders; ipywidgets is imported only there.
 ...                 gpu="nosuch", gpus=6)[2].split(":")[0]
 'parameter gpu'
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -25,9 +26,17 @@ MAX_GPUS = 64
 MAX_BATCH = 16
 
 
-def explorer_update(*, model: str, weights: str, kv_dtype: str, context: object, gpu: str, gpus: object,
-                    batch: object = 1, unit: str = "GiB",
-                    ) -> "tuple[pd.DataFrame | None, alt.LayerChart | alt.FacetChart | None, str]":
+def explorer_update(
+    *,
+    model: str,
+    weights: str,
+    kv_dtype: str,
+    context: object,
+    gpu: str,
+    gpus: object,
+    batch: object = 1,
+    unit: str = "GiB",
+) -> tuple[pd.DataFrame | None, alt.LayerChart | alt.FacetChart | None, str]:
     """One configuration → ``(budget table, per-GPU stacked bar, one-line message)``.
 
     Bad input never raises and never shows a number: it returns ``(None, None,
@@ -37,13 +46,16 @@ def explorer_update(*, model: str, weights: str, kv_dtype: str, context: object,
     from k3lib.views.notebook import ParameterError, validate
 
     try:
-        plan = validate(model=model, weights=weights, kv_dtype=kv_dtype, context=context, gpu=gpu, gpus=gpus,
-                        batch=batch)
+        plan = validate(
+            model=model, weights=weights, kv_dtype=kv_dtype, context=context, gpu=gpu, gpus=gpus, batch=batch
+        )
     except ParameterError as exc:
         return None, None, str(exc)
     df = tables.plan_table(plan, unit=unit)
-    label = (f"{plan.model.id} · {plan.weight_format} · KV {plan.kv_dtype} · "
-             f"{tables.context_label(plan.context_tokens)} · {plan.gpus}× {plan.gpu.id}")
+    label = (
+        f"{plan.model.id} · {plan.weight_format} · KV {plan.kv_dtype} · "
+        f"{tables.context_label(plan.context_tokens)} · {plan.gpus}× {plan.gpu.id}"
+    )
     chart = charts.budget_stacked_bar({label: plan}, per="gpu", unit=unit)
     verdict = "FITS" if plan.fits else "DOES NOT FIT"
     message = f"{verdict}: {plan.reason.split(': ', 1)[1]}" + "".join(f" (note: {n})" for n in plan.notes)
@@ -68,8 +80,7 @@ def _options(known: list[str], value: Any) -> list[str]:
     return known if value in known else [str(value), *known]
 
 
-def gpu_count_choices(model: object, gpu: object, *, current: object = None,
-                      max_gpus: int = MAX_GPUS) -> list[int]:
+def gpu_count_choices(model: object, gpu: object, *, current: object = None, max_gpus: int = MAX_GPUS) -> list[int]:
     """The GPU counts the explorer's slider offers: those with a deployable layout of ``model`` on
     ``gpu`` (:func:`k3lib.core.search.candidate_gpu_counts`: 1…a node where the model splits, then
     whole nodes), up to ``max_gpus``. ``current`` is added if it is not one (its error then shows);
@@ -93,9 +104,17 @@ def gpu_count_choices(model: object, gpu: object, *, current: object = None,
     return counts if n in counts else sorted({*counts, n})
 
 
-def explorer(*, model: str = "kimi-k3@guide-000", weights: str = "q4", kv_dtype: str = "fp8",
-             context: object = "256K", gpu: str = "h100-sxm", gpus: int = 6, batch: int = 1,
-             unit: str = "GiB"):
+def explorer(
+    *,
+    model: str = "kimi-k3@guide-000",
+    weights: str = "q4",
+    kv_dtype: str = "fp8",
+    context: object = "256K",
+    gpu: str = "h100-sxm",
+    gpus: int = 6,
+    batch: int = 1,
+    unit: str = "GiB",
+):
     """A widget box: model, weight precision, KV dtype, context, GPU, GPU count and batch,
     above an output area that :func:`explorer_update` refreshes in place.
 
@@ -110,27 +129,64 @@ def explorer(*, model: str = "kimi-k3@guide-000", weights: str = "q4", kv_dtype:
     style = {"description_width": "80px"}
     layout = w.Layout(width="300px")
     controls = {
-        "model": w.Dropdown(options=_options([m.id for m in list_models()], model), value=str(model),
-                            description="model", style=style, layout=layout),
-        "weights": w.Dropdown(options=_options([f.id for f in weight_formats()], weights), value=str(weights),
-                              description="weights", style=style, layout=layout),
-        "kv_dtype": w.Dropdown(options=_options([d.id for d in kv_dtypes()], kv_dtype), value=str(kv_dtype),
-                               description="KV dtype", style=style, layout=layout),
-        "context": w.Dropdown(options=_options(list(CONTEXT_CHOICES), context), value=str(context),
-                              description="context", style=style, layout=layout),
-        "gpu": w.Dropdown(options=_options([g.id for g in list_gpus()], gpu), value=str(gpu),
-                          description="GPU", style=style, layout=layout),
+        "model": w.Dropdown(
+            options=_options([m.id for m in list_models()], model),
+            value=str(model),
+            description="model",
+            style=style,
+            layout=layout,
+        ),
+        "weights": w.Dropdown(
+            options=_options([f.id for f in weight_formats()], weights),
+            value=str(weights),
+            description="weights",
+            style=style,
+            layout=layout,
+        ),
+        "kv_dtype": w.Dropdown(
+            options=_options([d.id for d in kv_dtypes()], kv_dtype),
+            value=str(kv_dtype),
+            description="KV dtype",
+            style=style,
+            layout=layout,
+        ),
+        "context": w.Dropdown(
+            options=_options(list(CONTEXT_CHOICES), context),
+            value=str(context),
+            description="context",
+            style=style,
+            layout=layout,
+        ),
+        "gpu": w.Dropdown(
+            options=_options([g.id for g in list_gpus()], gpu),
+            value=str(gpu),
+            description="GPU",
+            style=style,
+            layout=layout,
+        ),
         # only counts the model deploys on (1…a node where it splits, then whole nodes): no slider
         # position that can only print an error
-        "gpus": w.SelectionSlider(options=gpu_count_choices(model, gpu, current=gpus), value=int(gpus),
-                                  description="GPUs", style=style, layout=layout),
-        "batch": w.IntSlider(value=int(batch), min=1, max=max(MAX_BATCH, int(batch)), description="batch",
-                             style=style, layout=layout),
+        "gpus": w.SelectionSlider(
+            options=gpu_count_choices(model, gpu, current=gpus),
+            value=int(gpus),
+            description="GPUs",
+            style=style,
+            layout=layout,
+        ),
+        "batch": w.IntSlider(
+            value=int(batch), min=1, max=max(MAX_BATCH, int(batch)), description="batch", style=style, layout=layout
+        ),
     }
     out = w.Output()
     c = controls
-    box = w.VBox([w.HBox([c["model"], c["weights"], c["kv_dtype"]]), w.HBox([c["context"], c["gpu"]]),
-                  w.HBox([c["gpus"], c["batch"]]), out])
+    box = w.VBox(
+        [
+            w.HBox([c["model"], c["weights"], c["kv_dtype"]]),
+            w.HBox([c["context"], c["gpu"]]),
+            w.HBox([c["gpus"], c["batch"]]),
+            out,
+        ]
+    )
 
     def recount(_change: object = None) -> None:
         """A new model or GPU: offer its deployable counts, keeping the count (or the next one up)."""

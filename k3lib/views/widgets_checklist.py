@@ -7,6 +7,7 @@ The GPU-count menu offers only counts someone can deploy for the model on that G
 (:func:`k3lib.core.layout.deployable_gpu_counts`: one node where the heads split, then whole
 nodes); it is rebuilt when the model or the GPU changes. ipywidgets is imported lazily.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -53,8 +54,9 @@ def decision_view(*, model: str, gpu: str, gpus: int, context: str, kv_dtype: st
 
     nodes = node_layout(model=model, gpu=gpu, gpus=gpus).nodes
     c = run_checklist(model=model, gpu=gpu, gpus=gpus, nodes=nodes, context=context, kv_dtype=kv_dtype)
-    choice = launch_choice(model=model, gpu=gpu, gpus=gpus, nodes=nodes, context=context, kv_dtype=kv_dtype,
-                           engine="vllm")
+    choice = launch_choice(
+        model=model, gpu=gpu, gpus=gpus, nodes=nodes, context=context, kv_dtype=kv_dtype, engine="vllm"
+    )
     head = "FITS" if choice.status == "fits" else "DOES NOT FIT"
     return verdict_line(f"{head} — {choice.headline}"), decision_path_chart(decision_path(c, choice=choice))
 
@@ -65,13 +67,18 @@ def checklist_explorer(**initial: Any):
 
     from k3lib.views.widgets_parallel import _redraw
 
-    v: dict[str, Any] = {"model": "kimi-k3", "gpu": "h200-sxm", "gpus": 16, "context": "256K", "kv_dtype": "fp8"} | initial
+    v: dict[str, Any] = {
+        "model": "kimi-k3",
+        "gpu": "h200-sxm",
+        "gpus": 16,
+        "context": "256K",
+        "kv_dtype": "fp8",
+    } | initial
     counts = gpu_count_options(model=v["model"], gpu=v["gpu"])
     controls = {
         "model": w.Dropdown(options=MODELS, value=v["model"], description="model"),
         "gpu": w.Dropdown(options=GPUS, value=v["gpu"], description="GPU"),
-        "gpus": w.Dropdown(options=counts, value=v["gpus"] if v["gpus"] in counts else counts[-1],
-                           description="GPUs"),
+        "gpus": w.Dropdown(options=counts, value=v["gpus"] if v["gpus"] in counts else counts[-1], description="GPUs"),
         "context": w.Dropdown(options=context_options(model=v["model"]), value=v["context"], description="context"),
         "kv_dtype": w.Dropdown(options=KV_DTYPES, value=v["kv_dtype"], description="KV dtype"),
     }
@@ -101,7 +108,7 @@ def checklist_explorer(**initial: Any):
     for ctl in controls.values():
         ctl.observe(update, names="value")
     names = list(controls)
-    box.children = [w.HBox([controls[n] for n in names[i:i + 3]]) for i in range(0, len(names), 3)] + [out]
+    box.children = [w.HBox([controls[n] for n in names[i : i + 3]]) for i in range(0, len(names), 3)] + [out]
     box.controls, box.output = controls, out
     update()
     return box

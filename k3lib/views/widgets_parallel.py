@@ -9,10 +9,12 @@ GPUs ÷ TP, EP is 1 or TP × DP; when one control changes, the others are fixed 
 
 ipywidgets is imported lazily, so importing k3lib never needs it.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from k3lib.core.errors import K3InputError
 
@@ -21,12 +23,21 @@ LAYOUT_MODELS = ("kimi-k3", "deepseek-v3", "llama-3.1-70b", "llama-3.1-405b", "q
 LAYOUT_GPUS = ("h100-sxm", "h200-sxm", "b200", "b300", "mi300x", "mi325x", "a100-sxm-80gb", "l40s")
 WEIGHTS = ("native", "bf16", "fp8", "q8_0", "q4_k_m", "q2_k")
 KV_DTYPES = ("bf16", "fp8", "int4")
-OFFLOAD_GPUS = ("rtx-4090-48gb", "rtx-4090", "rtx-5090", "rtx-pro-6000", "a100-pcie-40gb", "l40s", "h200-sxm",
-                "m3-ultra-512gb", "ryzen-ai-max-395-128gb")
+OFFLOAD_GPUS = (
+    "rtx-4090-48gb",
+    "rtx-4090",
+    "rtx-5090",
+    "rtx-pro-6000",
+    "a100-pcie-40gb",
+    "l40s",
+    "h200-sxm",
+    "m3-ultra-512gb",
+    "ryzen-ai-max-395-128gb",
+)
 
 
 NODES = (1, 2, 3, 4, 6, 8)
-WIDE = {"description_width": "initial"}   # labels shown whole ("expert layers on GPU"), not "expert lay…"
+WIDE = {"description_width": "initial"}  # labels shown whole ("expert layers on GPU"), not "expert lay…"
 
 
 @dataclass(frozen=True)
@@ -50,8 +61,10 @@ class LayoutChoices:
 
     def describe(self) -> str:
         """``16 GPUs = 2 nodes × 8; TP 8 × PP 2 × DP 1``."""
-        return (f"{self.gpus} GPUs = {self.nodes} node{'s' if self.nodes > 1 else ''} × {self.gpus_per_node}; "
-                f"TP {self.tp} × PP {self.pp} × DP {self.dp}" + (f", EP {self.ep}" if self.ep > 1 else ""))
+        return (
+            f"{self.gpus} GPUs = {self.nodes} node{'s' if self.nodes > 1 else ''} × {self.gpus_per_node}; "
+            f"TP {self.tp} × PP {self.pp} × DP {self.dp}" + (f", EP {self.ep}" if self.ep > 1 else "")
+        )
 
 
 def _divisors(n: int) -> tuple[int, ...]:
@@ -80,10 +93,20 @@ def layout_choices(*, model: str, gpu: str, nodes: int, tp: int, pp: int, ep: in
     if pp not in pp_options:
         pp = nodes if nodes in pp_options else max(p for p in pp_options if p <= nodes)
     dp = gpus // (tp * pp)
-    ep_options = tuple(sorted({1, tp * dp})) if moe else (1,)   # a dense model has no experts to spread
+    ep_options = tuple(sorted({1, tp * dp})) if moe else (1,)  # a dense model has no experts to spread
     ep = ep if ep in ep_options else 1
-    return LayoutChoices(gpus_per_node=per_node, gpus=gpus, nodes=nodes, tp=tp, pp=pp, dp=dp, ep=ep,
-                         tp_options=tp_options, pp_options=pp_options, ep_options=ep_options)
+    return LayoutChoices(
+        gpus_per_node=per_node,
+        gpus=gpus,
+        nodes=nodes,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        ep=ep,
+        tp_options=tp_options,
+        pp_options=pp_options,
+        ep_options=ep_options,
+    )
 
 
 def _redraw(out, figure: Callable[..., Any], values: dict[str, Any]) -> str | None:
@@ -150,7 +173,7 @@ def _explorer(controls: dict[str, Any], figure: Callable[..., Any]):
     for c in controls.values():
         c.observe(update, names="value")
     update()
-    return w.VBox([w.HBox(list(controls.values())[i:i + 3]) for i in range(0, len(controls), 3)] + [out])
+    return w.VBox([w.HBox(list(controls.values())[i : i + 3]) for i in range(0, len(controls), 3)] + [out])
 
 
 def layout_explorer(**initial: Any):
@@ -159,8 +182,17 @@ def layout_explorer(**initial: Any):
     TP, PP and EP offer only the values :func:`layout_choices` allows."""
     import ipywidgets as w
 
-    v: dict[str, Any] = {"model": "kimi-k3", "gpu": "h200-sxm", "nodes": 2, "tp": 8, "pp": 2, "ep": 1,
-         "weights": "native", "kv_dtype": "bf16", "context": "256K"} | initial
+    v: dict[str, Any] = {
+        "model": "kimi-k3",
+        "gpu": "h200-sxm",
+        "nodes": 2,
+        "tp": 8,
+        "pp": 2,
+        "ep": 1,
+        "weights": "native",
+        "kv_dtype": "bf16",
+        "context": "256K",
+    } | initial
     c = layout_choices(model=v["model"], gpu=v["gpu"], nodes=v["nodes"], tp=v["tp"], pp=v["pp"], ep=v["ep"])
     controls = {
         "model": w.Dropdown(options=LAYOUT_MODELS, value=v["model"], description="model"),
@@ -182,11 +214,19 @@ def layout_explorer(**initial: Any):
             return
         busy[0] = True
         try:
-            now = layout_choices(model=controls["model"].value, gpu=controls["gpu"].value,
-                                 nodes=controls["nodes"].value, tp=controls["tp"].value,
-                                 pp=controls["pp"].value, ep=controls["ep"].value)
-            for name, options, value in (("tp", now.tp_options, now.tp), ("pp", now.pp_options, now.pp),
-                                         ("ep", now.ep_options, now.ep)):
+            now = layout_choices(
+                model=controls["model"].value,
+                gpu=controls["gpu"].value,
+                nodes=controls["nodes"].value,
+                tp=controls["tp"].value,
+                pp=controls["pp"].value,
+                ep=controls["ep"].value,
+            )
+            for name, options, value in (
+                ("tp", now.tp_options, now.tp),
+                ("pp", now.pp_options, now.pp),
+                ("ep", now.ep_options, now.ep),
+            ):
                 if tuple(controls[name].options) != options:
                     controls[name].options = options
                 controls[name].value = value
@@ -204,7 +244,10 @@ def layout_explorer(**initial: Any):
         ctl.observe(update, names="value")
     update()
     names = list(controls)
-    box.children = [w.HBox([controls[n] for n in names[i:i + 3]]) for i in range(0, len(names), 3)] + [w.HBox([summary]), out]
+    box.children = [w.HBox([controls[n] for n in names[i : i + 3]]) for i in range(0, len(names), 3)] + [
+        w.HBox([summary]),
+        out,
+    ]
     box.controls, box.summary, box.output = controls, summary, out
     return box
 
@@ -217,17 +260,32 @@ def offload_explorer(**initial: Any):
 
     from k3lib.core.hosts import load_hosts
 
-    v = {"gpu": "rtx-4090-48gb", "ram": "1536GiB", "ram_bandwidth": None, "host": None,
-         "expert_layers_on_gpu": 0} | initial
+    v = {
+        "gpu": "rtx-4090-48gb",
+        "ram": "1536GiB",
+        "ram_bandwidth": None,
+        "host": None,
+        "expert_layers_on_gpu": 0,
+    } | initial
     hosts = [("none: bandwidth assumed", None)] + [(h.id, h.id) for h in load_hosts() if not h.unified_memory]
     controls = {
         "gpu": w.Dropdown(options=OFFLOAD_GPUS, value=v["gpu"], description="GPU"),
-        "ram": w.Dropdown(options=("256GiB", "512GiB", "1024GiB", "1536GiB", "2048GiB", "3072GiB"), value=v["ram"],
-                          description="RAM"),
+        "ram": w.Dropdown(
+            options=("256GiB", "512GiB", "1024GiB", "1536GiB", "2048GiB", "3072GiB"), value=v["ram"], description="RAM"
+        ),
         "host": w.Dropdown(options=hosts, value=v["host"], description="host"),
-        "ram_bandwidth": w.Dropdown(options=[("from the host", None), "70GB/s", "140GB/s", "307GB/s", "461GB/s",
-                                             "576GB/s"], value=v["ram_bandwidth"], description="RAM BW"),
-        "expert_layers_on_gpu": w.IntSlider(min=0, max=92, value=v["expert_layers_on_gpu"], style=WIDE,
-                                            description="expert layers on GPU", continuous_update=False),
+        "ram_bandwidth": w.Dropdown(
+            options=[("from the host", None), "70GB/s", "140GB/s", "307GB/s", "461GB/s", "576GB/s"],
+            value=v["ram_bandwidth"],
+            description="RAM BW",
+        ),
+        "expert_layers_on_gpu": w.IntSlider(
+            min=0,
+            max=92,
+            value=v["expert_layers_on_gpu"],
+            style=WIDE,
+            description="expert layers on GPU",
+            continuous_update=False,
+        ),
     }
     return _explorer(controls, offload_view)

@@ -5,6 +5,7 @@ Usage:  .venv/bin/python scripts/notebooks/03_tensor_parallel.py
 Every number in the prose and the folded answers is computed here by calling k3lib (f-strings),
 never typed in; tests/test_exercises_03.py derives each answer again by hand.
 """
+
 from __future__ import annotations
 
 import sys
@@ -26,27 +27,40 @@ GiB = 2**30
 # ---- worked numbers, from the functions the lesson calls
 K3 = get_model("kimi-k3")
 H200_GIB = get_gpu("h200").memory_bytes("usable") / GiB
-k3_256k = parallel.distribute(model="kimi-k3", gpu="h200", tp=8, pp=2, nodes=2, weights="native", kv_dtype="bf16",
-                              context="256K")
+k3_256k = parallel.distribute(
+    model="kimi-k3", gpu="h200", tp=8, pp=2, nodes=2, weights="native", kv_dtype="bf16", context="256K"
+)
 k3_peak = k3_256k.peak.components()
 K3_EXPERTS_GIB = k3_peak["routed experts"] / GiB
 K3_REPL_GIB = k3_peak["weights replicated"] / GiB
 K3_FULLEST_GIB = k3_256k.peak.total_bytes / GiB
-LLAMA_TP = parallel.compare_layouts([(f"TP={t}", Layout(tp=t, nodes=1)) for t in (1, 2, 4, 8)], model="llama-3.1-70b",
-                                    gpu="h200", weights="bf16", kv_dtype="bf16", context="128K")
+LLAMA_TP = parallel.compare_layouts(
+    [(f"TP={t}", Layout(tp=t, nodes=1)) for t in (1, 2, 4, 8)],
+    model="llama-3.1-70b",
+    gpu="h200",
+    weights="bf16",
+    kv_dtype="bf16",
+    context="128K",
+)
 NCCL = dict(zip(LLAMA_TP["layout"], LLAMA_TP["NCCL buffers (GiB)"]))
 KV_TP = parallel.kv_per_gpu_vs_tp(["llama-3.1-70b"], tps=[8, 16], context="128K")
 LLAMA_KV = dict(zip(KV_TP["TP"], KV_TP["KV per GPU (GiB)"]))
 K3_LATENT_1M_GIB = K3.kv_bytes_per_token(2) * 1_048_576 / GiB
-k3_1m_tp16 = parallel.distribute(model="kimi-k3", gpu="h200", tp=16, nodes=2, weights="native", kv_dtype="bf16",
-                                 context="1M")
-k3_1m_pp2 = parallel.distribute(model="kimi-k3", gpu="h200", tp=8, pp=2, nodes=2, weights="native", kv_dtype="bf16",
-                                context="1M")
+k3_1m_tp16 = parallel.distribute(
+    model="kimi-k3", gpu="h200", tp=16, nodes=2, weights="native", kv_dtype="bf16", context="1M"
+)
+k3_1m_pp2 = parallel.distribute(
+    model="kimi-k3", gpu="h200", tp=8, pp=2, nodes=2, weights="native", kv_dtype="bf16", context="1M"
+)
 K3_NODES = parallel.min_gpus(model="kimi-k3", gpu="h200", weights="native", kv_dtype="bf16", context="256K").nodes
-one_node = parallel.distribute(model="kimi-k3", gpu="h200", tp=8, nodes=1, weights="native", kv_dtype="bf16",
-                               context="256K")
-ONE_NODE_WEIGHTS_GIB = (one_node.peak.components()["weights sharded"] + one_node.peak.components()["weights replicated"]
-                        + one_node.peak.components()["routed experts"]) / GiB
+one_node = parallel.distribute(
+    model="kimi-k3", gpu="h200", tp=8, nodes=1, weights="native", kv_dtype="bf16", context="256K"
+)
+ONE_NODE_WEIGHTS_GIB = (
+    one_node.peak.components()["weights sharded"]
+    + one_node.peak.components()["weights replicated"]
+    + one_node.peak.components()["routed experts"]
+) / GiB
 
 cells = [
     md(f"""
@@ -56,12 +70,15 @@ cells = [
 
 {nav(STEM)}
 """),
-    objectives([
-        "Write what one GPU holds under tensor parallelism (TP) and pipeline parallelism (PP): which weights split, which are copied, and which cache does not split.",
-        "Explain why a GQA cache stops shrinking at $TP = K$ KV heads and an MLA latent never shrinks with TP.",
-        "State the communicator-buffer rule: one flat charge per GPU once it has peers, the same at TP=2 and TP=16.",
-        "Find the fullest GPU of a layout and decide whether it fits, for the real Kimi K3, a dense and a hybrid model.",
-    ], minutes=35),
+    objectives(
+        [
+            "Write what one GPU holds under tensor parallelism (TP) and pipeline parallelism (PP): which weights split, which are copied, and which cache does not split.",
+            "Explain why a GQA cache stops shrinking at $TP = K$ KV heads and an MLA latent never shrinks with TP.",
+            "State the communicator-buffer rule: one flat charge per GPU once it has peers, the same at TP=2 and TP=16.",
+            "Find the fullest GPU of a layout and decide whether it fits, for the real Kimi K3, a dense and a hybrid model.",
+        ],
+        minutes=35,
+    ),
     md("""
 One GPU rarely holds a large model.
 Tensor parallelism cuts every layer's matrices into $TP$ slices, one per GPU of a node; pipeline parallelism gives each of $PP$ stages a run of whole layers, usually one stage per node.
@@ -272,7 +289,10 @@ layout_explorer()
 {LLAMA_KV[16]:.0f} GiB, the same as at TP=8 ({LLAMA_KV[8]:.0f} GiB).
 The cache is $2·80·8·128·2$ = 327,680 B per token, 40 GiB at 131,072 tokens; it splits over at most $K = 8$ ranks, so at TP=16 each KV head is held twice.
 `parallel.kv_per_gpu_vs_tp(["llama-3.1-70b"], tps=[8, 16], context="128K")`.
-""", value=LLAMA_KV[16], unit="GiB"),
+""",
+        value=LLAMA_KV[16],
+        unit="GiB",
+    ),
     *exercise(
         "03-2",
         "Llama 3.1 70B on one H200 node: how much communicator (NCCL) buffer memory does one GPU hold at TP=8, compared with TP=2?",
@@ -280,7 +300,10 @@ The cache is $2·80·8·128·2$ = 327,680 B per token, 40 GiB at 131,072 tokens;
 {NCCL["TP=8"]:.2f} GiB per GPU at TP=8 — the same as at TP=2 ({NCCL["TP=2"]:.2f} GiB); only TP=1 has none.
 The charge is $[TP > 1]·N_{{nccl}}$: a GPU with peers keeps one set of buffers whatever the number of peers (vLLM 0.19 measured 2.1–2.2 GiB at TP=2 and 4).
 `llama_tp[["layout", "NCCL buffers (GiB)"]]` in section 4.
-""", value=NCCL["TP=8"], unit="GiB"),
+""",
+        value=NCCL["TP=8"],
+        unit="GiB",
+    ),
     *exercise(
         "03-3",
         "K3 at 1M tokens (BF16 cache) on 16 H200s as TP=16 across both nodes: how much of the MLA latent does each GPU hold?",
@@ -288,7 +311,10 @@ The charge is $[TP > 1]·N_{{nccl}}$: a GPU with peers keeps one set of buffers 
 All of it: {K3_LATENT_1M_GIB:.0f} GiB.
 $24·(512 + 64)·2$ = {K3.kv_bytes_per_token(2):,} B per token × 1,048,576 tokens, copied to every TP rank.
 TP=8 × PP=2 halves it, because each stage caches only its own layers ({k3_1m_pp2.peak.kv_cache_bytes / GiB:.1f} GiB with the KDA state on the fuller stage).
-""", value=K3_LATENT_1M_GIB, unit="GiB"),
+""",
+        value=K3_LATENT_1M_GIB,
+        unit="GiB",
+    ),
     *exercise(
         "03-4",
         "How many 8-GPU H200 nodes does K3 need in its native format at 256K, and why is one node not enough whatever the layout?",
@@ -296,7 +322,10 @@ TP=8 × PP=2 halves it, because each stage caches only its own layers ({k3_1m_pp
 {K3_NODES} nodes ({K3_NODES * 8} GPUs, TP=8 × PP={K3_NODES}).
 On one node each GPU would hold {ONE_NODE_WEIGHTS_GIB:.1f} GiB of weights alone, more than an H200's {H200_GIB:.1f} GiB usable: the 8 GPUs together hold {8 * H200_GIB:,.1f} GiB, less than the model's weights.
 `parallel.min_gpus(model="kimi-k3", gpu="h200", weights="native", kv_dtype="bf16", context="256K")`.
-""", value=K3_NODES, unit="nodes"),
+""",
+        value=K3_NODES,
+        unit="nodes",
+    ),
 ]
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ Usage:  .venv/bin/python scripts/notebooks/04_offload.py
 Every number in the prose and the folded answers is computed here by calling k3lib (f-strings),
 never typed in; tests/test_exercises_04.py derives each answer again by hand.
 """
+
 from __future__ import annotations
 
 import sys
@@ -32,8 +33,12 @@ EPYC = plan_offload(gpu="rtx-4090-48gb", host="epyc-9005", context="8K")
 EPYC_RAM_MS = EPYC.tiers[1].seconds_per_step * 1e3
 EPYC_BW = EPYC.tiers[1].bandwidth_bytes_per_s / GB
 DISTINCT_4 = P.distinct_experts(4)
-HYBRID_RAM_MB = plan_offload(model="qwen3-next-80b", weights="q4_k_m", gpu="rtx-4090",
-                             host="desktop-ddr5-5600").tiers[1].read_bytes_per_step / 1e6
+HYBRID_RAM_MB = (
+    plan_offload(model="qwen3-next-80b", weights="q4_k_m", gpu="rtx-4090", host="desktop-ddr5-5600")
+    .tiers[1]
+    .read_bytes_per_step
+    / 1e6
+)
 
 cells = [
     md(f"""
@@ -43,12 +48,15 @@ cells = [
 
 {nav(STEM)}
 """),
-    objectives([
-        "Split a MoE model's memory into what sits in VRAM and what sits in host RAM, and size both.",
-        "Derive decode time as bytes read per token ÷ the bandwidth of the memory they sit in, and why only the active experts count.",
-        "Tell a bandwidth ceiling from the serving model's fitted speed, and quote each with its basis.",
-        "Judge partial offload, host platforms and batching by which bytes they move off the slow tier.",
-    ], minutes=35),
+    objectives(
+        [
+            "Split a MoE model's memory into what sits in VRAM and what sits in host RAM, and size both.",
+            "Derive decode time as bytes read per token ÷ the bandwidth of the memory they sit in, and why only the active experts count.",
+            "Tell a bandwidth ceiling from the serving model's fitted speed, and quote each with its basis.",
+            "Judge partial offload, host platforms and batching by which bytes they move off the slow tier.",
+        ],
+        minutes=35,
+    ),
     md("""
 A mixture-of-experts layer holds $E$ experts but each token uses only $k$ of them.
 So the experts — 98 % of Kimi K3's bytes — can stay in host RAM while the attention, the shared experts and the cache sit on the GPU; each token then reads only its $k$ experts per layer from RAM.
@@ -234,28 +242,40 @@ offload_explorer()
         f"""
 {RAM_READ_GB:.2f} GB: $92 · 16$ active experts of {X_MB:.2f} MB, plus one {P.embedding_row_bytes:,.0f}-byte embedding row.
 That is {RAM_READ_GB / (P.moe_layers * LAYER_GB) * 100:.1f} % of the {P.moe_layers * LAYER_GB:,.0f} GB of experts in RAM.
-""", value=RAM_READ_GB, unit="GB"),
+""",
+        value=RAM_READ_GB,
+        unit="GB",
+    ),
     *exercise(
         "04-2",
         "On a one-socket EPYC 9005 board (12 channels of DDR5-6000), how long does each token spend reading experts from RAM?",
         f"""
 {EPYC_RAM_MS:.1f} ms: the board reads $12 · 6{{,}}000 · 10^6 · 8$ B/s = {EPYC_BW:,.0f} GB/s, and {RAM_READ_GB:.2f} GB / {EPYC_BW:,.0f} GB/s = {EPYC_RAM_MS:.1f} ms.
 `plan_offload(gpu="rtx-4090-48gb", host="epyc-9005").tiers[1].seconds_per_step`.
-""", value=EPYC_RAM_MS, unit="ms"),
+""",
+        value=EPYC_RAM_MS,
+        unit="ms",
+    ),
     *exercise(
         "04-3",
         "How much VRAM does one MoE layer's experts take if you keep that layer on the GPU, and how much of a token's RAM reads does it remove?",
         f"""
 {LAYER_GB:.2f} GB of VRAM ($896 · x$) to remove only $16 · x$ = {16 * X_MB:.0f} MB of reads per token: 1 / 92 of the RAM time.
 That is why section 4's curve is flat.
-""", value=LAYER_GB, unit="GB"),
+""",
+        value=LAYER_GB,
+        unit="GB",
+    ),
     *exercise(
         "04-4",
         "Four sequences decode together. How many distinct experts per layer does a step touch, and why does batching help offload so little?",
         f"""
 $E·(1-(1-k/E)^B) = 896·(1-(1-16/896)^4)$ = {DISTINCT_4:.1f} experts per layer, against 16 for one sequence.
 Each step reads almost 4× the expert bytes from RAM; only the GPU's dense reads are shared by the batch.
-""", value=DISTINCT_4, unit="experts"),
+""",
+        value=DISTINCT_4,
+        unit="experts",
+    ),
 ]
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 Usage:  .venv/bin/python scripts/notebooks/05_decision_checklist.py
 """
+
 from __future__ import annotations
 
 import sys
@@ -20,10 +21,15 @@ GiB = 2**30
 
 # ---- worked numbers, from the functions the lesson calls
 K3 = get_model("kimi-k3")
-BUDGET_16_H200 = checklist.step1_budget(model="kimi-k3", gpu="h200", gpus=16,
-                                        assumptions=checklist.checklist_assumptions())
-K3_NATIVE_GIB = checklist.step2_precision(model="kimi-k3", budget=BUDGET_16_H200,
-                                          assumptions=checklist.checklist_assumptions()).weights_bytes / GiB
+BUDGET_16_H200 = checklist.step1_budget(
+    model="kimi-k3", gpu="h200", gpus=16, assumptions=checklist.checklist_assumptions()
+)
+K3_NATIVE_GIB = (
+    checklist.step2_precision(
+        model="kimi-k3", budget=BUDGET_16_H200, assumptions=checklist.checklist_assumptions()
+    ).weights_bytes
+    / GiB
+)
 H100_GIB, H200_GIB = (get_gpu(g).memory_bytes("usable") / GiB for g in ("h100-sxm", "h200-sxm"))
 K3_KV_FP8 = K3.kv_bytes_per_token(1)
 TOKENS_PER_GIB_FP8 = GiB / K3_KV_FP8
@@ -38,12 +44,15 @@ cells = [
 
 {nav(STEM)}
 """),
-    objectives([
-        "Walk the seven-step checklist as a decision path: budget, precision, context, optimizations, a load test, speed, a spare.",
-        "Compute each step's figure for a real model (Kimi K3, then a dense and a hybrid model) and say where the path stops.",
-        "Read the engine's own verdict and the serving model's speed, each with its basis, instead of a rule of thumb.",
-        "Turn the answer into a `vllm serve` or `llama-server` line that loads, and know why no line is printed when nothing does.",
-    ], minutes=40),
+    objectives(
+        [
+            "Walk the seven-step checklist as a decision path: budget, precision, context, optimizations, a load test, speed, a spare.",
+            "Compute each step's figure for a real model (Kimi K3, then a dense and a hybrid model) and say where the path stops.",
+            "Read the engine's own verdict and the serving model's speed, each with its basis, instead of a rule of thumb.",
+            "Turn the answer into a `vllm serve` or `llama-server` line that loads, and know why no line is printed when nothing does.",
+        ],
+        minutes=40,
+    ),
     md("""
 Sizing a deployment is a short sequence of decisions, each a line of arithmetic: how much memory is left after overhead, which weights fit in it, how many tokens of cache fit in what is left, whether a test at half the target loads, how fast it will run, and how many GPUs to buy.
 Guide 000 (“Kimi K3 VRAM Requirements: How Much Memory You Actually Need to Run K3”, a public article) ends with such a seven-step “VRAM decision framework”; this lesson runs it on real architectures with `k3lib.studies.checklist`, one function per step, and [07](07-guide-audit.ipynb) audits the guide's own figures.
@@ -302,28 +311,40 @@ The same answers come from the command line: `k3plan plan --gpu h100-sxm --gpus 
         f"""
 {BUDGET_16_H200.budget_bytes / GiB:,.1f} GiB: $16 · 140.4 - 16 · 8$.
 `checklist.step1_budget(model="kimi-k3", gpu="h200", gpus=16, assumptions=checklist.checklist_assumptions())`.
-""", value=BUDGET_16_H200.budget_bytes / GiB, unit="GiB"),
+""",
+        value=BUDGET_16_H200.budget_bytes / GiB,
+        unit="GiB",
+    ),
     *exercise(
         "05-2",
         "Step 3 divides the KV budget by $kv_{tok}$. K3 caches $24 · (512 + 64)$ elements per token; with an FP8 cache, how many tokens does 1 GiB hold?",
         f"""
 {TOKENS_PER_GIB_FP8:,.0f} tokens: $kv_{{tok}} = 24 · 576 · 1$ = {K3_KV_FP8:,} B, and $2^{{30}} / {K3_KV_FP8:,}$ = {TOKENS_PER_GIB_FP8:,.1f}.
 A dense 70B model at FP8 (163,840 B per token) holds 6,554 in the same GiB.
-""", value=TOKENS_PER_GIB_FP8, unit="tokens"),
+""",
+        value=TOKENS_PER_GIB_FP8,
+        unit="tokens",
+    ),
     *exercise(
         "05-3",
         "A workload's prompts average 40K tokens. What `--max-model-len` does the anti-pattern check suggest?",
         f"""
 {RECOMMENDED_40K:,} tokens (128K): twice the workload, $2 · 40 · 1{{,}}024$ = 81,920, rounded up to a power of two.
 `checklist.recommended_context_tokens("40K")`.
-""", value=RECOMMENDED_40K, unit="tokens"),
+""",
+        value=RECOMMENDED_40K,
+        unit="tokens",
+    ),
     *exercise(
         "05-4",
         "Step 5 for a 256K target when step 3 predicts at most 200K: which lengths are tried, and where does it settle?",
         f"""
 {SEQ.figure}: half the target (128K) loads, so double to 256K, above 200K: out of memory; cut 25 % to 192K, which loads.
 It settles at {SEQ.final_max_model_len:,} tokens.
-""", value=SEQ.final_max_model_len, unit="tokens"),
+""",
+        value=SEQ.final_max_model_len,
+        unit="tokens",
+    ),
 ]
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 Usage:  .venv/bin/python scripts/notebooks/06_any_model.py
 """
+
 from __future__ import annotations
 
 import sys
@@ -34,8 +35,9 @@ EX2_TP8, EX2_TP16 = _per_gpu(8), _per_gpu(16)
 _h100 = get_gpu("h100-sxm").memory_usable_bytes
 EX3_FRACTION = sglang_mem_fraction_static(gpu_memory_bytes=_h100)
 EX3_KEPT_GIB = _h100 * (1 - EX3_FRACTION) / 2**30
-EX4_LO, EX4_HI = vllm_kv_tokens_interval(calibration_model("meta-llama/Llama-3.1-8B-Instruct"), printed_gib=58.11,
-                                         tp=1, kv_dtype=2.0, dtype_bytes=2)
+EX4_LO, EX4_HI = vllm_kv_tokens_interval(
+    calibration_model("meta-llama/Llama-3.1-8B-Instruct"), printed_gib=58.11, tp=1, kv_dtype=2.0, dtype_bytes=2
+)
 
 cells = [
     md(f"""
@@ -50,12 +52,15 @@ Here the model comes from local files: k3lib reads a config's shapes or a GGUF's
 We look at what the file says, compare the KV cache across attention designs, run the same model through four engines' memory rules, and check those rules against 87 figures vLLM printed.
 Notation as in [00](00-vram-anatomy.ipynb): $L$ layers, $D$ hidden size, $V$ vocabulary, $N_q$ query heads, $K$ KV heads, $H$ head dim, $I$ MLP width, $T$ tokens, $b$ bytes per element; GiB = 2^30 bytes.
 """),
-    objectives([
-        "Count a model's parameters and bytes per group from its `config.json`, and read a GGUF's exact bytes per quant type.",
-        "Compute KV bytes per token for GQA, MLA, sliding-window and linear-attention layers, and say why the $2·L·K·(D/N_q)·b$ shortcut misses.",
-        "Explain why vLLM, SGLang, llama.cpp and transformers size different KV caches for the same model on the same GPUs.",
-        "Check an engine's rules against figures it printed: the vLLM sweep, public logs, and your own log with `check-log`.",
-    ], minutes=50),
+    objectives(
+        [
+            "Count a model's parameters and bytes per group from its `config.json`, and read a GGUF's exact bytes per quant type.",
+            "Compute KV bytes per token for GQA, MLA, sliding-window and linear-attention layers, and say why the $2·L·K·(D/N_q)·b$ shortcut misses.",
+            "Explain why vLLM, SGLang, llama.cpp and transformers size different KV caches for the same model on the same GPUs.",
+            "Check an engine's rules against figures it printed: the vLLM sweep, public logs, and your own log with `check-log`.",
+        ],
+        minutes=50,
+    ),
     code("""
 import tempfile
 
@@ -400,7 +405,9 @@ any_model.explorer(config=setup.config, engine=engine, gpu=gpu, gpus=gpus, conte
 The shortcut counts all 48 layers with head dim $2048/16 = 128$: {EX1_NAIVE:,} B, {EX1_NAIVE / EX1_KV:,.0f}× too much.
 `any_model.kv_comparison_table(["qwen3-next-80b-a3b-instruct"])`.
 """,
-        value=EX1_KV, unit="B"),
+        value=EX1_KV,
+        unit="B",
+    ),
     *exercise(
         "06-2",
         "Llama 3.1 70B under vLLM: how many KV bytes per token does each GPU hold at TP 8, and at TP 16?",
@@ -409,7 +416,9 @@ At TP 8 each rank holds $8/8 = 1$ KV head: $2·80·1·128·2$ = {EX2_TP8:,} B.
 At TP 16 there are still 8 KV heads, so each is copied to two ranks and each GPU still holds **{EX2_TP16:,} B**: the cache per GPU stops shrinking at $TP = K$.
 `any_model.engine_side_by_side("llama-3.1-70b", engines=["vllm"], gpus=16)`.
 """,
-        value=EX2_TP16, unit="B"),
+        value=EX2_TP16,
+        unit="B",
+    ),
     *exercise(
         "06-3",
         "What `mem_fraction_static` does SGLang choose on one H100 (79.19 GiB), and how much memory does it keep back?",
@@ -417,7 +426,9 @@ At TP 16 there are still 8 KV heads, so each is copied to two ranks and each GPU
 Reserved MiB $= 512 + 1.5·8{{,}}192 + 2·256 + 1{{,}}024·1/8 = 13{{,}}440$; $f = (81{{,}}090.56 - 13{{,}}440) / 81{{,}}090.56$ = **{EX3_FRACTION:.3f}**, so {EX3_KEPT_GIB:,.1f} GiB is kept back ({100 * (1 - EX3_FRACTION):.1f} %).
 `k3lib.engines.sglang.sglang_mem_fraction_static(gpu_memory_bytes=...)`.
 """,
-        value=EX3_FRACTION, unit="fraction"),
+        value=EX3_FRACTION,
+        unit="fraction",
+    ),
     *exercise(
         "06-4",
         "For the Llama 3.1 8B row worked above (vLLM printed 58.11 GiB available and 476,016 tokens), how wide is the interval of token counts the printed 58.11 GiB allows, and why?",
@@ -425,7 +436,9 @@ Reserved MiB $= 512 + 1.5·8{{,}}192 + 2·256 + 1{{,}}024·1/8 = 13{{,}}440$; $f
 The truth lies in 58.11 ± 0.005 GiB, ±5,368,709 B; a block is 16 tokens × 131,072 B = 2 MiB, so ±2.56 blocks: {EX4_LO:,} to {EX4_HI:,} tokens, **{EX4_HI - EX4_LO:,} tokens** ({(EX4_HI - EX4_LO) // 16} blocks) wide.
 vLLM printed 476,016, inside it.
 """,
-        value=EX4_HI - EX4_LO, unit="tokens"),
+        value=EX4_HI - EX4_LO,
+        unit="tokens",
+    ),
 ]
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 Usage:  .venv/bin/python scripts/notebooks/07_guide_audit.py
 """
+
 from __future__ import annotations
 
 import sys
@@ -27,18 +28,19 @@ def quote(*claim_ids: str) -> str:
 LADDER = tables.precision_ladder_table("kimi-k3@guide-000").set_index("precision")
 LADDER_REAL = tables.precision_ladder_table("kimi-k3").set_index("precision")
 WEIGHTS = tables.guide_weights_comparison()
-G000_BF16 = WEIGHTS.iloc[0]          # guide 000: "BF16 weights ~594 GB"
-G004_FP16 = WEIGHTS.iloc[2]          # guide 004: the FP16 row
-REAL_BF16 = WEIGHTS.iloc[4]          # the real config, all BF16
+G000_BF16 = WEIGHTS.iloc[0]  # guide 000: "BF16 weights ~594 GB"
+G004_FP16 = WEIGHTS.iloc[2]  # guide 004: the FP16 row
+REAL_BF16 = WEIGHTS.iloc[4]  # the real config, all BF16
 REFERENCE = tables.reference_table().set_index("weights")
 IMPLIED = parallel.guide000_implied_table().set_index("case")
 LEFT = "left for activation + overhead (GiB)"
-CASE1_LEFT = float(IMPLIED.loc["fix 2: Q8 weights", LEFT])         # 78.8 − 56.3 − 16 = 6.5
+CASE1_LEFT = float(IMPLIED.loc["fix 2: Q8 weights", LEFT])  # 78.8 − 56.3 − 16 = 6.5
 CASE2_LEFT = float(IMPLIED.loc["5× H100, Q4, 128K, FP8 KV", LEFT])  # 77.2 − 65 − 3.2 = 9.0
 ACT_GIB, OVH_GIB = parallel.solve_activation_overhead([(8, CASE1_LEFT), (5, CASE2_LEFT)])
 ROWS_512K = [("bf16", "bf16"), ("bf16", "fp8")]
-COUNTS_512K = parallel.gpu_count_table(model="kimi-k3@guide-000", gpu="h100", context="512K", whole_nodes=False,
-                                       rows=ROWS_512K)
+COUNTS_512K = parallel.gpu_count_table(
+    model="kimi-k3@guide-000", gpu="h100", context="512K", whole_nodes=False, rows=ROWS_512K
+)
 GPUS_512K = [int(n) for n in COUNTS_512K["minimum GPUs"]]
 
 cells = [
@@ -61,12 +63,15 @@ Notation as in [00](00-vram-anatomy.ipynb): $W$ weights, $T$ tokens, $kv_{{tok}}
 The lessons 00–05 teach on real models and only quote the guides; the arithmetic about the guides — their hidden inputs, their lost tables — lives here.
 The two texts: {guide_source("guide-000")}, and {guide_source("guide-004")}.
 """),
-    objectives([
-        "Read each claim's two verdicts — against the guide's own inputs, and for the real K3 — and the tolerance behind each.",
-        "Recover a guide's hidden inputs from its published figures: the bits per weight its sizes imply, the activation and overhead its per-GPU totals need.",
-        "Rebuild guide 000's lost tables (the precision budget, the reference table, the GPU counts) from the rules its text keeps.",
-        "Replace each contradicted figure with the real K3 value to plan with.",
-    ], minutes=45),
+    objectives(
+        [
+            "Read each claim's two verdicts — against the guide's own inputs, and for the real K3 — and the tolerance behind each.",
+            "Recover a guide's hidden inputs from its published figures: the bits per weight its sizes imply, the activation and overhead its per-GPU totals need.",
+            "Rebuild guide 000's lost tables (the precision budget, the reference table, the GPU counts) from the rules its text keeps.",
+            "Replace each contradicted figure with the real K3 value to plan with.",
+        ],
+        minutes=45,
+    ),
     code("""
 from k3lib.views import guide_audit as audit
 from k3lib.views import charts_audit, notebook
@@ -417,28 +422,38 @@ charts_audit.guide_vs_real(instead, unit=cfg.unit)
         "With its own figures (594 GiB of weights, 64 GiB of FP8 cache at 512K, 10 GiB of activation) and its rule of 8 GiB of overhead per 80 GiB H100, how many GPUs does it need?",
         f"""$594 + 64 + 10 \\le (80 - 8)·G$ gives $G \\ge {(594 + 64 + 10) / (80 - 8):.1f}$, so **{GPUS_512K[1]} GPUs** (with a BF16 cache, {GPUS_512K[0]}): `parallel.gpu_count_table(model="kimi-k3@guide-000", gpu="h100", context="512K", whole_nodes=False, rows=[("bf16", "fp8")])`.
 FP8 saves 64 GiB, less than one card.""",
-        value=GPUS_512K[1], unit="GPUs"),
+        value=GPUS_512K[1],
+        unit="GPUs",
+    ),
     *exercise(
         "07-2",
         "Guide 000 calls 594 GB (read as GiB) the BF16 weights of a 2.8T-parameter model. How many bits per parameter is that?",
         f"""$594 · 2^{{30}} · 8 / (2.8·10^{{12}})$ = **{LADDER.loc["BF16", "bits_per_param"]:.2f} bits** (`tables.precision_ladder_table("kimi-k3@guide-000")`), not 16: the figure is no precision at all (section 2 finds the 1-bit file it matches).""",
-        value=float(G000_BF16["bits_per_param"]), unit="bits"),
+        value=float(G000_BF16["bits_per_param"]),
+        unit="bits",
+    ),
     *exercise(
         "07-3",
         "Guide 004's FP16 row lists 5,476.2 GB of weights for its 2.8T parameters. How many bits per parameter, and how many times guide 000's BF16 figure?",
         f"""$5{{,}}476.2·10^9 · 8 / (2.8·10^{{12}})$ = **{G004_FP16["bits_per_param"]:.2f} bits**, about 2 bytes per parameter as FP16 means; {G004_FP16["ratio_to_guide_000"]:.2f}× guide 000's {G000_BF16["weights_GB"]:.1f} GB (`tables.guide_weights_comparison()`).""",
-        value=float(G004_FP16["bits_per_param"]), unit="bits"),
+        value=float(G004_FP16["bits_per_param"]),
+        unit="bits",
+    ),
     *exercise(
         "07-4",
         f"Guide 000's case 1 leaves {CASE1_LEFT:.1f} GiB per GPU for activation + overhead on 8 GPUs, its case 2 {CASE2_LEFT:.1f} GiB on 5. "
         "If the activation $A$ is split over the GPUs and the overhead $O$ is per GPU, what $A$ fits both?",
         f"""$A/8 + O = {CASE1_LEFT:.1f}$ and $A/5 + O = {CASE2_LEFT:.1f}$: subtracting, $A·(1/5 - 1/8) = {CASE2_LEFT - CASE1_LEFT:.1f}$, so **$A$ = {ACT_GIB:.2f} GiB** and $O$ = {OVH_GIB:.2f} GiB per GPU (`parallel.solve_activation_overhead([(8, {CASE1_LEFT:.1f}), (5, {CASE2_LEFT:.1f})])`) — the guide's batch-4 activation with an overhead below its own 8 GB rule.""",
-        value=ACT_GIB, unit="GiB"),
+        value=ACT_GIB,
+        unit="GiB",
+    ),
     *exercise(
         "07-5",
         "Rebuild the low end of guide 000's lost reference table: Q2 weights (225 GiB), an FP8 cache (131,072 B per token) at 64K, activation 10 GiB and overhead 48 GiB. What total does it give?",
         f"""$225 + 131{{,}}072 · 65{{,}}536 / 2^{{30}} + 10 + 48 = 225 + 8 + 10 + 48$ = **{REFERENCE.loc["Q2", "total_GiB_64K"]:.0f} GiB**, the guide's "~291 GB (Q2, 64K)" (`tables.reference_table()`).""",
-        value=float(REFERENCE.loc["Q2", "total_GiB_64K"]), unit="GiB"),
+        value=float(REFERENCE.loc["Q2", "total_GiB_64K"]),
+        unit="GiB",
+    ),
 ]
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ The exercises' answers are computed here by k3lib (theoretical-ceiling terms, th
 capacity, a measured vLLM figure, the cost formula): none depends on the fitted efficiencies, so
 they stay right when the speed model is refitted. tests/test_exercises_08.py derives each by hand.
 """
+
 from __future__ import annotations
 
 import sys
@@ -28,8 +29,7 @@ STEM = "08-serving"
 H100_F, H100_BW = get_gpu("h100-sxm").bf16_dense_flops, get_gpu("h100-sxm").memory_bw_bytes_per_s
 
 # ---- the exercises' answers, by k3lib (Llama 3.1 8B in BF16 on one H100 SXM under vLLM)
-_small = plan_for_engine(model="llama-3.1-8b", gpu="h100-sxm", gpus=1, weights="bf16", context=1280,
-                         with_limits=False)
+_small = plan_for_engine(model="llama-3.1-8b", gpu="h100-sxm", gpus=1, weights="bf16", context=1280, with_limits=False)
 _inp = inputs_from_plan(_small)
 _step = decode_terms(_inp, concurrency=1, context_tokens=1024)
 EX1_BYTES_GB = _step.bytes_read / 1e9
@@ -40,10 +40,14 @@ EX2_RATIO = _inp.peak_flops / _inp.memory_bw_bytes_per_s
 _pf = prefill_terms(_inp, input_tokens=1024)
 EX3_INTENSITY = _pf.flops / _pf.bytes_read
 EX3_TFLOP = _pf.flops / 1e12
-_row = next(r for r in read_vllm_sweep() if r["id"] == "H108")   # "GPU KV cache size: 476,016 tokens"
+_row = next(r for r in read_vllm_sweep() if r["id"] == "H108")  # "GPU KV cache size: 476,016 tokens"
 EX4_KV_TOKENS = int(float(_row["value"]))
-EX4_MAX = max_concurrency(kv_capacity_tokens=EX4_KV_TOKENS, input_tokens=1024, output_tokens=256,
-                          max_num_seqs=dict(_small.engine.settings).get("max_num_seqs"))
+EX4_MAX = max_concurrency(
+    kv_capacity_tokens=EX4_KV_TOKENS,
+    input_tokens=1024,
+    output_tokens=256,
+    max_num_seqs=dict(_small.engine.settings).get("max_num_seqs"),
+)
 EX4_LONG = max_concurrency(kv_capacity_tokens=EX4_KV_TOKENS, input_tokens=8192, output_tokens=1024)
 EX5_PER_HOUR = usd_per_hour(gpus=4, price_per_gpu_hour=2.50)
 EX5_BUSY = usd_per_million_output_tokens(usd_per_hour_=EX5_PER_HOUR, output_tokens_per_s=2000)
@@ -57,13 +61,16 @@ cells = [
 
 {nav(STEM)}
 """),
-    objectives([
-        "Say why the KV cache exists: prefill writes each prompt token's K and V once; every decode step reads the weights once and every running sequence's cache.",
-        "Derive why decode is memory-bound and prefill compute-bound, from arithmetic intensity against the GPU's FLOP per byte.",
-        "Find the batch at which decode turns compute-bound: about $F/BW$ sequences at BF16.",
-        "Turn an engine's KV capacity into the most requests it serves at once, as vLLM's \"maximum concurrency\".",
-        "Read the throughput/latency trade-off per layout, knowing which figures are fitted (with their held-aside error) and which are ceilings.",
-    ], minutes=45),
+    objectives(
+        [
+            "Say why the KV cache exists: prefill writes each prompt token's K and V once; every decode step reads the weights once and every running sequence's cache.",
+            "Derive why decode is memory-bound and prefill compute-bound, from arithmetic intensity against the GPU's FLOP per byte.",
+            "Find the batch at which decode turns compute-bound: about $F/BW$ sequences at BF16.",
+            "Turn an engine's KV capacity into the most requests it serves at once, as vLLM's \"maximum concurrency\".",
+            "Read the throughput/latency trade-off per layout, knowing which figures are fitted (with their held-aside error) and which are ceilings.",
+        ],
+        minutes=45,
+    ),
     md(r"""
 Notation (as in [02](02-kv-cache.ipynb)): $P_{act}$ active parameters, $W$ weight bytes one GPU reads per step, $kv_{tok}$ KV bytes per token, $I$ prompt (input) tokens, $O$ answer (output) tokens, $B$ sequences decoded together, $T$ tokens of context, $BW$ memory bandwidth (bytes/s), $F$ peak FLOP/s, $\eta$ the fraction of each an engine achieves, $\tau$ a fixed cost per layer and step.
 Speeds are tokens per second, times milliseconds, sizes GB ($10^9$ bytes).
@@ -126,7 +133,8 @@ timeline = speed.request_timeline(plan, input_tokens=input_tokens, output_tokens
 display(speed.timeline_line(timeline))
 speed.timeline_chart(timeline)
 """),
-    md(r"""
+    md(
+        r"""
 **Takeaway:** the prompt is processed in one pass; the answer takes one pass *per token*, and each pass reads the whole model — that is where a request's time goes.
 
 ## 2. Decode waits on memory, prefill on compute
@@ -140,8 +148,10 @@ A pass whose intensity is below the GPU's ratio finishes reading before it could
 Prefill of $I$ tokens does $2·P_{act}·I$ FLOPs for one read of $W ≈ 2·P_{act}$ bytes (BF16): intensity ≈ $I$.
 A decode step of $B$ sequences does $2·P_{act}·B$ FLOPs for at least the same read: intensity ≈ $B$, less once the caches are read too.
 On the binding GPU of the plan (theoretical-ceiling terms):
-""".replace("@F@", f"{H100_F / 1e12:,.0f}").replace("@BW@", f"{H100_BW / 1e12:,.2f}")
-       .replace("@RATIO@", f"{H100_F / H100_BW:,.0f}")),
+""".replace("@F@", f"{H100_F / 1e12:,.0f}")
+        .replace("@BW@", f"{H100_BW / 1e12:,.2f}")
+        .replace("@RATIO@", f"{H100_F / H100_BW:,.0f}")
+    ),
     code("""
 speed.intensity_table(plan, input_tokens=input_tokens, concurrency=concurrency,
                       context_tokens=input_tokens + output_tokens // 2)
@@ -275,7 +285,9 @@ The step reads every weight but the input embedding (a lookup of one row) and th
 At full bandwidth: $1 / ({EX1_BYTES_GB:,.3f} \\text{{ GB}} ÷ {_inp.memory_bw_bytes_per_s / 1e9:,.0f} \\text{{ GB/s}})$ = **{EX1_RATE:,.1f} tokens/s** — a ceiling; engines reach a fraction of it.
 `speed.roofline_table(plan_for_engine(model="llama-3.1-8b", gpu="h100-sxm", gpus=1, weights="bf16", context=1280, with_limits=False), batches=(1,), context_tokens=1024)`.
 """,
-        value=EX1_RATE, unit="tokens/s"),
+        value=EX1_RATE,
+        unit="tokens/s",
+    ),
     *exercise(
         "08-2",
         "Same model and GPU, weights only (no cache): from which batch does a decode step take longer to compute than to read? Predict it from the GPU's two figures before you run `speed.compute_bound_batch`.",
@@ -283,7 +295,9 @@ At full bandwidth: $1 / ({EX1_BYTES_GB:,.3f} \\text{{ GB}} ÷ {_inp.memory_bw_by
 $W = 2·P_{{act}}$ bytes at BF16, so $B^* = F·W / (2·P_{{act}}·BW) = F/BW$ = {_inp.peak_flops / 1e12:,.0f} TFLOP/s ÷ {_inp.memory_bw_bytes_per_s / 1e12:,.2f} TB/s = {EX2_RATIO:,.1f}: the first whole batch past it, **{EX2_BATCH:,}** sequences, is compute-bound.
 The model's size cancels out: every dense BF16 model on an H100 turns compute-bound near {EX2_BATCH:,} sequences.
 """,
-        value=EX2_BATCH, unit="sequences"),
+        value=EX2_BATCH,
+        unit="sequences",
+    ),
     *exercise(
         "08-3",
         "Same model and GPU: what is the arithmetic intensity of the prefill of one 1,024-token prompt, and is it memory- or compute-bound?",
@@ -292,7 +306,9 @@ FLOPs: $2·P_{{act}}·I$ plus causal attention's $I·A(I/2)$ = {EX3_TFLOP:,.2f} 
 Intensity = **{EX3_INTENSITY:,.0f} FLOP/byte**, {EX3_INTENSITY / EX2_RATIO:,.1f}× the H100's {EX2_RATIO:,.0f}: compute-bound.
 `speed.intensity_table(plan)` shows it beside a decode step's.
 """,
-        value=EX3_INTENSITY, unit="FLOP/byte"),
+        value=EX3_INTENSITY,
+        unit="FLOP/byte",
+    ),
     *exercise(
         "08-4",
         "vLLM 0.19 printed `GPU KV cache size: 476,016 tokens` for Llama 3.1 8B on one H100 (`data/measured/vllm-0.19-h100-sweep.csv`, row H108). How many requests of 1,024 + 256 tokens can it run at once (its `max_num_seqs` is 1,024)? And of 8,192 + 1,024?",
@@ -300,7 +316,9 @@ Intensity = **{EX3_INTENSITY:,.0f} FLOP/byte**, {EX3_INTENSITY / EX2_RATIO:,.1f}
 $\\lfloor {EX4_KV_TOKENS:,} / 1{{,}}280 \\rfloor$ = **{EX4_MAX:,}** requests (below `max_num_seqs`, so the cache binds); at 9,216 tokens per request only {EX4_LONG:,}.
 `k3lib.serving.concurrency.max_concurrency(kv_capacity_tokens=476016, input_tokens=1024, output_tokens=256)`.
 """,
-        value=EX4_MAX, unit="requests"),
+        value=EX4_MAX,
+        unit="requests",
+    ),
     *exercise(
         "08-5",
         "Four GPUs rented at \\$2.50 per GPU-hour serve 2,000 output tokens/s in all at a high concurrency, and 40 tokens/s serving one request at a time. What does a million output tokens cost in each case?",
@@ -308,7 +326,9 @@ $\\lfloor {EX4_KV_TOKENS:,} / 1{{,}}280 \\rfloor$ = **{EX4_MAX:,}** requests (be
 \\$/h = 4 × 2.50 = \\${EX5_PER_HOUR:,.2f}; a million tokens take $10^6 / 2{{,}}000$ s = 0.139 h, so **\\${EX5_BUSY:,.2f}** per million at 2,000 tokens/s, and \\${EX5_ALONE:,.2f} at 40 tokens/s.
 Batching is what makes serving cheap: the same GPUs, {EX5_ALONE / EX5_BUSY:,.0f}× the price per token when they serve one request at a time.
 """,
-        value=EX5_BUSY, unit="USD"),
+        value=EX5_BUSY,
+        unit="USD",
+    ),
 ]
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ all see the same list.
 
 Usage:  .venv/bin/python scripts/notebooks/90_deployment_report.py
 """
+
 from __future__ import annotations
 
 import sys
@@ -31,7 +32,8 @@ def skip_in_report(cell):
 validate_args = ", ".join(f"{n}={n}" for n in PARAMETER_NAMES)
 
 cells = [
-    skip_in_report(md(f"""
+    skip_in_report(
+        md(f"""
 # 90 · Deployment report
 
 **The question:** for one candidate deployment, does it fit, by how much, what are the nearest configurations that do, and how do I launch it?
@@ -47,7 +49,8 @@ The defaults below are guide 000's worked example: Q4 weights, FP8 KV cache, 256
 .venv/bin/k3plan report --scenarios examples/scenarios.yaml -o reports/
 .venv/bin/papermill --help-notebook notebooks/90-deployment-report.ipynb
 ```
-""")),
+""")
+    ),
     parameters(parameters_source()),
     code(f"""
 from IPython.display import HTML, display

@@ -25,6 +25,7 @@ True
 >>> verdict.ok, verdict.problems[0]
 (False, 'chart placeholder #altair-viz-1 is empty: nothing was drawn (its JavaScript did not run or could not load)')
 """
+
 from __future__ import annotations
 
 import base64
@@ -44,8 +45,11 @@ WIDGET_ERROR_PATTERNS = (
     re.compile(r"Failed to load model class", re.I),
     re.compile(r"Loading widget\.\.\.", re.I),
     # ipywidgets' text/plain fallback, shown when no widget manager renders the view:
-    re.compile(r"^\s*(?:[A-Z]\w*(?:Slider|Dropdown|Box|Output|Buttons?|Text|Select\w*)|VBox|HBox|Tab|Accordion)"
-               r"\((?:children|value|options|description|outputs|layout)=", re.M),
+    re.compile(
+        r"^\s*(?:[A-Z]\w*(?:Slider|Dropdown|Box|Output|Buttons?|Text|Select\w*)|VBox|HBox|Tab|Accordion)"
+        r"\((?:children|value|options|description|outputs|layout)=",
+        re.M,
+    ),
 )
 
 _URL_IN_TEXT = re.compile(r"""(?P<q>["'(])\s*(?P<url>(?:https?:)?//[^"'()\s]+)""")
@@ -100,8 +104,8 @@ class Chart:
     ``width``/``height`` are None where static analysis cannot know them.
     """
 
-    kind: str                  # "svg" (inline), "svg-img" (img with an SVG data URI), "canvas"
-    marks: int                 # data-mark shapes (canvas: 1 if any pixel is drawn, else 0)
+    kind: str  # "svg" (inline), "svg-img" (img with an SVG data URI), "canvas"
+    marks: int  # data-mark shapes (canvas: 1 if any pixel is drawn, else 0)
     width: float | None = None
     height: float | None = None
     where: str = ""
@@ -132,8 +136,15 @@ class ChartVerdict:
         return "\n".join(lines)
 
 
-def judge(charts: list[Chart], *, placeholders: list[str] = (), errors: list[str] = (),
-          external: list[str] = (), offline: bool = True, min_charts: int = 1) -> ChartVerdict:
+def judge(
+    charts: list[Chart],
+    *,
+    placeholders: list[str] = (),
+    errors: list[str] = (),
+    external: list[str] = (),
+    offline: bool = True,
+    min_charts: int = 1,
+) -> ChartVerdict:
     """The one rule, for static and browser findings alike.
 
     OK when at least ``min_charts`` charts are drawn (data marks, non-zero size), every chart
@@ -146,8 +157,9 @@ def judge(charts: list[Chart], *, placeholders: list[str] = (), errors: list[str
             size = "" if c.width is None else f", {c.width:g}x{c.height:g} px"
             problems.append(f"{c.kind} chart{' ' + c.where if c.where else ''} is blank: {c.marks} data marks{size}")
     for p in placeholders:
-        problems.append(f"chart placeholder {p} is empty: nothing was drawn "
-                        "(its JavaScript did not run or could not load)")
+        problems.append(
+            f"chart placeholder {p} is empty: nothing was drawn (its JavaScript did not run or could not load)"
+        )
     problems += [f"chart error shown: {e}" for e in errors]
     if offline and external:
         problems.append(f"the page loads {len(external)} resource(s) from the network, e.g. {external[0]}")
@@ -207,7 +219,7 @@ class _Scanner(HTMLParser):
         self.placeholders: list[str] = []
         self.external: list[str] = []
         self.errors: list[str] = []
-        self._svg_depth = 0           # nesting of <svg> elements
+        self._svg_depth = 0  # nesting of <svg> elements
         self._svg_is_vega = False
         self._svg_marks = 0
         self._stack: list[tuple[str, bool]] = []  # (tag, inside a role-mark group) within the svg
@@ -219,8 +231,9 @@ class _Scanner(HTMLParser):
         self._error_div = 0
 
     # The HTML void elements never get an end tag.
-    _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
-                       "source", "track", "wbr"})
+    _VOID = frozenset(
+        {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+    )
 
     def handle_starttag(self, tag: str, attrs_list: list[tuple[str, str | None]]) -> None:
         attrs = dict(attrs_list)
@@ -318,7 +331,7 @@ class _Scanner(HTMLParser):
         self._pending_text_mark = False
         if self._in_script or self._in_style:
             for m in _URL_IN_TEXT.finditer(data):
-                before = data[max(0, m.start() - 40):m.start()]
+                before = data[max(0, m.start() - 40) : m.start()]
                 if _SCHEMA_KEY.search(before):
                     continue  # a JSON schema id inside a spec, never fetched
                 if self._in_style and m.group("q") != "(":
@@ -350,8 +363,14 @@ def check_chart_html(html: str, *, offline: bool = True, min_charts: int = 1) ->
     and without a browser run (or, offline, with its scripts on a CDN) it is not drawn.
     """
     s = _scan(html)
-    return judge(s.charts, placeholders=s.placeholders, errors=s.errors, external=_dedupe(s.external),
-                 offline=offline, min_charts=min_charts)
+    return judge(
+        s.charts,
+        placeholders=s.placeholders,
+        errors=s.errors,
+        external=_dedupe(s.external),
+        offline=offline,
+        min_charts=min_charts,
+    )
 
 
 def _dedupe(items: list[str]) -> list[str]:
@@ -436,11 +455,18 @@ def judge_probe(probe: dict[str, Any], *, min_charts: int = 1, external: list[st
             charts.append(Chart("svg-img", marks, w, h, f"#{i}" + ("" if c.get("decoded") else " (image not decoded)")))
         else:
             charts.append(Chart(c["kind"], int(c.get("marks") or 0), w, h, f"#{i}"))
-    return judge(charts, placeholders=list(probe.get("placeholders", [])), errors=list(probe.get("errors", [])),
-                 external=list(external), offline=True, min_charts=min_charts)
+    return judge(
+        charts,
+        placeholders=list(probe.get("placeholders", [])),
+        errors=list(probe.get("errors", [])),
+        external=list(external),
+        offline=True,
+        min_charts=min_charts,
+    )
 
 
-def check_page_charts(page: Any, scope_selector: str | None = None, *, min_charts: int = 1,
-                      external: list[str] = ()) -> ChartVerdict:
+def check_page_charts(
+    page: Any, scope_selector: str | None = None, *, min_charts: int = 1, external: list[str] = ()
+) -> ChartVerdict:
     """Verdict on the charts a live Playwright ``page`` shows (inside ``scope_selector``)."""
     return judge_probe(page.evaluate(CHART_PROBE_JS, scope_selector), min_charts=min_charts, external=external)

@@ -8,6 +8,7 @@ package they SKIP, saying what to install (``bash scripts/install-browser.sh``),
 Artifacts (screenshots, request logs, the JupyterLab log) go to ``test-artifacts/e2e/<test>/``,
 which git ignores.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,9 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -47,7 +49,7 @@ CHROMIUM_ARGS = [
 def chromium_path() -> str | None:
     """Debian's chromium binary, or None. ``$K3_CHROMIUM``, when set, is the only candidate."""
     override = os.environ.get("K3_CHROMIUM")
-    for candidate in ([override] if override else [shutil.which("chromium"), "/usr/bin/chromium"]):
+    for candidate in [override] if override else [shutil.which("chromium"), "/usr/bin/chromium"]:
         if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -108,12 +110,17 @@ class NetworkLog:
         self.websockets: list[str] = []
 
     def attach(self, context: Any) -> None:
-        context.on("request", lambda r: self.requests.append(
-            {"url": r.url, "method": r.method, "type": r.resource_type, "t": round(time.monotonic(), 3)}))
+        context.on(
+            "request",
+            lambda r: self.requests.append(
+                {"url": r.url, "method": r.method, "type": r.resource_type, "t": round(time.monotonic(), 3)}
+            ),
+        )
         context.route("**/*", self._route)
 
         def on_page(page: Any) -> None:
             page.on("websocket", lambda ws: self.websockets.append(ws.url))
+
         context.on("page", on_page)
 
     def _route(self, route: Any) -> None:
@@ -130,8 +137,17 @@ class NetworkLog:
         return sorted({u for u in urls if not self.allow(u)})
 
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps({"requests": self.requests, "websockets": self.websockets,
-                                    "blocked": self.blocked, "outside": self.outside()}, indent=1))
+        path.write_text(
+            json.dumps(
+                {
+                    "requests": self.requests,
+                    "websockets": self.websockets,
+                    "blocked": self.blocked,
+                    "outside": self.outside(),
+                },
+                indent=1,
+            )
+        )
 
 
 class Artifacts:
@@ -175,8 +191,9 @@ def artifacts(request: pytest.FixtureRequest) -> Artifacts:
     return Artifacts(folder)
 
 
-def new_page(browser: Any, *, allow: Callable[[str], bool], offline: bool = False
-             ) -> tuple[Any, Any, NetworkLog, list[str]]:
+def new_page(
+    browser: Any, *, allow: Callable[[str], bool], offline: bool = False
+) -> tuple[Any, Any, NetworkLog, list[str]]:
     """A fresh context and page with a request log and a console log."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, service_workers="block")
     net = NetworkLog(allow)
@@ -190,8 +207,9 @@ def new_page(browser: Any, *, allow: Callable[[str], bool], offline: bool = Fals
     return context, page, net, console
 
 
-def _finish(request: pytest.FixtureRequest, artifacts: Artifacts, page: Any, net: NetworkLog,
-            console: list[str]) -> None:
+def _finish(
+    request: pytest.FixtureRequest, artifacts: Artifacts, page: Any, net: NetworkLog, console: list[str]
+) -> None:
     if _failed(request):
         artifacts.shot(page, "failure")
     net.save(artifacts.folder / "requests.json")
@@ -203,8 +221,10 @@ def offline_page(browser: Any, artifacts: Artifacts, request: pytest.FixtureRequ
     """A page with networking off: only file://, data: and blob: URLs load; every other
     request is logged and aborted."""
     context, page, net, console = new_page(
-        browser, offline=True,
-        allow=lambda u: is_local_url(u, allow_file=True) and not u.startswith(("http:", "https:", "ws:", "wss:")))
+        browser,
+        offline=True,
+        allow=lambda u: is_local_url(u, allow_file=True) and not u.startswith(("http:", "https:", "ws:", "wss:")),
+    )
     try:
         yield page, net
     finally:
@@ -273,7 +293,7 @@ def lab_session(workbook_copy: Path, request: pytest.FixtureRequest) -> Iterator
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with running_jupyterlab(workbook_copy, log_path=ARTIFACTS / "jupyterlab.log", wait=False) as server:
-        browser = request.getfixturevalue("browser")   # starts while the server boots
+        browser = request.getfixturevalue("browser")  # starts while the server boots
         server.wait_ready()
         context, page, net, console = new_page(browser, allow=lambda u: is_local_url(u))
         try:

@@ -7,6 +7,7 @@ built from ipywidgets and Altair only, so it does not break when k3lib's widgets
 
 It is generated (not committed as .ipynb) so that nbval in scripts/test.sh does not collect it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -44,7 +45,6 @@ widgets.VBox([widgets.HBox([context, gpus]), out])"""
 
 def build_fixture_notebook(*, renderer: str = "svg"):
     """The fixture notebook (an ``nbformat`` node); ``renderer`` is Altair's renderer name."""
-    import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
     nb = new_notebook()

@@ -5,6 +5,7 @@ State is read from the page (and, for "is the kernel idle / did every cell run",
 ``window.jupyterapp``, which the test server exposes); actions are menu clicks, key presses and
 select boxes, never kernel calls.
 """
+
 from __future__ import annotations
 
 import re
@@ -57,10 +58,10 @@ _FIGURES_JS = r"""
 class Control:
     """A widget control found in the page."""
 
-    kind: str       # "slider", "dropdown", "toggle-buttons"
-    label: str      # its description text
-    value: str      # what it shows now
-    index: int      # its position among controls of its kind in the notebook
+    kind: str  # "slider", "dropdown", "toggle-buttons"
+    label: str  # its description text
+    value: str  # what it shows now
+    index: int  # its position among controls of its kind in the notebook
 
 
 def notebook_state(page: Any) -> dict | None:
@@ -72,7 +73,8 @@ def wait_kernel_ready(page: Any, *, timeout_s: float = 90) -> None:
     page.wait_for_function(
         """() => { const p = window.jupyterapp?.shell?.currentWidget; const k = p?.sessionContext?.session?.kernel;
                    return !!(p?.sessionContext?.isReady && k && k.status === 'idle' && k.connectionStatus === 'connected'); }""",
-        timeout=timeout_s * 1000)
+        timeout=timeout_s * 1000,
+    )
 
 
 def load_app(page: Any, server: Any, *, timeout_s: float = 90) -> None:
@@ -87,12 +89,15 @@ def open_notebook(page: Any, server: Any, name: str, *, timeout_s: float = 90) -
     as a user does, and wait for its kernel. Loads the app first if the page is elsewhere."""
     if not page.url.startswith(server.base_url) or not page.evaluate("() => !!window.jupyterapp"):
         load_app(page, server, timeout_s=timeout_s)
-    item = page.locator(".jp-FileBrowser .jp-DirListing-item", has=page.locator(
-        ".jp-DirListing-itemText", has_text=re.compile(rf"^{re.escape(name)}$"))).first
+    item = page.locator(
+        ".jp-FileBrowser .jp-DirListing-item",
+        has=page.locator(".jp-DirListing-itemText", has_text=re.compile(rf"^{re.escape(name)}$")),
+    ).first
     item.wait_for(state="visible", timeout=timeout_s * 1000)
     item.dblclick()
-    page.wait_for_function("(name) => window.jupyterapp.shell.currentWidget?.context?.path === name",
-                           arg=name, timeout=timeout_s * 1000)
+    page.wait_for_function(
+        "(name) => window.jupyterapp.shell.currentWidget?.context?.path === name", arg=name, timeout=timeout_s * 1000
+    )
     page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell", timeout=timeout_s * 1000)
     wait_kernel_ready(page, timeout_s=timeout_s)
 
@@ -107,15 +112,15 @@ def close_all(page: Any) -> None:
       }
       await app.commands.execute('application:close-all');
     }""")
-    page.wait_for_function("() => Array.from(window.jupyterapp.shell.widgets('main')).length === 0",
-                           timeout=15_000)
+    page.wait_for_function("() => Array.from(window.jupyterapp.shell.widgets('main')).length === 0", timeout=15_000)
 
 
 def click_menu(page: Any, menu: str, item: str) -> None:
     """Click ``menu`` in JupyterLab's menu bar, then ``item`` in it."""
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(rf"^{re.escape(menu)}$")).first.click()
-    entry = page.locator(".lm-Menu-item:not(.lm-mod-disabled) .lm-Menu-itemLabel",
-                         has_text=re.compile(rf"^{re.escape(item)}$")).first
+    entry = page.locator(
+        ".lm-Menu-item:not(.lm-mod-disabled) .lm-Menu-itemLabel", has_text=re.compile(rf"^{re.escape(item)}$")
+    ).first
     entry.wait_for(state="visible", timeout=10_000)
     entry.click()
 
@@ -207,8 +212,9 @@ def controls(page: Any) -> list[Control]:
     return [Control(**c) for c in found]
 
 
-def find_control(page: Any, label_pattern: str, kinds: tuple[str, ...] = ("slider", "dropdown", "toggle-buttons")
-                 ) -> Control | None:
+def find_control(
+    page: Any, label_pattern: str, kinds: tuple[str, ...] = ("slider", "dropdown", "toggle-buttons")
+) -> Control | None:
     """The first control whose description matches ``label_pattern`` (a regex, case-insensitive)."""
     rx = re.compile(label_pattern, re.I)
     for c in controls(page):
@@ -217,19 +223,24 @@ def find_control(page: Any, label_pattern: str, kinds: tuple[str, ...] = ("slide
     return None
 
 
-_KIND_SELECTOR = {"slider": ".widget-slider", "dropdown": ".widget-dropdown",
-                  "toggle-buttons": ".widget-toggle-buttons"}
+_KIND_SELECTOR = {
+    "slider": ".widget-slider",
+    "dropdown": ".widget-dropdown",
+    "toggle-buttons": ".widget-toggle-buttons",
+}
 
 
 def control_locator(page: Any, control: Control) -> Any:
-    return page.locator(f".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook {_KIND_SELECTOR[control.kind]}"
-                        ).nth(control.index)
+    return page.locator(f".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook {_KIND_SELECTOR[control.kind]}").nth(
+        control.index
+    )
 
 
 def figures(page: Any, control: Control) -> dict:
     """What the outputs of the cell holding ``control`` show, controls left out."""
     cell = control_locator(page, control).locator(
-        "xpath=ancestor::div[contains(concat(' ', normalize-space(@class), ' '), ' jp-Cell ')][1]")
+        "xpath=ancestor::div[contains(concat(' ', normalize-space(@class), ' '), ' jp-Cell ')][1]"
+    )
     return cell.evaluate(_FIGURES_JS)
 
 

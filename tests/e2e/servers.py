@@ -6,6 +6,7 @@ every Jupyter config/data/runtime/settings/workspace folder a fresh temporary on
 from or written to the user's home), and ``--allow-root`` since CI runs as root. On exit, even
 after a failure, the server's whole process tree (kernels included) is terminated, then killed.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,10 +20,10 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,8 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: every cell stays in the DOM (no virtual scrolling), and JupyterLab asks nobody for news.
 LAB_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
-                                                                       "checkForUpdates": False},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
 }
 
 
@@ -52,7 +52,7 @@ def free_port() -> int:
 class JupyterLab:
     """A running test server."""
 
-    base_url: str          # http://127.0.0.1:PORT
+    base_url: str  # http://127.0.0.1:PORT
     token: str
     root_dir: Path
     log_path: Path
@@ -67,8 +67,9 @@ class JupyterLab:
 
     def api(self, path: str, *, method: str = "GET", timeout_s: float = 5) -> object:
         """A JSON REST call to the server (token in the header)."""
-        req = urllib.request.Request(f"{self.base_url}/{path.lstrip('/')}", method=method,
-                                     headers={"Authorization": f"token {self.token}"})
+        req = urllib.request.Request(
+            f"{self.base_url}/{path.lstrip('/')}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(req, timeout=timeout_s) as resp:
             body = resp.read()
         return json.loads(body) if body else None
@@ -113,9 +114,15 @@ def _write_settings(folder: Path) -> None:
 
 
 @contextmanager
-def running_jupyterlab(root_dir: Path, *, log_path: Path, startup_timeout_s: float = 90,
-                       python: str | None = None, wait: bool = True,
-                       extra_args: tuple[str, ...] = ()) -> Iterator[JupyterLab]:
+def running_jupyterlab(
+    root_dir: Path,
+    *,
+    log_path: Path,
+    startup_timeout_s: float = 90,
+    python: str | None = None,
+    wait: bool = True,
+    extra_args: tuple[str, ...] = (),
+) -> Iterator[JupyterLab]:
     """Run ``jupyter lab`` on ``root_dir`` for the duration of the ``with`` block.
     ``extra_args`` go to ``jupyter lab`` as well (``--LabApp.default_url=…``, as open-workbook.sh).
 
@@ -141,7 +148,9 @@ def running_jupyterlab(root_dir: Path, *, log_path: Path, startup_timeout_s: flo
     env.pop("JUPYTER_PATH", None)
     env.pop("JUPYTER_CONFIG_PATH", None)
     cmd = [
-        python or project_python(), "-m", "jupyterlab",
+        python or project_python(),
+        "-m",
+        "jupyterlab",
         "--no-browser",
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}",
@@ -158,10 +167,25 @@ def running_jupyterlab(root_dir: Path, *, log_path: Path, startup_timeout_s: flo
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "w")
     # Own process group, so stopping it reaches every child that stays in the group.
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            env=env, cwd=str(root_dir), start_new_session=True, preexec_fn=_die_with_parent)
-    server = JupyterLab(base_url=f"http://127.0.0.1:{port}", token=token, root_dir=Path(root_dir),
-                        log_path=log_path, pid=proc.pid, _proc=proc, _startup_timeout_s=startup_timeout_s)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=str(root_dir),
+        start_new_session=True,
+        preexec_fn=_die_with_parent,
+    )
+    server = JupyterLab(
+        base_url=f"http://127.0.0.1:{port}",
+        token=token,
+        root_dir=Path(root_dir),
+        log_path=log_path,
+        pid=proc.pid,
+        _proc=proc,
+        _startup_timeout_s=startup_timeout_s,
+    )
     try:
         if wait:
             server.wait_ready()
@@ -176,16 +200,18 @@ def _wait_ready(server: JupyterLab, proc: subprocess.Popen, timeout_s: float) ->
     deadline = time.monotonic() + timeout_s
     while True:
         if proc.poll() is not None:
-            raise RuntimeError(f"jupyter lab exited with {proc.returncode} before it answered; log:\n"
-                               f"{server.log_tail()}")
+            raise RuntimeError(
+                f"jupyter lab exited with {proc.returncode} before it answered; log:\n{server.log_tail()}"
+            )
         try:
             server.api("api/status", timeout_s=2)
             return
         except (urllib.error.URLError, ConnectionError, OSError):
             pass
         if time.monotonic() > deadline:
-            raise RuntimeError(f"jupyter lab did not answer on {server.base_url} within {timeout_s:g} s; log:\n"
-                               f"{server.log_tail()}")
+            raise RuntimeError(
+                f"jupyter lab did not answer on {server.base_url} within {timeout_s:g} s; log:\n{server.log_tail()}"
+            )
         time.sleep(0.25)
 
 

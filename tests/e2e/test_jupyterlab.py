@@ -12,6 +12,7 @@ For each notebook: open it, Run → Run All Cells, then check in the rendered pa
 
 Screenshots of each step: test-artifacts/e2e/<test>/.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ CASES = [
     # workbook's notebooks look like.
     Case("e2e-fixture-widgets", (GPUS, CONTEXT), required=(GPUS, CONTEXT)),
     Case("05-decision-checklist", (GPUS, CONTEXT), required=(GPUS,)),
-    Case("00-vram-anatomy", (CONTEXT, GPUS), required=(CONTEXT,)),   # the series' explorer lives in 00
+    Case("00-vram-anatomy", (CONTEXT, GPUS), required=(CONTEXT,)),  # the series' explorer lives in 00
 ]
 
 
@@ -83,7 +84,8 @@ def test_notebook_runs_live_in_jupyterlab(case, lab_session, lab_page, artifacts
         control = lab.find_control(page, pattern)
         if control is None:
             assert pattern not in case.required, (
-                f"no widget labelled /{pattern}/ in {case.stem}; controls: {lab.controls(page)}")
+                f"no widget labelled /{pattern}/ in {case.stem}; controls: {lab.controls(page)}"
+            )
             continue
         lab.control_locator(page, control).scroll_into_view_if_needed()
         artifacts.shot(page, f"before-{control.label}")
@@ -96,9 +98,15 @@ def test_notebook_runs_live_in_jupyterlab(case, lab_session, lab_page, artifacts
         assert lab.widget_problems(page) == []
         verdict = check_page_charts(page, NOTEBOOK)
         assert verdict.ok, f"after {control.label}={new_value}: {verdict.summary()}"
-        turned.append((control.label, control.value, new_value,
-                       "text" if after["text"] != before["text"] else "",
-                       "chart" if after["charts"] != before["charts"] else ""))
+        turned.append(
+            (
+                control.label,
+                control.value,
+                new_value,
+                "text" if after["text"] != before["text"] else "",
+                "chart" if after["charts"] != before["charts"] else "",
+            )
+        )
     print(f"{case.stem}: {n_widgets} widget elements; {verdict.drawn} charts drawn; turned {turned}")
 
     # Nothing left localhost.

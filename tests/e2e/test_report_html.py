@@ -10,6 +10,7 @@ file:, data: or blob: is logged, aborted, and fails the test.
 The checker is also shown to FAIL, in the same offline browser, on a page Altair's CDN-loading
 renderer produced, and to PASS on the svg renderer's page.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -68,8 +69,11 @@ def _chart_pages(folder: Path) -> dict[str, Path]:
     import altair as alt
     import pandas as pd
 
-    chart = alt.Chart(pd.DataFrame({"component": ["weights", "KV cache"], "GiB": [325.0, 32.0]})
-                      ).mark_bar().encode(x="component:N", y="GiB:Q")
+    chart = (
+        alt.Chart(pd.DataFrame({"component": ["weights", "KV cache"], "GiB": [325.0, 32.0]}))
+        .mark_bar()
+        .encode(x="component:N", y="GiB:Q")
+    )
     with alt.renderers.enable("svg"):
         svg = chart._repr_mimebundle_()
     svg = svg[0] if isinstance(svg, tuple) else svg
@@ -88,8 +92,9 @@ def _chart_pages(folder: Path) -> dict[str, Path]:
     return out
 
 
-@pytest.mark.parametrize("name, should_pass", [("svg-renderer", True), ("html-renderer-cdn", False),
-                                               ("chart-save-html-cdn", False)])
+@pytest.mark.parametrize(
+    "name, should_pass", [("svg-renderer", True), ("html-renderer-cdn", False), ("chart-save-html-cdn", False)]
+)
 def test_chart_checker_in_offline_browser(name, should_pass, offline_page, artifacts, tmp_path):
     """The broken setting (Altair's CDN-loading renderers) must fail the check; svg must pass."""
     page, net = offline_page

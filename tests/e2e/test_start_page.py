@@ -6,6 +6,7 @@ double-click on the glossary opens it rendered too.
 
 Screenshots: test-artifacts/e2e/<test>/.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,8 +26,13 @@ VIEWER = ".jp-MarkdownViewer:not(.lm-mod-hidden) .jp-RenderedMarkdown"
 def open_workbook_lab_args() -> tuple[str, ...]:
     """The ``--LabApp.*`` arguments open-workbook.sh passes to ``jupyter lab`` (its dry run also
     writes the settings override into this environment's JupyterLab, as a real start does)."""
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "open-workbook.sh"), "--dry-run", "--no-browser"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    r = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "open-workbook.sh"), "--dry-run", "--no-browser"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     command = shlex.split(r.stdout.strip().splitlines()[-1])
     return tuple(a for a in command if a.startswith("--LabApp."))
@@ -41,8 +47,7 @@ def start_page_lab(workbook_copy, browser):
 
     args = open_workbook_lab_args()
     assert any(a.startswith("--LabApp.default_url=") for a in args), args
-    with running_jupyterlab(workbook_copy, log_path=ARTIFACTS / "jupyterlab-start-page.log",
-                            extra_args=args) as server:
+    with running_jupyterlab(workbook_copy, log_path=ARTIFACTS / "jupyterlab-start-page.log", extra_args=args) as server:
         context, page, net, console = new_page(browser, allow=lambda u: is_local_url(u))
         try:
             yield server, page, net, console
@@ -69,12 +74,15 @@ def test_workbook_opens_on_the_rendered_start_page(start_page_lab, artifacts, re
         assert not re.search(r"^# |\|---\|", text, re.M), text[:300]
         assert page.locator(".jp-FileEditor:not(.lm-mod-hidden)").count() == 0
         # a double-click on another Markdown file opens it rendered too
-        item = page.locator(".jp-FileBrowser .jp-DirListing-item", has=page.locator(
-            ".jp-DirListing-itemText", has_text=re.compile(r"^glossary\.md$"))).first
+        item = page.locator(
+            ".jp-FileBrowser .jp-DirListing-item",
+            has=page.locator(".jp-DirListing-itemText", has_text=re.compile(r"^glossary\.md$")),
+        ).first
         item.wait_for(state="visible", timeout=30_000)
         item.dblclick()
-        page.wait_for_function("() => window.jupyterapp.shell.currentWidget?.context?.path === 'glossary.md'",
-                               timeout=30_000)
+        page.wait_for_function(
+            "() => window.jupyterapp.shell.currentWidget?.context?.path === 'glossary.md'", timeout=30_000
+        )
         glossary = page.locator(f"{VIEWER} h1", has_text="Glossary").first
         glossary.wait_for(state="visible", timeout=30_000)
         artifacts.shot(page, "glossary")

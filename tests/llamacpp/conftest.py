@@ -1,5 +1,6 @@
 """The real-llama.cpp tier needs llama-cpp-python (scripts/install-llamacpp.sh builds it). Outside
 CI a machine without it skips the tier with that reason; in CI (CI=true) its absence fails."""
+
 from __future__ import annotations
 
 import importlib.util

@@ -1,6 +1,7 @@
 """Every figure the tier compares, as rows for ``data/measured/llamacpp-0c1e570-cpu.csv``
 (written by ``scripts/measure_llamacpp.py``; ``test_committed_measurements_are_current`` checks
 the committed file against a fresh run)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,8 +12,10 @@ from .engine import measure
 from .families import FAMILIES
 
 COLUMNS = ("family", "setting", "quantity", "kind", "logged", "predicted", "match", "error_pct", "source")
-SOURCE = ("measured: ggml-org/llama.cpp@0c1e57098 (llama-cpp-python 0.3.36 source build, CPU backend) on the "
-          "synthetic model in tests/llamacpp/families.py")
+SOURCE = (
+    "measured: ggml-org/llama.cpp@0c1e57098 (llama-cpp-python 0.3.36 source build, CPU backend) on the "
+    "synthetic model in tests/llamacpp/families.py"
+)
 
 
 def measure_rows(paths: dict[str, Path]) -> list[dict[str, Any]]:
@@ -27,14 +30,33 @@ def measure_rows(paths: dict[str, Path]) -> list[dict[str, Any]]:
         for s in SETTINGS:
             m = measure(paths[family], **s)
             for r in predicted_rows(family, loaded, s, m):
-                rows.append({"family": family, "setting": r.setting, "quantity": r.quantity,
-                             "kind": "exact" if r.exact else "printed MiB", "logged": r.logged,
-                             "predicted": r.predicted, "match": r.match, "error_pct": "", "source": SOURCE})
+                rows.append(
+                    {
+                        "family": family,
+                        "setting": r.setting,
+                        "quantity": r.quantity,
+                        "kind": "exact" if r.exact else "printed MiB",
+                        "logged": r.logged,
+                        "predicted": r.predicted,
+                        "match": r.match,
+                        "error_pct": "",
+                        "source": SOURCE,
+                    }
+                )
             if m.exact["ok"]:
                 pred = llamacpp_compute_buffer_bytes(loaded, **compute_kwargs(s))
                 logged = float(m.compute_mib["CPU"])
-                rows.append({"family": family, "setting": setting_id(s), "quantity": "compute buffer (MiB)",
-                             "kind": "compute MiB", "logged": f"{logged:.2f}", "predicted": f"{pred / 2**20:.2f}",
-                             "match": abs(pred / 2**20 - logged) <= 0.005,
-                             "error_pct": f"{100 * (pred / 2**20 - logged) / logged:+.1f}", "source": SOURCE})
+                rows.append(
+                    {
+                        "family": family,
+                        "setting": setting_id(s),
+                        "quantity": "compute buffer (MiB)",
+                        "kind": "compute MiB",
+                        "logged": f"{logged:.2f}",
+                        "predicted": f"{pred / 2**20:.2f}",
+                        "match": abs(pred / 2**20 - logged) <= 0.005,
+                        "error_pct": f"{100 * (pred / 2**20 - logged) / logged:+.1f}",
+                        "source": SOURCE,
+                    }
+                )
     return rows

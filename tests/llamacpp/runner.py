@@ -9,6 +9,7 @@
 
 A child process, because llama.cpp aborts the process on some errors.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -16,16 +17,17 @@ import json
 import os
 import sys
 
+
 def _lib():
     import llama_cpp
 
     @llama_cpp.llama_log_callback
-    def _collect(level, text, user_data):          # every line llama.cpp logs, at once (an abort loses none)
+    def _collect(level, text, user_data):  # every line llama.cpp logs, at once (an abort loses none)
         sys.stdout.write(text.decode("utf-8", "replace"))
         sys.stdout.flush()
 
     llama_cpp.llama_log_set(_collect, ctypes.c_void_p(0))
-    _lib.keep = _collect                          # the callback must outlive this call
+    _lib.keep = _collect  # the callback must outlive this call
     return llama_cpp
 
 
@@ -54,7 +56,7 @@ def build(meta: str, out: str) -> None:
         raise SystemExit(f"gguf_init_from_file failed for {meta}")
 
     @llama_cpp.llama_model_set_tensor_data_t
-    def _zero(tensor, user_data):                  # deterministic weights: all zero
+    def _zero(tensor, user_data):  # deterministic weights: all zero
         ggml.ggml_backend_tensor_memset(tensor, 0, 0, ggml.ggml_nbytes(tensor))
 
     mp = llama_cpp.llama_model_default_params()
@@ -84,7 +86,7 @@ def load(model_path: str, settings: str) -> None:
     s = json.loads(settings)
     mp = llama_cpp.llama_model_default_params()
     mp.n_gpu_layers = 0
-    mp.load_mode = 1 if s.get("use_mmap", False) else 0        # LLAMA_LOAD_MODE_MMAP / _NONE
+    mp.load_mode = 1 if s.get("use_mmap", False) else 0  # LLAMA_LOAD_MODE_MMAP / _NONE
     model = llama_cpp.llama_model_load_from_file(model_path.encode(), mp)
     if not model:
         raise SystemExit(f"llama_model_load_from_file failed for {model_path}")
@@ -98,13 +100,16 @@ def load(model_path: str, settings: str) -> None:
     cp.type_k = _CACHE_TYPES[s.get("type_k", "f16")]
     cp.type_v = _CACHE_TYPES[s.get("type_v", "f16")]
     fa = s.get("flash_attn", True)
-    cp.flash_attn_type = -1 if fa == "auto" else 1 if fa else 0       # LLAMA_FLASH_ATTN_TYPE_AUTO = -1
+    cp.flash_attn_type = -1 if fa == "auto" else 1 if fa else 0  # LLAMA_FLASH_ATTN_TYPE_AUTO = -1
     cp.swa_full = bool(s.get("swa_full", False))
     cp.kv_unified = bool(s.get("kv_unified", False))
     ctx = llama_cpp.llama_init_from_model(model, cp)
     ok = bool(ctx)
-    exact = {"ok": ok, "model_size": int(llama_cpp.llama_model_size(model)),
-             "n_params": int(llama_cpp.llama_model_n_params(model))}
+    exact = {
+        "ok": ok,
+        "model_size": int(llama_cpp.llama_model_size(model)),
+        "n_params": int(llama_cpp.llama_model_n_params(model)),
+    }
     if ctx:
         exact["n_ctx"] = int(llama_cpp.llama_n_ctx(ctx))
         llama_cpp.llama_free(ctx)

@@ -10,6 +10,7 @@ What must be equal:
 * the per-tensor types and total bytes of llama.cpp's own Q8_0…Q2_K quantizations against the
   workbook's recipe, without the quantized file.
 The compute buffer is only reported (``test_compute_buffer_is_within_the_stated_band``)."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.llamacpp
 
 def _load(path):
     from k3lib.loaders import load_gguf
+
     return load_gguf(path)
 
 
@@ -53,12 +55,17 @@ def test_tensor_table_matches_llamacpp(tier_models, family):
 _PARAM_GAPS = {
     "kimi-k3-tiny": "Kimi K3's attention-residual scores (2·D per layer + D: 2,304 here) are not in the architecture",
     "rwkv7": "RWKV-7's low-rank decay/iclr/value/gate adapters, token-shift mixes and layer-norm biases are not in "
-             "the architecture, and its channel mix (2·D·F) is counted as a gated MLP (3·D·F): 4,457,728 vs 3,756,032",
+    "the architecture, and its channel mix (2·D·F) is counted as a gated MLP (3·D·F): 4,457,728 vs 3,756,032",
 }
 
 
-@pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.xfail(reason=_PARAM_GAPS[f], strict=True))
-                                    if f in _PARAM_GAPS else f for f in sorted(FAMILIES)])
+@pytest.mark.parametrize(
+    "family",
+    [
+        pytest.param(f, marks=pytest.mark.xfail(reason=_PARAM_GAPS[f], strict=True)) if f in _PARAM_GAPS else f
+        for f in sorted(FAMILIES)
+    ],
+)
 def test_architecture_parameter_count_matches_llamacpp(tier_models, family):
     """Parameters derived from the metadata (what a plan without the file uses) = llama_model_n_params,
     which counts every tensor of the file: MTP (nextn) blocks too, although llama.cpp skips loading them
@@ -71,7 +78,7 @@ def test_architecture_parameter_count_matches_llamacpp(tier_models, family):
 def test_recipe_reproduces_llamacpp_quantize(tier_models, family, ftype):
     from k3lib.engines.gguf_recipe import gguf_recipe_bytes
 
-    arch = _load(tier_models[family]).architecture          # from the F32 file: no quantized file used
+    arch = _load(tier_models[family]).architecture  # from the F32 file: no quantized file used
     recipe = gguf_recipe_bytes(arch, ftype)
     real = _load(tier_models[f"{family}.{ftype}"])
     real_types = {t.name: t.dtype.lower() for t in real.tensors}
@@ -82,11 +89,28 @@ def test_recipe_reproduces_llamacpp_quantize(tier_models, family, ftype):
 
 
 #: (lowest, highest) % error of the compute-buffer model per family: the bands its docstring states
-COMPUTE_BANDS = {"llama-gqa": (-2, 4), "qwen3": (-2, 4), "gemma3-iswa": (-2, 4), "qwen3moe": (-11, 2),
-                 "qwen3next-hybrid": (-7, 0), "deepseek2-mla-moe": (-18, 1), "kimi-k3-tiny": (-18, 3),
-                 "falcon-h1": (-9, 0), "mamba2": (0, 9), "mamba1": (0, 2), "rwkv7": (-2, 0), "lfm2-shortconv": (-1, 2),
-                 "granitehybrid": (-10, 8), "qwen2": (-1, 2), "gemma2-swa": (-2, 1), "cohere2-swa": (-17, 4),
-                 "exaone4": (-1, 11), "llama4-chunked": (-1, 19), "gpt-oss": (-10, 0), "glm4moe-nextn": (-15, 0)}
+COMPUTE_BANDS = {
+    "llama-gqa": (-2, 4),
+    "qwen3": (-2, 4),
+    "gemma3-iswa": (-2, 4),
+    "qwen3moe": (-11, 2),
+    "qwen3next-hybrid": (-7, 0),
+    "deepseek2-mla-moe": (-18, 1),
+    "kimi-k3-tiny": (-18, 3),
+    "falcon-h1": (-9, 0),
+    "mamba2": (0, 9),
+    "mamba1": (0, 2),
+    "rwkv7": (-2, 0),
+    "lfm2-shortconv": (-1, 2),
+    "granitehybrid": (-10, 8),
+    "qwen2": (-1, 2),
+    "gemma2-swa": (-2, 1),
+    "cohere2-swa": (-17, 4),
+    "exaone4": (-1, 11),
+    "llama4-chunked": (-1, 19),
+    "gpt-oss": (-10, 0),
+    "glm4moe-nextn": (-15, 0),
+}
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -115,12 +139,17 @@ def test_committed_measurements_are_current(tier_models):
     llama.cpp measures now and what the profile predicts now: rerun scripts/measure_llamacpp.py
     after changing either."""
     from k3lib.core.data import read_csv_rows
+
     from .measure import measure_rows
 
-    committed = [(r["family"], r["setting"], r["quantity"], r["logged"], r["predicted"])
-                 for r in read_csv_rows("measured/llamacpp-0c1e570-cpu.csv")]
-    fresh = [(r["family"], r["setting"], r["quantity"], str(r["logged"]), str(r["predicted"]))
-             for r in measure_rows(tier_models)]
+    committed = [
+        (r["family"], r["setting"], r["quantity"], r["logged"], r["predicted"])
+        for r in read_csv_rows("measured/llamacpp-0c1e570-cpu.csv")
+    ]
+    fresh = [
+        (r["family"], r["setting"], r["quantity"], str(r["logged"]), str(r["predicted"]))
+        for r in measure_rows(tier_models)
+    ]
     assert committed == fresh
 
 
@@ -160,8 +189,9 @@ def test_offload_split_by_tensor_name(tier_models):
 
     loaded = _load(tier_models["qwen3moe"])
     s = llamacpp_offload_split(loaded, n_gpu_layers=3, n_ctx=4096, override_tensor=["exps"])
-    gpu = sum(t.n_bytes for t in loaded.tensors
-              if "exps" not in t.name and (t.layer in (2, 3) or t.name.startswith("output")))
+    gpu = sum(
+        t.n_bytes for t in loaded.tensors if "exps" not in t.name and (t.layer in (2, 3) or t.name.startswith("output"))
+    )
     assert s["gpu"]["weights"] == gpu
     assert s["gpu"]["weights"] + s["host"]["weights"] == sum(t.n_bytes for t in loaded.tensors)
-    assert s["gpu"]["kv"] == s["host"]["kv"] == 2 * 4096 * 2 * (2 * 64) * 2       # 2 layers each, K and V
+    assert s["gpu"]["kv"] == s["host"]["kv"] == 2 * 4096 * 2 * (2 * 64) * 2  # 2 layers each, K and V
