@@ -97,7 +97,7 @@ def test_sglang_k_pool_within_half_a_percent():
     chk = check_log(_read("sglang-qwen3-235b-fp8-tp4.log"))
     assert chk.config["tp"] == 4 and chk.config["mem_fraction_static"] == 0.93
     k = _row(chk, "K pool")
-    assert k.predicted == 367404 * 94 * 128 * 2
+    assert k.predicted == (367404 + 1) * 94 * 128 * 2  # + SGLang's padded slot 0
     assert k.logged == pytest.approx(8.23 * GiB) and abs(k.error_pct) <= 0.5
 
 
@@ -270,3 +270,45 @@ def test_vllm_hybrid_block_and_padding_kimi_linear_tp2():
     # 0.11.0's 16-token alignment would give 16 x ceil(58.9) = 944: the version decides
     old = check_log(_read("vllm-v1-kimi-linear-tp2-hybrid-block.log"), model="kimi-linear-48b", vllm_version="0.11.0")
     assert _row(old, "hybrid attention block").predicted == 944 and not _row(old, "hybrid attention block").within
+
+
+def test_sglang_k_and_v_sizes_each_checked_against_the_printed_pair():
+    # MHATokenToKVPool prints K and V apart ("K size: 8.23 GB, V size: 8.23 GB", vllm-project/vllm#21348): the
+    # profile predicts each buffer, (367,404 + 1 padded slot) x 94 layers x 1 KV head per rank x 128 x 2 B
+    chk = check_log(_read("sglang-qwen3-235b-fp8-tp4.log"))
+    k, v = _row(chk, "K pool"), _row(chk, "V pool")
+    assert k.logged == v.logged == pytest.approx(8.23 * GiB)
+    assert k.predicted == v.predicted == (367404 + 1) * 94 * 128 * 2
+    assert k.within and v.within and round(k.predicted / GiB, 2) == 8.23
+
+
+def test_sglang_mla_prints_one_kv_size_and_it_is_the_latent():
+    # MLATokenToKVPool prints one "KV size" (Kimi-K2.5 on 8x MI355X, TP 8: 2,454,421 tokens, 160.63 GB):
+    # (2,454,421 + 1) x 61 layers x (512 + 64) x 2 B = 160.63 GiB on every rank (the latent is not split by TP)
+    chk = check_log(_read("sglang-kimi-k2.5-mla-tp8-mi355x.log"), model="kimi-k2")
+    assert chk.config["tp"] == 8 and chk.config["kv_cache_dtype"] == "bfloat16"
+    kv = _row(chk, "KV pool")
+    assert kv.logged == pytest.approx(160.63 * GiB)
+    assert kv.predicted == (2454421 + 1) * 61 * 576 * 2 and kv.within
+    assert round(kv.predicted / GiB, 2) == 160.63
+    assert not [r for r in chk.rows if r.component in ("K pool", "V pool")]
+
+
+def test_sglang_estimate_prints_k_and_v_apart():
+    # the estimate's printed lines follow SGLang's: K and V sizes for MHA, one KV size for MLA
+    from k3lib.engines import estimate_for_engine
+
+    mha = estimate_for_engine("sglang", model="qwen3-30b-a3b", gpu="h100-sxm", context=8192)
+    assert "K size" in mha.printed and "V size" in mha.printed and "K size + V size" not in mha.printed
+    assert mha.printed["K size"] == mha.printed["V size"]
+    mla = estimate_for_engine("sglang", model="deepseek-v3", gpu="h200", gpus=8, tp=8, context=8192)
+    assert "KV size" in mla.printed and "V size" not in mla.printed
+
+
+def test_sglang_kv_sizes_refuse_bad_counts():
+    from k3lib.engines.sglang import sglang_kv_sizes_bytes
+
+    with pytest.raises(K3InputError, match="pool_tokens"):
+        sglang_kv_sizes_bytes("qwen3-30b-a3b", pool_tokens=-1)
+    with pytest.raises(K3InputError, match="page_size"):
+        sglang_kv_sizes_bytes("qwen3-30b-a3b", pool_tokens=10, page_size=0)

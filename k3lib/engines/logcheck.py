@@ -311,20 +311,8 @@ def _check_sglang(cfg, figs, arch, rows, missing, notes):
     kvd = cfg.get("kv_cache_dtype", "auto")
     kv_b = 1.0 if "float8" in kvd or kvd.startswith("fp8") else _kv_bytes_per_element("auto", 2)
     tokens = cfg.get("pool_tokens")
-    k_cell = v_cell = 0.0
-    for g in arch.attention:
-        k_el, v_el = g.kind_spec.sglang_cell_elements(g, tp)  # GQA heads per rank; MLA the latent, no V
-        k_cell += g.count * k_el * kv_b
-        v_cell += g.count * v_el * kv_b
-    rule = (
-        f"SGLang srt/mem_cache/memory_pool.py: #tokens ({tokens:,}) × layers × max(1, KV heads ÷ TP={tp}) × head "
-        f"dim × {kv_b:g} B"
-        if tokens
-        else ""
-    )
-    for q, cell in (("K", k_cell), ("V", v_cell)):
-        for f in figures_named(figs, q):
-            rows.append(check_row(f"{q} pool", f.value, tokens * cell, "B", KV_TOLERANCE_PCT, rule))
+    if tokens:
+        _check_sglang_kv_sizes(figs, arch, tp, kv_b, tokens, rows)
     for f in figures_named(figs, "weights"):
         from k3lib.engines.vllm import vllm_weights_bytes_per_rank
 
@@ -340,6 +328,36 @@ def _check_sglang(cfg, figs, arch, rows, missing, notes):
             )
         )
     _check_sglang_pool(cfg, figs, arch, tp, kv_b, rows, missing)
+
+
+def _check_sglang_kv_sizes(figs, arch, tp, kv_b, tokens, rows):
+    """The allocation line's K and V sizes (MHA), or its one KV size (MLA), each against
+    :func:`~k3lib.engines.sglang.sglang_kv_sizes_bytes`; SGLang prints GiB to 2 decimals."""
+    from k3lib.engines.sglang import SGLANG_MEMORY_POOL_SOURCE, sglang_kv_sizes_bytes
+
+    k_b, v_b = sglang_kv_sizes_bytes(arch, pool_tokens=int(tokens), tp=tp, kv_dtype=kv_b)
+    rule = (
+        f"{SGLANG_MEMORY_POOL_SOURCE}: (#tokens {tokens:,} + 1 padded slot) × layers × {{what}} × {kv_b:g} B; "
+        "printed in GiB to 2 decimals"
+    )
+    what = {
+        "K": f"max(1, KV heads ÷ TP={tp}) × head dim",
+        "V": f"max(1, KV heads ÷ TP={tp}) × V head dim",
+        "KV": "(kv_lora_rank + qk_rope_head_dim), the MLA latent",
+    }
+    for q, pred in (("K", k_b), ("V", v_b), ("KV", k_b)):
+        for f in figures_named(figs, q):
+            rows.append(
+                check_row(
+                    f"{q} pool",
+                    f.value,
+                    pred,
+                    "B",
+                    KV_TOLERANCE_PCT,
+                    rule.format(what=what[q]),
+                    allowed=(pred - 0.005 * GiB, pred + 0.005 * GiB),
+                )
+            )
 
 
 def _check_sglang_pool(cfg, figs, arch, tp, kv_b, rows, missing):

@@ -447,6 +447,21 @@ def _s_kv(m, cfg, figs, n, t):
     _add(figs, "V", _f(m.group(4)) * GiB, "B", n, t)
 
 
+@_rule("sglang", r"KV Cache is allocated\.(?: dtype: ([\w.]+),)? #tokens: (\d+), KV size: " + _NUM + " GB")
+def _s_kv_mla(m, cfg, figs, n, t):
+    """MLATokenToKVPool's line: one latent buffer, one size (memory_pool.py @ 000ccdba)."""
+    if m.group(1):
+        cfg["kv_cache_dtype"] = m.group(1).replace("torch.", "")
+    cfg["pool_tokens"] = int(m.group(2))
+    _add(figs, "pool tokens", float(m.group(2)), "tokens", n, t)
+    _add(figs, "KV", _f(m.group(3)) * GiB, "B", n, t)
+
+
+@_rule("sglang", r"Using KV cache dtype: (?:torch\.)?([\w.]+)")
+def _s_kv_dtype(m, cfg, figs, n, t):
+    cfg.setdefault("kv_cache_dtype", m.group(1))
+
+
 @_rule("sglang", r"Load weight begin\. avail mem=" + _NUM + " GB")
 def _s_before(m, cfg, figs, n, t):
     cfg.setdefault("avail_before_load_bytes", _f(m.group(1)) * GiB)

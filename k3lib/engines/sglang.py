@@ -67,6 +67,56 @@ def sglang_cell_bytes(model: Any, *, tp: int = 1, kv_dtype: str | float = "auto"
     return int(math.ceil(n))
 
 
+#: where SGLang's pool and its print are defined (the rule :func:`sglang_kv_sizes_bytes` follows)
+SGLANG_MEMORY_POOL_SOURCE = (
+    "sgl-project/sglang python/sglang/srt/mem_cache/memory_pool.py @ 000ccdba94d4ed75d4fab7b1dac5f8ebcaaee7e8 "
+    "(MHATokenToKVPool._create_buffers / MLATokenToKVPool.__init__, get_kv_size_bytes)"
+)
+
+
+def sglang_kv_sizes_bytes(
+    model: Any,
+    *,
+    pool_tokens: int,
+    tp: int = 1,
+    kv_dtype: str | float = "auto",
+    dtype_bytes: int = 2,
+    page_size: int = 1,
+) -> tuple[int, int]:
+    """(K, V) bytes of SGLang's token pool on one rank, as its allocation line prints them.
+
+    ``MHATokenToKVPool`` allocates, per layer, a K and a V buffer of shape
+    ``(size + page_size, head_num, head_dim)`` (the extra page is the padded slot 0) and logs
+    "KV Cache is allocated. #tokens: N, K size: X GB, V size: Y GB" from ``get_kv_size_bytes``;
+    ``MLATokenToKVPool`` keeps one latent buffer ``(size + page_size, 1, r_kv + d_rope)`` per layer
+    and logs a single "KV size" (returned here as K, with V = 0). Layers that read an earlier
+    layer's cache add nothing. Source: :data:`SGLANG_MEMORY_POOL_SOURCE`. Version boundary: the
+    older pool (``BaseTokenToKVPool``, e.g. commit 14c3feee) padded exactly one slot and printed no
+    sizes; at ``page_size`` 1 (the default) both give the same bytes.
+
+    $K = (N + p)·\\sum_g n_g·h_g·H_g·b$, $V = (N + p)·\\sum_g n_g·h_g·H_{v,g}·b$, $h = \\max(1, K_{heads}/TP)$
+
+    >>> k, v = sglang_kv_sizes_bytes("qwen3-235b-a22b", pool_tokens=367404, tp=4)  # logged 8.23 / 8.23 GB
+    >>> round(k / 2**30, 2), round(v / 2**30, 2)
+    (8.23, 8.23)
+    """
+    if pool_tokens < 0:
+        raise K3InputError("pool_tokens", f"{pool_tokens!r} is not a token count", "an integer ≥ 0")
+    if page_size < 1:
+        raise K3InputError("page_size", f"{page_size!r} is not a positive token count", "an integer ≥ 1")
+    arch, _ = _resolve_model(model)
+    kv_b = _kv_bytes_per_element(kv_dtype, dtype_bytes)
+    k_el = v_el = 0
+    for g in arch.attention:
+        if g.kv_shared:
+            continue  # reads an earlier layer's cache
+        k, v = kind_of(g).sglang_cell_elements(g, tp)  # GQA: heads per rank; MLA: the latent, no V
+        k_el += g.count * k
+        v_el += g.count * v
+    rows = pool_tokens + page_size
+    return int(math.ceil(rows * k_el * kv_b)), int(math.ceil(rows * v_el * kv_b))
+
+
 #: bytes per element of the linear-attention state SGLang keeps (recurrent and conv state; the
 #: estimate's rule at PP = 1 and PP > 1 alike)
 SGLANG_STATE_BYTES_PER_ELEMENT = 4

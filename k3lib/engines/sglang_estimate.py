@@ -4,6 +4,8 @@ cells (:func:`~k3lib.engines.sglang.sglang_cell_bytes`) plus the linear-attentio
 
 $$tokens = \\lfloor (f · C_{gpu} - W_{rank} - O) / cell \\rfloor$$
 
+The pool's K and V sizes are predicted apart, as SGLang prints them
+(:func:`~k3lib.engines.sglang.sglang_kv_sizes_bytes`; one "KV size" for MLA's latent).
 With PP > 1 each stage is costed by :func:`~k3lib.engines.estimate_pp.pipeline_estimate`.
 (Moved unchanged from ``estimate_for_engine``'s SGLang branch.)
 """
@@ -14,7 +16,12 @@ from k3lib.core.layout import check_tp
 from k3lib.core.units import GiB
 from k3lib.engines.base import EngineEstimate, EstimateInputs, _gib
 from k3lib.engines.estimate_pp import staged_estimate
-from k3lib.engines.sglang import sglang_cell_bytes, sglang_mem_fraction_static, sglang_state_bytes
+from k3lib.engines.sglang import (
+    sglang_cell_bytes,
+    sglang_kv_sizes_bytes,
+    sglang_mem_fraction_static,
+    sglang_state_bytes,
+)
 from k3lib.engines.vllm import vllm_weights_bytes_per_rank
 
 
@@ -45,8 +52,12 @@ def sglang_estimate(x: EstimateInputs) -> EngineEstimate:
         "mem_fraction_static": f"{frac:.3f}",
         "Load weight end. mem usage": f"{w / GiB:.2f} GB",
         "KV Cache is allocated. #tokens": f"{cap:,}",
-        "K size + V size": f"{cap * cell / GiB:.2f} GB",
     }
+    k_b, v_b = sglang_kv_sizes_bytes(model, pool_tokens=int(cap), tp=tp_i, kv_dtype=kv_dtype, dtype_bytes=base_b)
+    if v_b:  # MHATokenToKVPool prints K and V apart
+        printed["K size"], printed["V size"] = f"{k_b / GiB:.2f} GB", f"{v_b / GiB:.2f} GB"
+    else:  # MLATokenToKVPool prints its one latent buffer
+        printed["KV size"] = f"{k_b / GiB:.2f} GB"
     reason = (
         f"{'fits' if fits else 'does not fit'}: {n_batch} × {ctx:,} tokens need {_gib(need)}; "
         f"the pool holds {cap:,} tokens ({_gib(max(avail, 0))})"
