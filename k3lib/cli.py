@@ -2,7 +2,8 @@
 
 Exit codes: 0 ok (for ``estimate`` and ``offload``: the plan fits), 2 bad input (one line
 naming the field, no traceback), 3 the plan was computed and DOES NOT FIT (``estimate``,
-``offload``), 1 a report failed.
+``offload``), 1 a report failed. A closed pipe (``k3plan models | head -1``) ends quietly:
+no traceback, and not an error status (:func:`main`).
 """
 
 from __future__ import annotations
@@ -573,6 +574,40 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``k3plan``'s entry point; returns the exit status (see the module's docstring).
+
+    A closed pipe (``k3plan models | head -1``: the reader left) is not an error and ends
+    quietly: nothing on stderr, and the command's own status when it had finished (0, or 3 for
+    a plan that does not fit; its output waited in stdout's buffer), 0 when the pipe closed
+    while it was still printing."""
+    status: int | None = None
+    try:
+        try:
+            status = _main(argv)
+        finally:  # also on argparse's exit (--help, --version): what is still buffered is written here
+            if sys.stdout is not None:
+                sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return 0 if status is None else status
+    return status
+
+
+def _stdout_to_devnull() -> None:
+    """After a closed pipe: point stdout at /dev/null so that Python's own flush at exit, of what
+    is still buffered, does not raise again ("Exception ignored ... BrokenPipeError")."""
+    import os
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture): nothing to redirect
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -608,12 +643,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print(f"k3plan: error: {msg}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # `k3plan formats | head`: the reader left; end quietly, as Unix tools do
-        import os
-
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit would raise again
-        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
