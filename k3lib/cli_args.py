@@ -16,6 +16,10 @@ from k3lib.core.errors import K3InputError
 from k3lib.core.units import GB, GiB, parse_size_bytes
 
 UNITS = {"GiB": GiB, "GB": GB}
+#: llama.cpp's KV cache types (``-ctk`` / ``-ctv``), as k3lib.engines.llamacpp.LLAMACPP_CACHE_TYPES lists them
+LLAMACPP_CACHE_TYPE_NAMES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
+#: an engine setting's command-line flag, where it is not ``--`` + its name with ``-``
+SETTING_FLAGS = {"type_k": "--cache-type-k", "type_v": "--cache-type-v"}
 
 
 def _utilization(args: argparse.Namespace) -> float | None:
@@ -129,8 +133,64 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
         metavar="PATTERN",
         help="llama.cpp: -ot PATTERN=CPU, tensors kept in system RAM (repeatable; e.g. exps for the routed experts)",
     )
-    p.add_argument("--flash-attn", default=None, choices=("on", "off"), help="llama.cpp: -fa on/off (default on)")
-    p.add_argument("--n-ubatch", default=None, metavar="N", help="llama.cpp: -ub, the physical batch (default 512)")
+    p.add_argument(
+        "-fa",
+        "--flash-attn",
+        default=None,
+        choices=("on", "off", "auto"),
+        help="llama.cpp: -fa on/off/auto (default on; auto is taken as enabled, as llama.cpp resolves it on GPUs)",
+    )
+    p.add_argument(
+        "-ub",
+        "--n-ubatch",
+        "--ubatch-size",
+        dest="n_ubatch",
+        default=None,
+        metavar="N",
+        help="llama.cpp: -ub, the physical batch (default 512)",
+    )
+    types = "/".join(LLAMACPP_CACHE_TYPE_NAMES)
+    p.add_argument(
+        "-ctk",
+        "--cache-type-k",
+        default=None,
+        metavar="TYPE",
+        help=f"llama.cpp: the K cache type ({types}; default: --kv-dtype in llama.cpp's spelling)",
+    )
+    p.add_argument(
+        "-ctv",
+        "--cache-type-v",
+        default=None,
+        metavar="TYPE",
+        help=f"llama.cpp: the V cache type ({types}; default: --kv-dtype; quantized V needs flash attention)",
+    )
+    p.add_argument(
+        "--swa-full",
+        action="store_true",
+        default=None,
+        help="llama.cpp: sliding-window layers keep the whole context (default: the window + -ub cells)",
+    )
+    p.add_argument(
+        "-kvu",
+        "--kv-unified",
+        action="store_true",
+        default=None,
+        help="llama.cpp: one KV stream shared by every sequence (default: a stream per sequence)",
+    )
+    p.add_argument(
+        "-np",
+        "--parallel",
+        default=None,
+        metavar="N",
+        help="llama.cpp: -np, the parallel sequences (n_seq_max), each of --context tokens; the same as --batch N",
+    )
+    p.add_argument(
+        "--n-rs-seq",
+        default=None,
+        metavar="N",
+        help="llama.cpp: recurrent-state snapshots per sequence (n_rs_seq; llama-server sets it to the draft's "
+        "n_max under speculative decoding); counted for the families that keep them (default 0)",
+    )
 
 
 def _loaded_from_args(args: argparse.Namespace):
@@ -158,7 +218,7 @@ def _loaded_from_args(args: argparse.Namespace):
 def engine_settings_from_args(args: argparse.Namespace, engine_id: str):
     """The engine options given on the command line, as an EngineSettings for ``engine_id``;
     an option the engine does not take is one K3InputError naming the flag."""
-    from k3lib.core.units import parse_positive_int
+    from k3lib.core.units import parse_count, parse_positive_int
     from k3lib.engines.deployment import ENGINE_OPTIONS, EngineSettings
 
     values: dict = {}
@@ -203,21 +263,49 @@ def engine_settings_from_args(args: argparse.Namespace, engine_id: str):
         values["cpu_offload_gb"] = float(text)
     fa = getattr(args, "flash_attn", None)
     if fa is not None:
-        values["flash_attn"] = fa == "on"
+        values["flash_attn"] = "auto" if fa == "auto" else fa == "on"
     ub = getattr(args, "n_ubatch", None)
     if ub is not None:
         values["n_ubatch"] = parse_positive_int(ub, "n-ubatch")
+    for name, flag in SETTING_FLAGS.items():
+        given = getattr(args, flag[2:].replace("-", "_"), None)
+        if given is not None:
+            cache_type = str(given).strip().lower()
+            if cache_type not in LLAMACPP_CACHE_TYPE_NAMES:
+                raise K3InputError(
+                    flag[2:], f"{given!r} is not a llama.cpp cache type", ", ".join(LLAMACPP_CACHE_TYPE_NAMES)
+                )
+            values[name] = cache_type
+    for name in ("swa_full", "kv_unified"):
+        if getattr(args, name, None):
+            values[name] = True
+    rs = getattr(args, "n_rs_seq", None)
+    if rs is not None:
+        values["n_rs_seq"] = parse_count(rs, "n-rs-seq", minimum=0, maximum=256, allowed="a whole number 0 … 256")
+    par = getattr(args, "parallel", None)
+    if par is not None:
+        values["parallel"] = parse_positive_int(par, "parallel")
     allowed = ENGINE_OPTIONS[engine_id]
+
+    def flag_of(name: str) -> str:
+        return SETTING_FLAGS.get(name, "--" + name.replace("_", "-"))
+
     for name in values:
         if name not in allowed:
-            flag = "--" + name.replace("_", "-")
-            owner = next(e for e, opts in ENGINE_OPTIONS.items() if name in opts)
+            flag = flag_of(name)
+            owners = [e for e, opts in ENGINE_OPTIONS.items() if name in opts]
             raise K3InputError(
-                name.replace("_", "-"),
-                f"{flag} is a {owner} option; the plan is for {engine_id}",
-                f"--engine {owner}"
-                + (f", or one of {', '.join('--' + a.replace('_', '-') for a in allowed)}" if allowed else ""),
+                flag[2:],
+                f"{flag} is a {' and '.join(owners)} option; the plan is for {engine_id}",
+                f"--engine {owners[0]}" + (f", or one of {', '.join(flag_of(a) for a in allowed)}" if allowed else ""),
             )
+    type_v = values.get("type_v")
+    if values.get("flash_attn") is False and type_v is not None and type_v not in ("f16", "bf16", "f32"):
+        raise K3InputError(
+            "cache-type-v",
+            f"{type_v} is a quantized V cache, which llama.cpp runs only with flash attention (--flash-attn off)",
+            "f16, bf16 or f32, or --flash-attn on/auto",
+        )
     return EngineSettings(engine_id, **values)
 
 

@@ -13,7 +13,9 @@ The settings a verdict was computed with (:class:`EngineSettings`) are stored in
 the engine's defaults filled in, so that a printed command can carry exactly them:
 vLLM ``gpu_memory_utilization`` (0.9) and ``max_num_seqs`` (1,024); SGLang
 ``mem_fraction_static`` (its rule by GPU size when not given); llama.cpp ``n_gpu_layers``
-(-1 = all), ``override_tensor``, ``flash_attn``, ``n_ubatch``.
+(-1 = all), ``override_tensor``, ``flash_attn`` (on, off or auto), ``n_ubatch`` (512), ``type_k`` /
+``type_v`` (the KV dtype's cache type), ``swa_full``, ``kv_unified``, ``n_rs_seq`` (0); llama.cpp's
+``parallel`` (``-np``, its ``n_seq_max``) is the plan's batch.
 
 >>> p = plan_for_engine(model="llama-3.1-70b", gpu="h100-sxm", gpus=2, context="32K")
 >>> p.engine_id, p.fits, p.engine.kv_capacity_tokens
@@ -41,7 +43,18 @@ from k3lib.engines.vllm import VLLM_MAX_NUM_SEQS
 ENGINE_OPTIONS: Mapping[str, tuple[str, ...]] = {
     "vllm": ("gpu_memory_utilization", "max_num_seqs", "cpu_offload_gb"),
     "sglang": ("mem_fraction_static",),
-    "llama.cpp": ("n_gpu_layers", "override_tensor", "flash_attn", "n_ubatch"),
+    "llama.cpp": (
+        "n_gpu_layers",
+        "override_tensor",
+        "flash_attn",
+        "n_ubatch",
+        "type_k",
+        "type_v",
+        "swa_full",
+        "kv_unified",
+        "n_rs_seq",
+        "parallel",
+    ),
     "transformers": (),
     "generic": (),
     "guide": (),
@@ -61,7 +74,9 @@ class EngineSettings:
     {'gpu_memory_utilization': 0.76}
     >>> EngineSettings("llama.cpp", gpu_memory_utilization=0.5)
     Traceback (most recent call last):
-    k3lib.core.errors.K3InputError: gpu_memory_utilization: is a vLLM option; llama.cpp has no such setting (allowed: n_gpu_layers, override_tensor, flash_attn, n_ubatch)
+    k3lib.core.errors.K3InputError: gpu_memory_utilization: is a vLLM option; llama.cpp has no such setting (allowed: n_gpu_layers, override_tensor, flash_attn, n_ubatch, type_k, type_v, swa_full, kv_unified, n_rs_seq, parallel)
+    >>> EngineSettings("llama.cpp", type_k="q8_0", flash_attn="auto").options()
+    {'flash_attn': 'auto', 'type_k': 'q8_0'}
     """
 
     engine: str
@@ -70,10 +85,24 @@ class EngineSettings:
     mem_fraction_static: float | None = None
     n_gpu_layers: int | None = None
     override_tensor: tuple[str, ...] = ()
-    flash_attn: bool | None = None
+    #: llama.cpp ``-fa``: True (on), False (off) or "auto" (llama.cpp's default; resolved as enabled)
+    flash_attn: bool | str | None = None
     n_ubatch: int | None = None
     #: vLLM ``--cpu-offload-gb``: GiB of weights per GPU kept in CPU memory
     cpu_offload_gb: float | None = None
+    #: llama.cpp ``--cache-type-k`` / ``--cache-type-v`` (``-ctk``/``-ctv``): K and V cache types apart
+    #: (default: both the plan's KV dtype, in llama.cpp's spelling)
+    type_k: str | None = None
+    type_v: str | None = None
+    #: llama.cpp ``--swa-full``: sliding-window layers keep the whole context
+    swa_full: bool | None = None
+    #: llama.cpp ``--kv-unified`` (``-kvu``): one KV stream shared by every sequence
+    kv_unified: bool | None = None
+    #: llama.cpp ``n_rs_seq``: recurrent-state snapshots per sequence (llama-server sets it to the draft's
+    #: n_max under speculative decoding); counted for the families that keep them
+    n_rs_seq: int | None = None
+    #: llama.cpp ``-np`` (``n_seq_max``): the parallel sequences; the plan's batch
+    parallel: int | None = None
 
     def __post_init__(self) -> None:
         eid = normalize_engine(self.engine)
@@ -89,6 +118,12 @@ class EngineSettings:
             "flash_attn",
             "n_ubatch",
             "cpu_offload_gb",
+            "type_k",
+            "type_v",
+            "swa_full",
+            "kv_unified",
+            "n_rs_seq",
+            "parallel",
         ):
             value = getattr(self, name)
             if value in (None, ()) or name in allowed:
@@ -105,10 +140,29 @@ class EngineSettings:
                 isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1 or not math.isfinite(v)
             ):
                 raise K3InputError(name, f"{v!r} is outside (0, 1]", "0 < F ≤ 1, e.g. 0.9")
-        for name, lo in (("max_num_seqs", 1), ("n_ubatch", 1), ("n_gpu_layers", -1)):
+        for name, lo in (("max_num_seqs", 1), ("n_ubatch", 1), ("n_gpu_layers", -1), ("n_rs_seq", 0), ("parallel", 1)):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
                 raise K3InputError(name, f"{v!r}", f"a whole number ≥ {lo}")
+        fa = self.flash_attn
+        if fa is not None and not isinstance(fa, bool):
+            key = str(fa).strip().lower()
+            if key != "auto":
+                raise K3InputError("flash_attn", f"{fa!r}", "on (True), off (False) or auto")
+            object.__setattr__(self, "flash_attn", "auto")
+        from k3lib.engines.llamacpp import LLAMACPP_CACHE_TYPES
+
+        for name in ("type_k", "type_v"):
+            t = getattr(self, name)
+            if t is None:
+                continue
+            cache_type = str(t).strip().lower() if isinstance(t, str) else None
+            if cache_type not in LLAMACPP_CACHE_TYPES:
+                raise K3InputError(name, f"{t!r} is not a llama.cpp cache type", ", ".join(LLAMACPP_CACHE_TYPES))
+            object.__setattr__(self, name, cache_type)
+        for name in ("swa_full", "kv_unified"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
+                raise K3InputError(name, f"{getattr(self, name)!r}", "True or False")
         v = self.cpu_offload_gb
         if v is not None and (
             isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= 16384
@@ -176,6 +230,7 @@ def _estimate(
     eid = settings.engine
     opts = settings.options()
     util = opts.pop("gpu_memory_utilization", None)
+    opts.pop("parallel", None)  # llama.cpp's -np is the plan's batch (plan_for_engine)
     layout = {"tp": plan.tp, "pp": plan.pp} if eid in ("vllm", "sglang") else {}
     return estimate_for_engine(
         eid,
@@ -210,11 +265,17 @@ def effective_settings(settings: EngineSettings, est: EngineEstimate) -> tuple[t
         )
         return (("mem_fraction_static", frac),)
     if eid == "llama.cpp":
+        type_k, _, type_v = est.kv_dtype.partition("/")  # the cache types the estimate used ("f16/f16")
         return (
             ("n_gpu_layers", -1 if s.n_gpu_layers is None else s.n_gpu_layers),
             ("override_tensor", tuple(s.override_tensor)),
             ("flash_attn", True if s.flash_attn is None else s.flash_attn),
             ("n_ubatch", 512 if s.n_ubatch is None else s.n_ubatch),
+            ("type_k", type_k),
+            ("type_v", type_v or type_k),
+            ("swa_full", bool(s.swa_full)),
+            ("kv_unified", bool(s.kv_unified)),
+            ("n_rs_seq", s.n_rs_seq or 0),
         )
     return ()
 
@@ -357,6 +418,16 @@ def plan_for_engine(
         else EngineSettings(default_engine_for(model) if engine is None else engine)
     )
     eid = settings.engine
+    if settings.parallel is not None:  # llama.cpp's -np: that many sequences, each of `context` tokens
+        from k3lib.core.units import parse_positive_int
+
+        if parse_positive_int(batch, "batch") not in (1, settings.parallel):
+            raise K3InputError(
+                "parallel",
+                f"-np {settings.parallel} is llama.cpp's count of sequences, and the batch says {batch}",
+                "give one of --parallel and --batch (or the same number)",
+            )
+        batch = settings.parallel
     spec = model.require_architecture() if hasattr(model, "require_architecture") else get_model(model)
     if isinstance(spec, PublishedProfile) and eid not in ("guide", "generic"):
         raise K3InputError(

@@ -13,7 +13,12 @@ from __future__ import annotations
 from k3lib.core.errors import K3InputError
 from k3lib.core.units import GiB, MiB
 from k3lib.engines.base import EngineEstimate, EstimateInputs
-from k3lib.engines.llamacpp import llamacpp_compute_buffer_bytes, llamacpp_memory, llamacpp_offload_split
+from k3lib.engines.llamacpp import (
+    llamacpp_compute_buffer_bytes,
+    llamacpp_memory,
+    llamacpp_offload_split,
+    supports_rs_rollback,
+)
 
 
 def llamacpp_estimate(x: EstimateInputs) -> EngineEstimate:
@@ -25,8 +30,18 @@ def llamacpp_estimate(x: EstimateInputs) -> EngineEstimate:
     total = hw.memory_bytes("usable")
     notes = x.implied_pp_notes()
     fa = options.get("flash_attn", True)
-    type_k = options.get("type_k") or ("f16" if kv_dtype in ("auto", "bf16", "f16", "fp16") else kv_dtype)
-    type_v = options.get("type_v") or type_k
+    if isinstance(fa, str) and fa.strip().lower() == "auto":
+        # llama.cpp's default: resolved when the graph is first reserved, enabled where the backend runs
+        # FLASH_ATTN_EXT for the model's head sizes (src/llama-context.cpp @0c1e570; CUDA and CPU do)
+        fa = True
+        notes.append("flash attention auto: taken as enabled, as llama.cpp resolves it where the backend runs it")
+    elif not isinstance(fa, bool):
+        raise K3InputError("flash_attn", f"{fa!r}", "True (on), False (off) or 'auto'")
+    # the plan's KV dtype sets both cache types; -ctk / -ctv each replace one (llama.cpp: V stays f16
+    # when only -ctk is given)
+    base = "f16" if kv_dtype in ("auto", "bf16", "f16", "fp16") else kv_dtype
+    type_k = options.get("type_k") or base
+    type_v = options.get("type_v") or base
     ub = options.get("n_ubatch", 512)
     cache = dict(
         n_seq=n_batch,
@@ -40,6 +55,10 @@ def llamacpp_estimate(x: EstimateInputs) -> EngineEstimate:
         ik_mla=options.get("ik_mla"),
     )
     mem = llamacpp_memory(model, n_ctx=ctx * n_batch, **cache)
+    if cache["n_rs_seq"] and not supports_rs_rollback(arch):
+        notes.append(
+            f"n_rs_seq {cache['n_rs_seq']}: {arch.id}'s family keeps no recurrent snapshots; llama.cpp sets it to 0"
+        )
     ngl = options.get("n_gpu_layers")
     ot = tuple(options.get("override_tensor") or ())
     if ngl is not None and (isinstance(ngl, bool) or not isinstance(ngl, int) or ngl < -1):

@@ -489,6 +489,9 @@ def llama_server_command(
         src = ["-hf", ref]
         src_why = ("-hf", f"{ref}: llama.cpp downloads the GGUF from Hugging Face")
     cache = LLAMA_CACHE_TYPES[plan.kv_dtype]
+    # the cache types the verdict used (--cache-type-k/-v apart when the plan set them)
+    type_k = str(settings.get("type_k") or cache)
+    type_v = str(settings.get("type_v") or cache)
     ctx = plan.context_tokens * plan.batch
     ngl = int(settings.get("n_gpu_layers", -1))
     argv = [
@@ -501,9 +504,9 @@ def llama_server_command(
         "-ngl",
         "999" if ngl < 0 else str(ngl),
         "--cache-type-k",
-        cache,
+        type_k,
         "--cache-type-v",
-        cache,
+        type_v,
     ]
     expl = [
         src_why,
@@ -517,24 +520,44 @@ def llama_server_command(
         ),
         (
             "--cache-type-k",
-            f"{cache}: the plan's {plan.kv_dtype} KV"
-            + (" (llama.cpp has no FP8 cache; q8_0 is 1.0625 B per element)" if plan.kv_dtype == "fp8" else ""),
+            (
+                f"{type_k}: the plan's K cache type"
+                if type_k != cache
+                else f"{cache}: the plan's {plan.kv_dtype} KV"
+                + (" (llama.cpp has no FP8 cache; q8_0 is 1.0625 B per element)" if plan.kv_dtype == "fp8" else "")
+            ),
         ),
-        ("--cache-type-v", f"{cache}, the same for values"),
+        (
+            "--cache-type-v",
+            f"{type_v}, the same for values" if type_v == type_k else f"{type_v}: the plan's V cache type",
+        ),
     ]
     fa = settings.get("flash_attn", True)
-    if cache != "f16" and not fa:
+    quant_v = type_v not in ("f16", "f32", "bf16")
+    if quant_v and fa is False:
         raise K3InputError(
             "flash_attn", "llama.cpp needs flash attention for a quantized V cache", "on, or an f16 cache"
         )
-    if settings or cache != "f16":
-        argv += ["--flash-attn", "on" if fa else "off"]
+    if settings or type_k != "f16" or type_v != "f16":
+        fa_text = "auto" if fa == "auto" else "on" if fa else "off"
+        argv += ["--flash-attn", fa_text]
         expl.append(
             (
                 "--flash-attn",
-                ("on" if fa else "off")
-                + (": llama.cpp needs flash attention for a quantized V cache" if cache != "f16" else ": as planned"),
+                fa_text + (": llama.cpp needs flash attention for a quantized V cache" if quant_v else ": as planned"),
             )
+        )
+    if settings.get("swa_full"):
+        argv += ["--swa-full"]
+        expl.append(("--swa-full", "sliding-window layers keep the whole context, as planned"))
+    if settings.get("kv_unified"):
+        argv += ["--kv-unified"]
+        expl.append(("--kv-unified", f"one KV stream shared by the {plan.batch} slot(s), as planned"))
+    if settings.get("n_rs_seq"):
+        notes.append(
+            f"n_rs_seq {settings['n_rs_seq']} (recurrent snapshots) has no llama-server flag of its own: "
+            "llama-server sets it to the draft's n_max under speculative decoding (--spec-draft-n-max); "
+            "the plan counts them for the families that keep them"
         )
     ub = int(settings.get("n_ubatch", 512))
     if ub != 512:
