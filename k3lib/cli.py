@@ -416,6 +416,12 @@ def _report_parameters(args: argparse.Namespace) -> dict:
         "override_tensor",
         "flash_attn",
         "n_ubatch",
+        "cache_type_k",
+        "cache_type_v",
+        "swa_full",
+        "kv_unified",
+        "parallel",
+        "n_rs_seq",
     ):
         if getattr(args, name, None) not in (None, []):
             raise K3InputError(

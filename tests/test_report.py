@@ -566,6 +566,10 @@ def test_gpu_memory_utilization_reaches_the_vllm_command_and_engine_view():
         (["--gpu-memory-utilization", "0.8", "--engine", "llama.cpp"], "gpu_memory_utilization"),
         (["--unit", "GB"], "unit"),
         (["--gpus", "٨"], "gpus"),  # Arabic-Indic digit: ASCII digits only
+        (["--engine", "llama.cpp", "--swa-full"], "swa-full"),  # llama.cpp cache settings: estimate only
+        (["--engine", "llama.cpp", "-ctk", "q8_0"], "cache-type-k"),
+        (["--engine", "llama.cpp", "-np", "4"], "parallel"),
+        (["--engine", "llama.cpp", "--kv-unified"], "kv-unified"),
     ],
 )
 def test_report_flags_that_cannot_apply_are_refused(flags, field, tmp_path, capsys):
