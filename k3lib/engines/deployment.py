@@ -109,22 +109,7 @@ class EngineSettings:
         object.__setattr__(self, "engine", eid)
         allowed = ENGINE_OPTIONS[eid]
         owner = {o: e for e, opts in ENGINE_OPTIONS.items() for o in opts}
-        for name in (
-            "gpu_memory_utilization",
-            "max_num_seqs",
-            "mem_fraction_static",
-            "n_gpu_layers",
-            "override_tensor",
-            "flash_attn",
-            "n_ubatch",
-            "cpu_offload_gb",
-            "type_k",
-            "type_v",
-            "swa_full",
-            "kv_unified",
-            "n_rs_seq",
-            "parallel",
-        ):
+        for name in owner:  # every engine's options, in ENGINE_OPTIONS' order
             value = getattr(self, name)
             if value in (None, ()) or name in allowed:
                 continue
