@@ -347,9 +347,9 @@ def _with_offload(inp: ServingInputs, offload: str, host: str) -> ServingInputs:
     if not host:
         raise ValueError(f"offload {offload!r} is stated but the row names no host to read it from")
     h = get_host(host)
-    kind, _, val = offload.partition("=")
+    how, _, val = offload.partition("=")
     stages = list(inp.stages)
-    if kind == "ngl":
+    if how == "ngl":
         on_gpu = min(int(val), inp.model.num_layers) / inp.model.num_layers
         dense = sum(s.dense_bytes for s in stages) * (1 - on_gpu)
         routed = sum(s.routed_bytes for s in stages) * (1 - on_gpu)
@@ -357,7 +357,7 @@ def _with_offload(inp: ServingInputs, offload: str, host: str) -> ServingInputs:
             dataclasses.replace(s, dense_bytes=s.dense_bytes * on_gpu, routed_bytes=s.routed_bytes * on_gpu)
             for s in stages
         ]
-    elif kind == "ot" and val == "exps":
+    elif how == "ot" and val == "exps":
         dense, routed = 0.0, sum(s.routed_bytes for s in stages)
         stages = [dataclasses.replace(s, routed_bytes=0.0) for s in stages]
     else:

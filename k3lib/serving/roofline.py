@@ -416,6 +416,36 @@ def _stage_active_params(inp: ServingInputs, st: StageBytes) -> float:
     return inp.model.params_active * st.layers / inp.model.num_layers
 
 
+def _touched_expert_bytes(inp: ServingInputs, routed_bytes: float, tokens: float) -> float:
+    """Of ``routed_bytes`` of routed experts, the bytes ``tokens`` tokens touch in one pass
+    (:func:`k3lib.serving.experts.routed_bytes_read_per_step`; 0 without routed experts)."""
+    if not routed_bytes:
+        return 0.0
+    m_ = inp.model.mlp
+    return routed_bytes_read_per_step(
+        routed_bytes_per_gpu=routed_bytes,
+        n_experts=m_.n_routed_experts,
+        experts_per_token=m_.experts_per_token or 1,
+        tokens=tokens,
+    )
+
+
+def _collective_seconds(inp: ServingInputs, st: StageBytes, tokens: float) -> float:
+    """One pass's TP all-reduces and EP all-to-alls for ``tokens`` tokens on the binding stage
+    (:func:`k3lib.serving.comm.tp_comm_seconds` + :func:`k3lib.serving.comm.ep_comm_seconds`)."""
+    d, link = inp.model.hidden_size, inp.link.bytes_per_s
+    tp = tp_comm_seconds(tokens=tokens, hidden_size=d, layers=st.layers, tp=inp.tp, link_bytes_per_s=link)
+    ep = ep_comm_seconds(
+        tokens=tokens,
+        hidden_size=d,
+        experts_per_token=inp.model.mlp.experts_per_token,
+        ep=inp.ep,
+        moe_layers=st.moe_layers,
+        link_bytes_per_s=link,
+    )
+    return tp + ep
+
+
 def decode_terms(
     inp: ServingInputs, *, concurrency: float, context_tokens: float, identical_sequences: bool = False
 ) -> StepTerms:
@@ -440,7 +470,6 @@ def decode_terms(
     m = min(inp.pp, b_rep) if inp.pipelined else 1
     b = math.ceil(b_rep / m)
     st = _binding(inp)
-    m_ = inp.model.mlp
     kv = kv_bytes_per_rank(
         st.stage,
         context_tokens=int(context_tokens),
@@ -449,28 +478,11 @@ def decode_terms(
         tp=inp.tp,
         state_bytes_per_element=inp.state_bytes_per_element,
     )
-    routed = (
-        routed_bytes_read_per_step(
-            routed_bytes_per_gpu=st.routed_bytes,
-            n_experts=m_.n_routed_experts,
-            experts_per_token=m_.experts_per_token or 1,
-            tokens=1 if identical_sequences else b * (inp.dp if inp.ep > 1 else 1),
-        )
-        if st.routed_bytes
-        else 0.0
+    routed = _touched_expert_bytes(
+        inp, st.routed_bytes, 1 if identical_sequences else b * (inp.dp if inp.ep > 1 else 1)
     )
     flops = b * (2 * _stage_active_params(inp, st) + attention_flops_per_token(st.stage, context_tokens)) / inp.tp
-    comm = tp_comm_seconds(
-        tokens=b, hidden_size=inp.model.hidden_size, layers=st.layers, tp=inp.tp, link_bytes_per_s=inp.link.bytes_per_s
-    )
-    comm += ep_comm_seconds(
-        tokens=b,
-        hidden_size=inp.model.hidden_size,
-        experts_per_token=m_.experts_per_token,
-        ep=inp.ep,
-        moe_layers=st.moe_layers,
-        link_bytes_per_s=inp.link.bytes_per_s,
-    )
+    comm = _collective_seconds(inp, st, b)
     hand = pp_handoff_seconds(
         tokens=b, hidden_size=inp.model.hidden_size, pp=inp.pp, link_bytes_per_s=inp.pp_link.bytes_per_s
     )
@@ -489,18 +501,7 @@ def decode_terms(
 
 
 def _host_touched_bytes(inp: ServingInputs, tokens: float) -> float:
-    m_ = inp.model.mlp
-    routed = (
-        routed_bytes_read_per_step(
-            routed_bytes_per_gpu=inp.host_routed_bytes,
-            n_experts=m_.n_routed_experts,
-            experts_per_token=m_.experts_per_token or 1,
-            tokens=tokens,
-        )
-        if inp.host_routed_bytes
-        else 0.0
-    )
-    return inp.host_dense_bytes + routed
+    return inp.host_dense_bytes + _touched_expert_bytes(inp, inp.host_routed_bytes, tokens)
 
 
 def _host_read_s(inp: ServingInputs, tokens: float) -> float:
@@ -545,20 +546,10 @@ def prefill_terms(inp: ServingInputs, *, input_tokens: int, requests: float = 1.
     """Prefill of ``requests`` prompts of ``input_tokens`` each, in chunks of the engine's budget
     (see the module docstring); ``requests`` may be fractional (a mean over a queue)."""
     st = _binding(inp)
-    m_ = inp.model.mlp
     total = max(1.0, requests * input_tokens)
     chunks = max(1, math.ceil(total / inp.prefill_chunk_tokens))
     per_chunk = total / chunks
-    routed = (
-        routed_bytes_read_per_step(
-            routed_bytes_per_gpu=st.routed_bytes,
-            n_experts=m_.n_routed_experts,
-            experts_per_token=m_.experts_per_token or 1,
-            tokens=per_chunk,
-        )
-        if st.routed_bytes
-        else 0.0
-    )
+    routed = _touched_expert_bytes(inp, st.routed_bytes, per_chunk)
     # the GPU's FLOPs: KTransformers' CPU experts are multiplied on the host (_host_prefill_s)
     gpu_share = 1.0 - _host_compute_share(inp)
     flops = (
@@ -569,21 +560,7 @@ def prefill_terms(inp: ServingInputs, *, input_tokens: int, requests: float = 1.
         )
         / inp.tp
     )
-    comm = tp_comm_seconds(
-        tokens=per_chunk,
-        hidden_size=inp.model.hidden_size,
-        layers=st.layers,
-        tp=inp.tp,
-        link_bytes_per_s=inp.link.bytes_per_s,
-    )
-    comm += ep_comm_seconds(
-        tokens=per_chunk,
-        hidden_size=inp.model.hidden_size,
-        experts_per_token=m_.experts_per_token,
-        ep=inp.ep,
-        moe_layers=st.moe_layers,
-        link_bytes_per_s=inp.link.bytes_per_s,
-    )
+    comm = _collective_seconds(inp, st, per_chunk)
     hand = chunks * pp_handoff_seconds(
         tokens=per_chunk, hidden_size=inp.model.hidden_size, pp=inp.pp, link_bytes_per_s=inp.pp_link.bytes_per_s
     )
@@ -616,22 +593,12 @@ def mixed_prefill_terms(
       \\quad N = \\lceil I/p \\rceil$$
     """
     st = _binding(inp)
-    m_ = inp.model.mlp
     i = max(1, int(input_tokens))
     p = max(1, min(i, int(chunk_tokens)))
     n = math.ceil(i / p)
     b = max(0.0, float(decode_batch))
     tok = i / n + b
-    routed = (
-        routed_bytes_read_per_step(
-            routed_bytes_per_gpu=st.routed_bytes,
-            n_experts=m_.n_routed_experts,
-            experts_per_token=m_.experts_per_token or 1,
-            tokens=tok,
-        )
-        if st.routed_bytes
-        else 0.0
-    )
+    routed = _touched_expert_bytes(inp, st.routed_bytes, tok)
     kv = (
         kv_bytes_per_rank(
             st.stage,
@@ -646,21 +613,7 @@ def mixed_prefill_terms(
     )
     pf = (2 * _stage_active_params(inp, st) * i + i * attention_flops_per_token(st.stage, i / 2)) / inp.tp
     dec = b * (2 * _stage_active_params(inp, st) + attention_flops_per_token(st.stage, decode_context)) / inp.tp
-    comm = tp_comm_seconds(
-        tokens=tok,
-        hidden_size=inp.model.hidden_size,
-        layers=st.layers,
-        tp=inp.tp,
-        link_bytes_per_s=inp.link.bytes_per_s,
-    )
-    comm += ep_comm_seconds(
-        tokens=tok,
-        hidden_size=inp.model.hidden_size,
-        experts_per_token=m_.experts_per_token,
-        ep=inp.ep,
-        moe_layers=st.moe_layers,
-        link_bytes_per_s=inp.link.bytes_per_s,
-    )
+    comm = _collective_seconds(inp, st, tok)
     hand = n * pp_handoff_seconds(
         tokens=tok, hidden_size=inp.model.hidden_size, pp=inp.pp, link_bytes_per_s=inp.pp_link.bytes_per_s
     )
