@@ -111,7 +111,7 @@ def test_estimate_labels_every_figure():
 
 def test_aliases_have_the_shapes_they_claim():
     from k3lib.loaders.config import load_config
-    from k3lib.serving.calibration import MODEL_ALIASES, resolve_model
+    from k3lib.serving.speed_rows import MODEL_ALIASES, resolve_model
 
     a = load_config("data/measured/configs/RedHatAI--Llama-3.3-70B-Instruct-fp8-dynamic.json").architecture
     b = get_model(resolve_model("meta-llama/Llama-3.3-70B-Instruct"))
@@ -252,7 +252,7 @@ def test_first_burst_mixes_one_burst_wave_with_the_steady_state():
 def test_which_engines_keep_waves_in_lock_step():
     import dataclasses
 
-    from k3lib.serving.calibration import SpeedRow, keeps_waves, row_arrivals
+    from k3lib.serving.speed_rows import SpeedRow, keeps_waves, row_arrivals
 
     assert keeps_waves("sglang", "")  # prefill first
     assert keeps_waves("vllm", "0.7.4.dev181")  # V0: prefills first without chunked prefill
@@ -371,8 +371,8 @@ def test_decode_step_adds_each_further_sequence_at_the_decode_compute_efficiency
 
 def test_identical_sequences_touch_one_tokens_experts():
     """llama-batched-bench feeds the same token to every sequence: B sequences read k of E experts."""
-    from k3lib.serving.calibration import SpeedRow, row_identical_sequences
     from k3lib.serving.experts import fraction_of_experts_touched
+    from k3lib.serving.speed_rows import SpeedRow, row_identical_sequences
 
     inp = inputs_from_plan(
         plan_for_engine(
