@@ -18,7 +18,13 @@ from k3lib.core.architecture import Architecture
 from k3lib.core.data import DATA_DIR
 from k3lib.core.errors import K3InputError
 from k3lib.core.hardware import get_gpu
-from k3lib.serving.concurrency import QUANTITIES, predict
+from k3lib.serving.concurrency import (
+    DECODE_PHASE_TOTAL_ENGINES,
+    PREFILL_FIRST_ENGINES,
+    QUANTITIES,
+    max_concurrency,
+    predict,
+)
 from k3lib.serving.roofline import (
     MEMORY_PROFILE,
     Efficiency,
@@ -349,8 +355,6 @@ def keeps_waves(engine: str, engine_version: str) -> bool:
     >>> keeps_waves("sglang", "0.4.3"), keeps_waves("vllm", "0.7.4.dev181"), keeps_waves("trtllm", "0.17")
     (True, True, False)
     """
-    from k3lib.serving.concurrency import PREFILL_FIRST_ENGINES
-
     eng = serving_engine(engine)
     if eng in PREFILL_FIRST_ENGINES:
         return True
@@ -403,8 +407,6 @@ def row_identical_sequences(row: SpeedRow) -> bool:
     ``output_tokens_per_s_total`` is ``llama-batched-bench``'s S_TG
     (:data:`k3lib.serving.concurrency.DECODE_PHASE_TOTAL_ENGINES`), and that tool feeds token 0 at
     every position of every sequence, so its B sequences route alike (one token's experts per step)."""
-    from k3lib.serving.concurrency import DECODE_PHASE_TOTAL_ENGINES
-
     return row.quantity == "output_tokens_per_s_total" and serving_engine(row.engine) in DECODE_PHASE_TOTAL_ENGINES
 
 
@@ -417,8 +419,6 @@ def row_capacity(row: SpeedRow) -> int | None:
     cap = _ROW_CAPACITY.get(row.plan_key)
     if cap is None:
         return None
-    from k3lib.serving.concurrency import max_concurrency
-
     n = max_concurrency(
         kv_capacity_tokens=cap[0], input_tokens=row.input_tokens, output_tokens=row.output_tokens, max_num_seqs=cap[1]
     )
